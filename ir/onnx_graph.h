@@ -1,0 +1,181 @@
+// pt2onnx's own ONNX graph: what symbolic functions build and what the writer encodes.
+// It has no LibTorch and no protobuf in it, so the many files that include it compile fast.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace pt2onnx::ir {
+
+// Element types, numbered as ONNX's TensorProto::DataType.
+enum class DType : int32_t {
+  Undefined = 0,
+  Float = 1,
+  Uint8 = 2,
+  Int8 = 3,
+  Uint16 = 4,
+  Int16 = 5,
+  Int32 = 6,
+  Int64 = 7,
+  String = 8,
+  Bool = 9,
+  Float16 = 10,
+  Double = 11,
+  Uint32 = 12,
+  Uint64 = 13,
+  Complex64 = 14,
+  Complex128 = 15,
+  BFloat16 = 16,
+};
+
+const char* dtypeName(DType t);
+size_t dtypeSize(DType t);  // bytes per element; 0 for String/Undefined
+bool isFloating(DType t);
+
+// One dimension: a static size, a named symbol (dim_param), or unknown.
+struct Dim {
+  int64_t size = -1;  // >= 0 when static
+  std::string param;  // non-empty when symbolic
+
+  static Dim fixed(int64_t n) { return Dim{n, {}}; }
+  static Dim symbol(std::string name) { return Dim{-1, std::move(name)}; }
+  bool isStatic() const { return size >= 0; }
+};
+
+struct TensorType {
+  DType dtype = DType::Undefined;
+  std::optional<std::vector<Dim>> shape;  // nullopt: rank unknown
+
+  bool hasRank() const { return shape.has_value(); }
+  int64_t rank() const { return shape ? static_cast<int64_t>(shape->size()) : -1; }
+  bool isFullyStatic() const;
+  std::vector<int64_t> staticSizes() const;  // asserts isFullyStatic()
+};
+
+// Tensor bytes that the graph refers to without copying. `owner` keeps the memory alive (an ATen
+// tensor's storage, or a vector the builder allocated).
+struct TensorData {
+  DType dtype = DType::Undefined;
+  std::vector<int64_t> dims;
+  const void* data = nullptr;
+  size_t nbytes = 0;
+  std::shared_ptr<const void> owner;
+
+  int64_t numel() const;
+  static TensorData fromInt64s(std::vector<int64_t> values, std::vector<int64_t> dims);
+  static TensorData fromDoubles(const std::vector<double>& values, DType dtype,
+                                std::vector<int64_t> dims);
+  static TensorData fromBytes(DType dtype, std::vector<int64_t> dims, std::vector<uint8_t> bytes);
+  // Element i converted to double / int64 (for constant folding of small tensors).
+  double elementAsDouble(int64_t i) const;
+  int64_t elementAsInt64(int64_t i) const;
+};
+
+class Graph;
+
+struct Attribute {
+  enum class Kind { Float, Int, String, Tensor, Floats, Ints, Strings };
+  std::string name;
+  Kind kind = Kind::Int;
+  double f = 0;
+  int64_t i = 0;
+  std::string s;
+  std::shared_ptr<TensorData> t;
+  std::vector<double> floats;
+  std::vector<int64_t> ints;
+  std::vector<std::string> strings;
+};
+
+// Attribute constructors, so symbolics read as `{attr::i("axis", 1), attr::ints("perm", p)}`.
+namespace attr {
+Attribute f(std::string name, double v);
+Attribute i(std::string name, int64_t v);
+Attribute s(std::string name, std::string v);
+Attribute t(std::string name, TensorData v);
+Attribute floats(std::string name, std::vector<double> v);
+Attribute ints(std::string name, std::vector<int64_t> v);
+Attribute strings(std::string name, std::vector<std::string> v);
+}  // namespace attr
+
+struct Node;
+
+struct Value {
+  std::string name;
+  TensorType type;
+  Node* producer = nullptr;  // null for graph inputs and initializers
+  bool isInitializer = false;
+};
+
+struct Node {
+  std::string opType;
+  std::string domain;  // "" is ai.onnx
+  std::string name;
+  std::string docString;  // PyTorch source location of the node it came from
+  std::vector<Value*> inputs;  // nullptr = omitted optional input
+  std::vector<Value*> outputs;
+  std::vector<Attribute> attributes;
+
+  const Attribute* findAttribute(const std::string& name) const;
+};
+
+struct Initializer {
+  Value* value;
+  std::shared_ptr<TensorData> data;
+};
+
+// An ONNX graph under construction. Values and nodes live as long as the graph; names are made
+// unique and deterministic (the same sequence of calls gives the same names).
+class Graph {
+ public:
+  Graph();
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  Value* addInput(const std::string& name, TensorType type);
+  Value* addInitializer(const std::string& name, TensorData data);
+  // Appends a node; its outputs are named "<node name>_output_<k>".
+  Node* addNode(const std::string& opType, const std::vector<Value*>& inputs, size_t numOutputs,
+                std::vector<Attribute> attributes = {}, const std::string& domain = "");
+  void addOutput(Value* v);
+
+  // Scope prefix for node names ("/layer1/0/conv1"), set by the exporter per source node.
+  void setScope(std::string scope) { scope_ = std::move(scope); }
+  void setDocString(std::string doc) { doc_ = std::move(doc); }
+
+  // Makes `wanted` unique among value names and returns it.
+  std::string uniqueValueName(const std::string& wanted);
+  void renameValue(Value* v, const std::string& wanted);
+
+  const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  const std::vector<Value*>& outputs() const { return outputs_; }
+  const std::vector<Initializer>& initializers() const { return initializers_; }
+  std::vector<Initializer>& mutableInitializers() { return initializers_; }
+  std::vector<Value*>& mutableInputs() { return inputs_; }
+  std::vector<Value*>& mutableOutputs() { return outputs_; }
+  // Removes nodes whose outputs are unused (and unused initializers); keeps order.
+  void eliminateDeadNodes();
+
+ private:
+  Value* newValue(const std::string& name);
+  std::string uniqueNodeName(const std::string& wanted);
+
+  std::vector<std::unique_ptr<Value>> values_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<Value*> inputs_;
+  std::vector<Value*> outputs_;
+  std::vector<Initializer> initializers_;
+  std::unordered_map<std::string, int> valueNameCount_;
+  std::unordered_set<std::string> usedValueNames_;
+  std::unordered_map<std::string, int> nodeNameCount_;
+  std::string scope_;
+  std::string doc_;
+};
+
+}  // namespace pt2onnx::ir

@@ -1,0 +1,124 @@
+// The API a symbolic function sees: its node's arguments, bound by a typed binder, and a builder
+// that emits ONNX nodes. No LibTorch here (see docs/converter_contract.md).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/onnx_graph.h"
+
+namespace pt2onnx::symbolic {
+
+// One argument of the TorchScript node being converted, or one result of a symbolic.
+// Numbers may be known at conversion time (i/d/b set, value == nullptr) or dynamic
+// (value = a 0-d ONNX tensor, e.g. a dimension of a dynamic axis).
+struct Arg {
+  enum class Kind { None, Tensor, Int, Double, Bool, String, List, Device, Other };
+  Kind kind = Kind::None;
+  ir::Value* value = nullptr;  // Tensor, or a dynamic Int/Double/Bool
+  std::shared_ptr<ir::TensorData> constTensor;  // Tensor known at conversion time (may be null)
+  int64_t i = 0;
+  double d = 0;
+  bool b = false;
+  std::string s;          // String, Device, or a description for Other
+  std::vector<Arg> elems;  // List
+
+  Arg() = default;
+  Arg(ir::Value* v) : kind(Kind::Tensor), value(v) {}  // NOLINT: symbolics return {ctx.op(...)}
+
+  static Arg none() { return Arg(); }
+  static Arg ofInt(int64_t v) { Arg a; a.kind = Kind::Int; a.i = v; return a; }
+  static Arg ofDouble(double v) { Arg a; a.kind = Kind::Double; a.d = v; return a; }
+  static Arg ofBool(bool v) { Arg a; a.kind = Kind::Bool; a.b = v; return a; }
+  static Arg ofString(std::string v) { Arg a; a.kind = Kind::String; a.s = std::move(v); return a; }
+  static Arg ofList(std::vector<Arg> v) { Arg a; a.kind = Kind::List; a.elems = std::move(v); return a; }
+  static Arg dynamicNumber(Kind kind, ir::Value* v) { Arg a; a.kind = kind; a.value = v; return a; }
+
+  bool isNone() const { return kind == Kind::None; }
+  bool isTensor() const { return kind == Kind::Tensor; }
+  // True for numbers, bools, strings and lists of them known at conversion time.
+  bool isStatic() const;
+  std::string describe() const;
+};
+
+using Outputs = std::vector<Arg>;
+class Context;
+using SymbolicFn = std::function<Outputs(Context&)>;
+
+// Per-node conversion context. Argument accessors throw SymbolicError (a user error with the node's
+// location attached by the exporter) when the argument does not have the expected form.
+class Context {
+ public:
+  Context(ir::Graph& graph, int opset, std::string schema, std::vector<Arg> args,
+          std::vector<ir::TensorType> outputTypes);
+
+  int opset() const { return opset_; }
+  ir::Graph& graph() { return graph_; }
+  const std::string& schema() const { return schema_; }
+  size_t numArgs() const { return args_.size(); }
+  const Arg& arg(size_t i) const;
+  // The TorchScript types of the node's outputs (dtype and, when traced, static shape).
+  size_t numOutputs() const { return outputTypes_.size(); }
+  const ir::TensorType& outputType(size_t i) const;
+
+  // ---- typed binder ----
+  ir::Value* tensor(size_t i);                 // a Tensor (numbers become 0-d constants)
+  std::optional<ir::Value*> optTensor(size_t i);
+  std::vector<ir::Value*> tensors(size_t i);   // Tensor[]
+  bool isNone(size_t i) const;
+  int64_t int64(size_t i) const;               // a static int (bools accepted)
+  std::optional<int64_t> optInt64(size_t i) const;
+  double float64(size_t i) const;              // a static number
+  std::optional<double> optFloat64(size_t i) const;
+  bool boolean(size_t i) const;
+  std::string str(size_t i) const;
+  std::vector<int64_t> ints(size_t i) const;   // a static int[]; a single int becomes [int]
+  std::vector<double> floats(size_t i) const;
+  // An int[] whose elements may be dynamic, as a 1-D int64 tensor (Concat of Unsqueezes if needed).
+  ir::Value* intsAsTensor(size_t i);
+  // A Scalar argument (static or dynamic number, or 0-d tensor) as a 0-d tensor of `dtype`.
+  ir::Value* scalarAsTensor(size_t i, ir::DType dtype);
+  // A static Tensor argument's data, when it is known at conversion time.
+  const ir::TensorData* constTensor(size_t i) const;
+
+  // ---- builder ----
+  ir::Value* op(const std::string& opType, const std::vector<ir::Value*>& inputs,
+                std::vector<ir::Attribute> attributes = {}, const std::string& domain = "");
+  std::vector<ir::Value*> opMulti(const std::string& opType, const std::vector<ir::Value*>& inputs,
+                                  size_t numOutputs, std::vector<ir::Attribute> attributes = {},
+                                  const std::string& domain = "");
+  ir::Value* constant(ir::TensorData data);            // an ONNX Constant node
+  ir::Value* constInt64s(const std::vector<int64_t>& values);  // 1-D int64
+  ir::Value* constInt64(int64_t v);                    // 0-d int64
+  ir::Value* constScalar(double v, ir::DType dtype);   // 0-d of dtype
+  ir::Value* cast(ir::Value* v, ir::DType to);         // no node when already `to`
+  ir::Value* unsqueeze(ir::Value* v, const std::vector<int64_t>& axes);
+  ir::Value* squeeze(ir::Value* v, const std::vector<int64_t>& axes);
+
+  // ---- types ----
+  const ir::TensorType& typeOf(const ir::Value* v) const { return v->type; }
+  int64_t rank(const ir::Value* v) const { return v->type.rank(); }  // -1 when unknown
+  ir::DType dtypeOf(const ir::Value* v) const { return v->type.dtype; }
+  // Rank that must be known; fails with a clear message otherwise.
+  int64_t requireRank(const ir::Value* v, const char* what) const;
+  void setType(ir::Value* v, ir::TensorType t) { v->type = std::move(t); }
+
+  [[noreturn]] void fail(const std::string& message) const;
+
+ private:
+  ir::Value* materialize(const Arg& a, ir::DType dtypeIfNumber);
+
+  ir::Graph& graph_;
+  int opset_;
+  std::string schema_;
+  std::vector<Arg> args_;
+  std::vector<ir::TensorType> outputTypes_;
+};
+
+// Normalizes a possibly negative dimension against `rank`.
+int64_t normalizeDim(int64_t dim, int64_t rank);
+
+}  // namespace pt2onnx::symbolic

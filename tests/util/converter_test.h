@@ -1,0 +1,26 @@
+// Converter tests in the Torch-TensorRT style: TorchScript IR text is parsed, run in the TorchScript
+// interpreter (the truth), exported with pt2onnx, run in ONNX Runtime (the independent oracle),
+// and the outputs compared with max |a-b| / (1 + |a|) <= tol.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+namespace pt2onnx::testing {
+
+// Exports `irText` at `opset` with `inputs` as example inputs, runs it in the TorchScript
+// interpreter and in ONNX Runtime, and EXPECTs every output to match (shape, dtype and values).
+void expectConvertsLikeTorch(const std::string& irText, const std::vector<at::Tensor>& inputs,
+                             int opset, double tol = 1e-4);
+// Same, for every opset from 13 to 17.
+void expectConvertsLikeTorchAllOpsets(const std::string& irText,
+                                      const std::vector<at::Tensor>& inputs, double tol = 1e-4);
+// The op types of the exported model's nodes, in order (for structural checks).
+std::vector<std::string> exportedOpTypes(const std::string& irText,
+                                         const std::vector<at::Tensor>& inputs, int opset);
+// The message of the ExportError that exporting `irText` raises ("" if it exports).
+std::string exportError(const std::string& irText, const std::vector<at::Tensor>& inputs, int opset);
+
+}  // namespace pt2onnx::testing
