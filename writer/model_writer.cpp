@@ -1,0 +1,335 @@
+#include "writer/model_writer.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "common/errors.h"
+#include "common/logging.h"
+#include "common/opsets.h"
+
+namespace pt2onnx::writer {
+namespace {
+
+// Tensors up to this size are embedded in the proto itself; larger ones are streamed (or go to
+// external data). Small ones must be in the proto for shape inference to read shape constants.
+constexpr size_t kInlineTensorBytes = 64 * 1024;
+// torch.onnx's threshold for moving one initializer to external data.
+constexpr int64_t kExternalMinElements = 1024;
+constexpr uint64_t kExternalAlignment = 4096;
+
+void fillTensorHeader(onnx::TensorProto* t, const std::string& name, const ir::TensorData& data) {
+  if (!name.empty()) t->set_name(name);
+  t->set_data_type(static_cast<int32_t>(data.dtype));
+  for (int64_t d : data.dims) t->add_dims(d);
+}
+
+void fillTensor(onnx::TensorProto* t, const std::string& name, const ir::TensorData& data) {
+  fillTensorHeader(t, name, data);
+  t->set_raw_data(data.data, data.nbytes);
+}
+
+void fillType(onnx::TypeProto* type, const ir::TensorType& t) {
+  auto* tensor = type->mutable_tensor_type();
+  tensor->set_elem_type(static_cast<int32_t>(t.dtype));
+  if (!t.shape) return;
+  auto* shape = tensor->mutable_shape();
+  for (const ir::Dim& d : *t.shape) {
+    auto* dim = shape->add_dim();
+    if (d.isStatic()) dim->set_dim_value(d.size);
+    else if (!d.param.empty()) dim->set_dim_param(d.param);
+  }
+}
+
+void fillAttribute(onnx::AttributeProto* a, const ir::Attribute& attr) {
+  a->set_name(attr.name);
+  using K = ir::Attribute::Kind;
+  switch (attr.kind) {
+    case K::Float: a->set_type(onnx::AttributeProto::FLOAT); a->set_f(static_cast<float>(attr.f)); break;
+    case K::Int: a->set_type(onnx::AttributeProto::INT); a->set_i(attr.i); break;
+    case K::String: a->set_type(onnx::AttributeProto::STRING); a->set_s(attr.s); break;
+    case K::Tensor:
+      a->set_type(onnx::AttributeProto::TENSOR);
+      fillTensor(a->mutable_t(), "", *attr.t);
+      break;
+    case K::Floats:
+      a->set_type(onnx::AttributeProto::FLOATS);
+      for (double f : attr.floats) a->add_floats(static_cast<float>(f));
+      break;
+    case K::Ints:
+      a->set_type(onnx::AttributeProto::INTS);
+      for (int64_t i : attr.ints) a->add_ints(i);
+      break;
+    case K::Strings:
+      a->set_type(onnx::AttributeProto::STRINGS);
+      for (const auto& s : attr.strings) a->add_strings(s);
+      break;
+  }
+}
+
+// Where each initializer's bytes go.
+enum class Placement { Inline, Streamed, External };
+
+struct Encoded {
+  onnx::ModelProto model;  // initializers of Streamed/External placement carry no bytes here
+  std::vector<Placement> placement;  // per initializer, in graph order
+  std::vector<std::string> warnings;
+};
+
+Encoded encode(const ir::Graph& graph, const WriteOptions& options, bool externalData,
+               const std::string& externalFileName) {
+  Encoded out;
+  onnx::ModelProto& m = out.model;
+  m.set_ir_version(irVersionForOpset(options.opset));
+  m.set_producer_name("pt2onnx");
+  m.set_producer_version(options.producerVersion);
+
+  std::set<std::string> domains;
+  for (const auto& n : graph.nodes())
+    if (!n->domain.empty()) domains.insert(n->domain);
+  auto* ai = m.add_opset_import();
+  ai->set_domain("");
+  ai->set_version(options.opset);
+  for (const std::string& d : domains) {
+    auto* imp = m.add_opset_import();
+    imp->set_domain(d);
+    auto it = options.customOpsets.find(d);
+    imp->set_version(it == options.customOpsets.end() ? 1 : it->second);
+  }
+  for (const auto& [domain, version] : options.customOpsets)
+    if (!domains.count(domain))
+      out.warnings.push_back("custom opset domain '" + domain + "' is declared but not used in the model");
+
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name(options.graphName);
+  for (const auto& n : graph.nodes()) {
+    onnx::NodeProto* np = g->add_node();
+    for (const ir::Value* in : n->inputs) np->add_input(in ? in->name : "");
+    for (const ir::Value* o : n->outputs) np->add_output(o->name);
+    np->set_name(n->name);
+    np->set_op_type(n->opType);
+    if (!n->domain.empty()) np->set_domain(n->domain);
+    if (options.docStrings && !n->docString.empty()) np->set_doc_string(n->docString);
+    for (const ir::Attribute& a : n->attributes) fillAttribute(np->add_attribute(), a);
+  }
+
+  uint64_t externalOffset = 0;
+  for (const ir::Initializer& init : graph.initializers()) {
+    onnx::TensorProto* t = g->add_initializer();
+    const ir::TensorData& data = *init.data;
+    if (externalData && data.numel() > kExternalMinElements) {
+      fillTensorHeader(t, init.value->name, data);
+      t->set_data_location(onnx::TensorProto::EXTERNAL);
+      auto add = [t](const std::string& k, const std::string& v) {
+        auto* e = t->add_external_data();
+        e->set_key(k);
+        e->set_value(v);
+      };
+      add("location", externalFileName);
+      add("offset", std::to_string(externalOffset));
+      add("length", std::to_string(data.nbytes));
+      externalOffset += (data.nbytes + kExternalAlignment - 1) / kExternalAlignment * kExternalAlignment;
+      out.placement.push_back(Placement::External);
+    } else if (data.nbytes > kInlineTensorBytes) {
+      fillTensorHeader(t, init.value->name, data);
+      t->set_raw_data("");  // placeholder so the checker sees a value field; bytes are streamed
+      out.placement.push_back(Placement::Streamed);
+    } else {
+      fillTensor(t, init.value->name, data);
+      out.placement.push_back(Placement::Inline);
+    }
+  }
+
+  auto addValueInfo = [](google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list,
+                         const ir::Value* v) {
+    onnx::ValueInfoProto* vi = list->Add();
+    vi->set_name(v->name);
+    fillType(vi->mutable_type(), v->type);
+  };
+  for (const ir::Value* in : graph.inputs()) addValueInfo(g->mutable_input(), in);
+  if (options.keepInitializersAsInputs)
+    for (const ir::Initializer& init : graph.initializers()) addValueInfo(g->mutable_input(), init.value);
+  for (const ir::Value* o : graph.outputs()) addValueInfo(g->mutable_output(), o);
+
+  for (const auto& [k, v] : options.metadata) {
+    auto* p = m.add_metadata_props();
+    p->set_key(k);
+    p->set_value(v);
+  }
+  return out;
+}
+
+void validate(const onnx::ModelProto& model) {
+  try {
+    onnx::checker::check_model(model);
+    onnx::ModelProto inferred = model;  // no large tensor bytes in it: cheap to copy
+    onnx::ShapeInferenceOptions strict(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
+    onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(), strict);
+  } catch (const std::exception& e) {
+    throw ExportError(std::string("the exported model is not valid ONNX (onnx checker / shape "
+                                  "inference): ") + e.what());
+  }
+}
+
+void writeVarint(std::ostream& os, uint64_t v) {
+  while (v >= 0x80) {
+    os.put(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  os.put(static_cast<char>(v));
+}
+
+size_t varintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+// Protobuf wire tags (field << 3 | wire type 2 = length-delimited).
+constexpr uint32_t kModelGraphTag = (7 << 3) | 2;
+constexpr uint32_t kGraphInitializerTag = (5 << 3) | 2;
+constexpr uint32_t kTensorRawDataTag = (9 << 3) | 2;
+
+// Writes the model with every streamed initializer's bytes copied straight from its owner. The
+// layout is valid protobuf: the graph's initializer fields follow its other fields.
+void streamModel(const Encoded& enc, const ir::Graph& graph, std::ostream& os) {
+  onnx::ModelProto head = enc.model;  // copy without large bytes
+  head.clear_graph();
+  onnx::GraphProto graphHead = enc.model.graph();
+  graphHead.clear_initializer();
+
+  std::vector<std::string> tensorHeads;
+  uint64_t graphSize = graphHead.ByteSizeLong();
+  const auto& inits = graph.initializers();
+  for (size_t k = 0; k < inits.size(); ++k) {
+    onnx::TensorProto t = enc.model.graph().initializer(static_cast<int>(k));
+    bool streamed = enc.placement[k] == Placement::Streamed;
+    if (streamed) t.clear_raw_data();
+    std::string bytes = t.SerializeAsString();
+    uint64_t size = bytes.size();
+    if (streamed) size += 1 + varintSize(inits[k].data->nbytes) + inits[k].data->nbytes;
+    graphSize += 1 + varintSize(size) + size;
+    tensorHeads.push_back(std::move(bytes));
+  }
+  if (!head.SerializeToOstream(&os)) throw ExportError("failed to serialize the model header");
+  writeVarint(os, kModelGraphTag);
+  writeVarint(os, graphSize);
+  if (!graphHead.SerializeToOstream(&os)) throw ExportError("failed to serialize the graph");
+  for (size_t k = 0; k < inits.size(); ++k) {
+    bool streamed = enc.placement[k] == Placement::Streamed;
+    uint64_t size = tensorHeads[k].size();
+    if (streamed) size += 1 + varintSize(inits[k].data->nbytes) + inits[k].data->nbytes;
+    writeVarint(os, kGraphInitializerTag);
+    writeVarint(os, size);
+    os.write(tensorHeads[k].data(), static_cast<std::streamsize>(tensorHeads[k].size()));
+    if (streamed) {
+      writeVarint(os, kTensorRawDataTag);
+      writeVarint(os, inits[k].data->nbytes);
+      os.write(static_cast<const char*>(inits[k].data->data),
+               static_cast<std::streamsize>(inits[k].data->nbytes));
+    }
+  }
+}
+
+uint64_t totalInitializerBytes(const ir::Graph& graph) {
+  uint64_t total = 0;
+  for (const ir::Initializer& init : graph.initializers()) total += init.data->nbytes;
+  return total;
+}
+
+// Removes a temp file unless released: no half-written file survives a failure.
+class TempFile {
+ public:
+  explicit TempFile(std::string path) : path_(std::move(path)) {}
+  ~TempFile() {
+    if (!path_.empty()) std::remove(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+  void commitTo(const std::string& finalPath) {
+    std::error_code ec;
+    std::filesystem::rename(path_, finalPath, ec);
+    if (ec) throw ExportError("cannot move " + path_ + " to " + finalPath + ": " + ec.message());
+    path_.clear();
+  }
+
+ private:
+  std::string path_;
+};
+
+void closeChecked(std::ofstream& os, const std::string& path) {
+  os.flush();
+  if (!os) throw ExportError("failed writing " + path + " (disk full or not writable?)");
+  os.close();
+}
+
+}  // namespace
+
+WriteResult writeModel(const ir::Graph& graph, const WriteOptions& options, const std::string& path) {
+  auto log = logger("writer");
+  bool external = totalInitializerBytes(graph) > options.externalDataThreshold;
+  std::string dataName = std::filesystem::path(path).filename().string() + ".data";
+  std::string dataPath = (std::filesystem::path(path).parent_path() / dataName).string();
+  Encoded enc = encode(graph, options, external, dataName);
+  validate(enc.model);
+
+  WriteResult result;
+  result.warnings = enc.warnings;
+  std::string suffix = ".tmp." + std::to_string(::getpid());
+  std::optional<TempFile> dataTemp;
+  if (external) {
+    dataTemp.emplace(dataPath + suffix);
+    std::ofstream ds(dataTemp->path(), std::ios::binary | std::ios::trunc);
+    if (!ds) throw ExportError("cannot open " + dataTemp->path() + " for writing");
+    uint64_t offset = 0;
+    const auto& inits = graph.initializers();
+    for (size_t k = 0; k < inits.size(); ++k) {
+      if (enc.placement[k] != Placement::External) continue;
+      const ir::TensorData& data = *inits[k].data;
+      ds.write(static_cast<const char*>(data.data), static_cast<std::streamsize>(data.nbytes));
+      uint64_t padded = (data.nbytes + kExternalAlignment - 1) / kExternalAlignment * kExternalAlignment;
+      for (uint64_t p = data.nbytes; p < padded; ++p) ds.put('\0');
+      offset += padded;
+    }
+    closeChecked(ds, dataTemp->path());
+    result.externalDataBytes = offset;
+    result.externalDataPath = dataPath;
+    log->info("external data: {} bytes in {}", offset, dataPath);
+  }
+  TempFile modelTemp(path + suffix);
+  {
+    std::ofstream os(modelTemp.path(), std::ios::binary | std::ios::trunc);
+    if (!os) throw ExportError("cannot open " + path + " for writing (does the directory exist?)");
+    streamModel(enc, graph, os);
+    closeChecked(os, modelTemp.path());
+  }
+  result.modelBytes = std::filesystem::file_size(modelTemp.path());
+  if (dataTemp) dataTemp->commitTo(dataPath);
+  modelTemp.commitTo(path);
+  return result;
+}
+
+std::string serializeModel(const ir::Graph& graph, const WriteOptions& options,
+                           std::vector<std::string>* warnings) {
+  if (totalInitializerBytes(graph) > options.externalDataThreshold)
+    throw ExportError("the model is larger than protobuf's 2 GiB limit; export it to a file path so "
+                      "its weights can be written as external data");
+  Encoded enc = encode(graph, options, false, "");
+  validate(enc.model);
+  if (warnings) *warnings = enc.warnings;
+  std::ostringstream os;
+  streamModel(enc, graph, os);
+  return os.str();
+}
+
+}  // namespace pt2onnx::writer
