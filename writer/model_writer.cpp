@@ -139,8 +139,7 @@ Encoded encode(const ir::Graph& graph, const WriteOptions& options, bool externa
       externalOffset += (data.nbytes + kExternalAlignment - 1) / kExternalAlignment * kExternalAlignment;
       out.placement.push_back(Placement::External);
     } else if (data.nbytes > kInlineTensorBytes) {
-      fillTensorHeader(t, init.value->name, data);
-      t->set_raw_data("");  // placeholder so the checker sees a value field; bytes are streamed
+      fillTensorHeader(t, init.value->name, data);  // bytes are streamed when writing
       out.placement.push_back(Placement::Streamed);
     } else {
       fillTensor(t, init.value->name, data);
@@ -167,10 +166,36 @@ Encoded encode(const ir::Graph& graph, const WriteOptions& options, bool externa
   return out;
 }
 
-void validate(const onnx::ModelProto& model) {
+// onnx::checker::check_model for a model whose streamed initializers are marked as external data
+// in an always-present file (the checker only checks that the file exists; the bytes are checked
+// by size when streaming). Same checks as check_model(ModelProto) in onnx 1.12.
+void checkModel(const onnx::ModelProto& model) {
+  onnx::checker::CheckerContext ctx;
+  if (!model.ir_version()) throw onnx::checker::ValidationError("the model has no ir_version");
+  ctx.set_ir_version(static_cast<int>(model.ir_version()));
+  std::unordered_map<std::string, int> opsets;
+  for (const auto& imp : model.opset_import()) opsets[imp.domain()] = static_cast<int>(imp.version());
+  ctx.set_opset_imports(opsets);
+  ctx.set_model_dir("/");
+  onnx::checker::LexicalScopeContext lex;
+  onnx::checker::check_graph(model.graph(), ctx, lex);
+  if (model.ir_version() >= 8) onnx::checker::check_model_local_functions(model, ctx, lex);
+}
+
+// Checks the model as it will be written. Streamed initializers have no bytes in `enc.model`.
+void validate(const Encoded& enc) {
+  onnx::ModelProto model = enc.model;  // no large tensor bytes in it: cheap to copy
+  for (size_t k = 0; k < enc.placement.size(); ++k) {
+    if (enc.placement[k] != Placement::Streamed) continue;
+    onnx::TensorProto* t = model.mutable_graph()->mutable_initializer(static_cast<int>(k));
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto* e = t->add_external_data();
+    e->set_key("location");
+    e->set_value("dev/null");  // resolved against the checker's model dir "/"
+  }
   try {
-    onnx::checker::check_model(model);
-    onnx::ModelProto inferred = model;  // no large tensor bytes in it: cheap to copy
+    checkModel(model);
+    onnx::ModelProto& inferred = model;
     onnx::ShapeInferenceOptions strict(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
     onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(), strict);
   } catch (const std::exception& e) {
@@ -281,7 +306,7 @@ WriteResult writeModel(const ir::Graph& graph, const WriteOptions& options, cons
   std::string dataName = std::filesystem::path(path).filename().string() + ".data";
   std::string dataPath = (std::filesystem::path(path).parent_path() / dataName).string();
   Encoded enc = encode(graph, options, external, dataName);
-  validate(enc.model);
+  validate(enc);
 
   WriteResult result;
   result.warnings = enc.warnings;
@@ -325,7 +350,7 @@ std::string serializeModel(const ir::Graph& graph, const WriteOptions& options,
     throw ExportError("the model is larger than protobuf's 2 GiB limit; export it to a file path so "
                       "its weights can be written as external data");
   Encoded enc = encode(graph, options, false, "");
-  validate(enc.model);
+  validate(enc);
   if (warnings) *warnings = enc.warnings;
   std::ostringstream os;
   streamModel(enc, graph, os);

@@ -1,0 +1,103 @@
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands/commands.h"
+#include "cli/commands/model_source.h"
+#include "common/errors.h"
+#include "common/logging.h"
+
+namespace pt2onnx::cli {
+namespace {
+
+struct ConvertOptions {
+  ModelSourceOptions source;
+  std::string output;
+  std::vector<std::string> inputNames;
+  std::vector<std::string> outputNames;
+  bool noExportParams = false;
+  bool keepInitializersAsInputs = false;
+  bool fallthrough = false;
+  bool noDocStrings = false;
+  std::vector<std::string> customOpsets;
+  uint64_t externalDataThreshold = 0;
+};
+
+std::map<std::string, int> parseCustomOpsets(const std::vector<std::string>& specs) {
+  std::map<std::string, int> out;
+  for (const auto& s : specs) {
+    auto eq = s.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw ExportError("bad --custom-opset '" + s + "': expected DOMAIN=VERSION, e.g. com.acme=2");
+    try {
+      out[s.substr(0, eq)] = std::stoi(s.substr(eq + 1));
+    } catch (const std::exception&) {
+      throw ExportError("bad version in --custom-opset '" + s + "'");
+    }
+  }
+  return out;
+}
+
+void runConvert(const ConvertOptions& o) {
+  auto start = std::chrono::steady_clock::now();
+  ModelGraph model = loadModel(o.source);
+  ExportOptions options;
+  options.opset = o.source.opset;
+  options.dynamicAxes = dynamicAxesOf(o.source);
+  options.inputNames = o.inputNames;
+  options.outputNames = o.outputNames;
+  options.exportParams = !o.noExportParams;
+  options.keepInitializersAsInputs = o.keepInitializersAsInputs;
+  options.operatorExportType = o.fallthrough ? OperatorExportType::OnnxFallthrough : OperatorExportType::Onnx;
+  options.docStrings = !o.noDocStrings;
+  options.customOpsets = parseCustomOpsets(o.customOpsets);
+  if (o.externalDataThreshold) options.externalDataThreshold = o.externalDataThreshold;
+  auto loaded = std::chrono::steady_clock::now();
+  ExportSummary summary = exportToFile(model, options, o.output);
+  auto end = std::chrono::steady_clock::now();
+  std::cout << "wrote " << o.output << ": opset " << options.opset << ", " << summary.onnxNodes << " nodes, "
+            << summary.initializers << " initializers, " << summary.modelBytes << " bytes";
+  if (!summary.externalDataPath.empty())
+    std::cout << " + external data " << summary.externalDataPath << " (" << summary.externalDataBytes << " bytes)";
+  std::cout << "\n  load " << std::chrono::duration<double>(loaded - start).count() << " s, export "
+            << std::chrono::duration<double>(end - loaded).count() << " s (";
+  bool first = true;
+  for (const auto& [phase, secs] : summary.secondsByPhase) {
+    std::cout << (first ? "" : ", ") << phase << " " << secs;
+    first = false;
+  }
+  std::cout << ")\n";
+}
+
+}  // namespace
+
+void addConvertCommand(CLI::App& app, int& exitCode) {
+  auto opts = std::make_shared<ConvertOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "convert", "Convert a TorchScript archive to an ONNX model (checked with onnx::checker and "
+                 "strict shape inference; nothing is written if the export fails)");
+  addModelSourceOptions(*cmd, opts->source);
+  cmd->add_option("-o,--output", opts->output, "Output .onnx path")->required();
+  cmd->add_option("--input-names", opts->inputNames, "Names for the ONNX graph inputs, in forward() order")
+      ->delimiter(',');
+  cmd->add_option("--output-names", opts->outputNames, "Names for the ONNX graph outputs, in order")
+      ->delimiter(',');
+  cmd->add_flag("--no-export-params", opts->noExportParams,
+                "Do not store weights: parameters become graph inputs (torch.onnx export_params=False)");
+  cmd->add_flag("--keep-initializers-as-inputs", opts->keepInitializersAsInputs,
+                "Also list every initializer as a graph input");
+  cmd->add_flag("--fallthrough", opts->fallthrough,
+                "Keep unsupported ops as custom-domain nodes instead of failing (ONNX_FALLTHROUGH)");
+  cmd->add_option("--custom-opset", opts->customOpsets, "Version of a custom domain: DOMAIN=VERSION; repeatable")
+      ->take_all();
+  cmd->add_flag("--no-doc-strings", opts->noDocStrings, "Do not record PyTorch source locations in doc_string");
+  cmd->add_option("--external-data-threshold", opts->externalDataThreshold,
+                  "Write weights as external data (one <output>.data file) when they total more than "
+                  "this many bytes (default: just under protobuf's 2 GiB limit)");
+  cmd->callback([opts, &exitCode] {
+    runConvert(*opts);
+    exitCode = 0;
+  });
+}
+
+}  // namespace pt2onnx::cli

@@ -1,0 +1,43 @@
+#include "cli/commands/model_source.h"
+
+#include <filesystem>
+
+#include "cli/commands/input_spec.h"
+#include "common/errors.h"
+#include "common/logging.h"
+
+namespace pt2onnx::cli {
+
+void addModelSourceOptions(CLI::App& cmd, ModelSourceOptions& opts) {
+  cmd.add_option("model", opts.modelPath, "TorchScript archive (torch.jit.save of a traced or scripted module)")
+      ->required();
+  cmd.add_option("--input-shape,-i", opts.inputShapes,
+                 "Shape (and dtype) of a forward() input: NAME:1x3x224x224[:float32]; repeat per input. "
+                 "Floats are filled with seeded random normals, integers with zeros.")
+      ->take_all();
+  cmd.add_option("--dynamic-axis,-d", opts.dynamicAxes,
+                 "Mark an axis of an input or output as dynamic: NAME:AXIS=DIM_NAME, e.g. x:0=batch; repeatable")
+      ->take_all();
+  cmd.add_option("--opset", opts.opset, "ai.onnx opset to export to")
+      ->check(CLI::Range(kMinOpset, kMaxOpset))
+      ->capture_default_str();
+}
+
+ModelGraph loadModel(const ModelSourceOptions& opts) {
+  if (!std::filesystem::is_regular_file(opts.modelPath))
+    throw ExportError("model file '" + opts.modelPath + "' does not exist or is not a file");
+  logger("cli")->info("loading {}", opts.modelPath);
+  ModelGraph model = loadTorchScript(opts.modelPath);
+  std::vector<InputSpec> specs;
+  for (const auto& s : opts.inputShapes) specs.push_back(parseInputShape(s));
+  model.exampleInputs = exampleInputs(specs, model.userInputNames);
+  return model;
+}
+
+std::map<std::string, std::map<int64_t, std::string>> dynamicAxesOf(const ModelSourceOptions& opts) {
+  std::map<std::string, std::map<int64_t, std::string>> axes;
+  for (const auto& a : opts.dynamicAxes) parseDynamicAxis(a, axes);
+  return axes;
+}
+
+}  // namespace pt2onnx::cli

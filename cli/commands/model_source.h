@@ -1,0 +1,26 @@
+// Options shared by the commands that read a model: the archive and its example inputs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "exporter/export.h"
+
+namespace pt2onnx::cli {
+
+struct ModelSourceOptions {
+  std::string modelPath;
+  std::vector<std::string> inputShapes;
+  std::vector<std::string> dynamicAxes;
+  int opset = kDefaultOpset;
+};
+
+void addModelSourceOptions(CLI::App& cmd, ModelSourceOptions& opts);
+// Loads the archive and builds example inputs from --input-shape.
+ModelGraph loadModel(const ModelSourceOptions& opts);
+// --dynamic-axis values as the exporter's map.
+std::map<std::string, std::map<int64_t, std::string>> dynamicAxesOf(const ModelSourceOptions& opts);
+
+}  // namespace pt2onnx::cli

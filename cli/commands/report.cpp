@@ -1,0 +1,27 @@
+#include <iostream>
+
+#include "cli/commands/commands.h"
+#include "cli/commands/model_source.h"
+
+namespace pt2onnx::cli {
+
+void addReportCommand(CLI::App& app, int& exitCode) {
+  auto opts = std::make_shared<ModelSourceOptions>();
+  auto format = std::make_shared<std::string>("text");
+  CLI::App* cmd = app.add_subcommand(
+      "report", "List every operator of the model that cannot be converted at the target opset, with "
+                "counts, PyTorch source locations, module scopes and the lowest opset that supports it. "
+                "Exit status: 0 when everything converts, 1 when something does not, 2 on errors.");
+  addModelSourceOptions(*cmd, *opts);
+  cmd->add_option("--format", *format, "Output format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  cmd->callback([opts, format, &exitCode] {
+    ModelGraph model = loadModel(*opts);
+    ExportOptions options;
+    options.opset = opts->opset;
+    SupportReport report = checkSupport(model, options);
+    std::cout << (*format == "json" ? report.toJson() + "\n" : report.toText());
+    exitCode = report.ok() ? 0 : kExitFindings;
+  });
+}
+
+}  // namespace pt2onnx::cli

@@ -1,0 +1,45 @@
+// pt2onnx: convert PyTorch TorchScript models to ONNX.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands/commands.h"
+#include "common/errors.h"
+#include "common/opsets.h"
+#include "common/logging.h"
+
+int main(int argc, char** argv) {
+  using namespace pt2onnx;
+  CLI::App app{"pt2onnx: convert PyTorch TorchScript models to ONNX (opsets " + std::to_string(kMinOpset) +
+               "-" + std::to_string(kMaxOpset) + ")"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("pt2onnx ") + PT2ONNX_VERSION);
+  int verbose = 0;
+  bool quiet = false;
+  auto* v = app.add_flag("-v,--verbose", verbose, "More logging (-v info, -vv debug, -vvv trace with graph dumps)");
+  app.add_flag("-q,--quiet", quiet, "Only errors")->excludes(v);
+  int exitCode = 0;
+  cli::addConvertCommand(app, exitCode);
+  cli::addReportCommand(app, exitCode);
+  app.parse_complete_callback([&] {
+    if (quiet) setLogLevel(spdlog::level::err);
+    else if (verbose >= 3) setLogLevel(spdlog::level::trace);
+    else if (verbose == 2) setLogLevel(spdlog::level::debug);
+    else if (verbose == 1) setLogLevel(spdlog::level::info);
+  });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const ExportError& e) {
+    std::cerr << "pt2onnx: error: " << e.what() << "\n";
+    return cli::kExitError;
+  } catch (const InternalError& e) {
+    std::cerr << "pt2onnx: " << e.what() << "\n";
+    return 3;
+  } catch (const std::exception& e) {
+    std::cerr << "pt2onnx: error: " << e.what() << "\n";
+    return cli::kExitError;
+  }
+  return exitCode;
+}

@@ -1,0 +1,19 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "exporter/export.h"
+#include "exporter/type_capture.h"
+#include "ir/onnx_graph.h"
+#include "symbolic/registry.h"
+
+namespace pt2onnx {
+
+// Converts a lowered graph into `out` with the default registry. `inputNames` are the final names
+// of the user inputs. Throws ExportError for nodes that cannot be converted.
+void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOptions& options,
+                  const std::vector<std::string>& inputNames, ir::Graph& out,
+                  std::vector<std::string>& warnings);
+
+}  // namespace pt2onnx

@@ -1,0 +1,212 @@
+// The export pipeline: validate options -> lower -> pre-flight support check -> capture types ->
+// convert -> write (checker + shape inference inside the writer).
+#include "exporter/export.h"
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/serialization/import.h>
+
+#include "common/errors.h"
+#include "common/logging.h"
+#include "exporter/converter.h"
+#include "exporter/lowering.h"
+#include "exporter/passes/passes.h"
+#include "exporter/support_check.h"
+#include "exporter/type_capture.h"
+#include "writer/model_writer.h"
+
+namespace pt2onnx {
+namespace {
+
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(std::map<std::string, double>& sink) : sink_(sink) {}
+  void done(const std::string& phase) {
+    auto now = std::chrono::steady_clock::now();
+    sink_[phase] += std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+  }
+
+ private:
+  std::map<std::string, double>& sink_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+void validateOptions(const ModelGraph& model, const ExportOptions& options) {
+  if (model.exampleInputs.size() != model.numUserInputs) {
+    std::string names;
+    for (const auto& n : model.userInputNames) names += (names.empty() ? "" : ", ") + n;
+    throw ExportError("the model takes " + std::to_string(model.numUserInputs) + " inputs" +
+                      (names.empty() ? "" : " (" + names + ")") + " but " +
+                      std::to_string(model.exampleInputs.size()) + " example inputs were given");
+  }
+  if (options.opset < kMinOpset || options.opset > kMaxOpset)
+    throw ExportError("unsupported ONNX opset version " + std::to_string(options.opset) +
+                      ": pt2onnx exports opsets " + std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
+  if (options.inputNames.size() > model.numUserInputs + model.paramNames.size())
+    throw ExportError(std::to_string(options.inputNames.size()) + " input names given for a model with " +
+                      std::to_string(model.numUserInputs) + " inputs");
+  if (options.outputNames.size() > model.graph->outputs().size())
+    throw ExportError(std::to_string(options.outputNames.size()) + " output names given for a model with " +
+                      std::to_string(model.graph->outputs().size()) + " outputs");
+  static const std::regex domainRe("^[A-Za-z0-9_.-]+$");
+  for (const auto& [domain, version] : options.customOpsets) {
+    if (domain.empty() || !std::regex_match(domain, domainRe))
+      throw ExportError("invalid custom opset domain '" + domain + "'");
+    if (version < 1) throw ExportError("custom opset '" + domain + "' must have a version >= 1");
+  }
+}
+
+// A value name usable in ONNX: TorchScript debug names like "x.1" keep their base.
+std::string cleanInputName(const std::string& debugName, size_t index) {
+  if (debugName.empty()) return "input_" + std::to_string(index);
+  static const std::regex suffix("\\.[0-9]+$");
+  return std::regex_replace(debugName, suffix, "");
+}
+
+std::vector<std::string> finalInputNames(const ModelGraph& model, const ExportOptions& options) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < model.numUserInputs; ++i) {
+    if (i < options.inputNames.size()) names.push_back(options.inputNames[i]);
+    else if (i < model.userInputNames.size() && !model.userInputNames[i].empty()) names.push_back(model.userInputNames[i]);
+    else names.push_back(cleanInputName(model.graph->inputs()[i]->debugName(), i));
+  }
+  return names;
+}
+
+writer::WriteOptions writeOptions(const ModelGraph& model, const ExportOptions& options) {
+  writer::WriteOptions w;
+  w.opset = options.opset;
+  w.customOpsets = options.customOpsets;
+  w.keepInitializersAsInputs = options.keepInitializersAsInputs.value_or(false);
+  w.docStrings = options.docStrings;
+  w.producerVersion = PT2ONNX_VERSION;
+  if (options.externalDataThreshold) w.externalDataThreshold = *options.externalDataThreshold;
+  return w;
+}
+
+// Lowering, support check, type capture and conversion: everything before writing.
+void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& out,
+                    ExportSummary& summary) {
+  validateOptions(model, options);
+  PhaseTimer timer(summary.secondsByPhase);
+  lowerGraph(*model.graph, options);
+  timer.done("lower");
+  SupportReport report = checkGraphSupport(*model.graph, options.opset);
+  if (!report.ok() && options.operatorExportType == OperatorExportType::Onnx)
+    throw ExportError("unsupported operators: " + report.toText());
+  timer.done("support_check");
+
+  std::vector<std::string> inputNames = finalInputNames(model, options);
+  std::set<std::string> known(inputNames.begin(), inputNames.end());
+  known.insert(options.outputNames.begin(), options.outputNames.end());
+  for (size_t k = options.outputNames.size(); k < model.graph->outputs().size(); ++k)
+    if (model.graph->outputs()[k]->hasDebugName()) known.insert(model.graph->outputs()[k]->debugName());
+  std::vector<std::set<int64_t>> dynamicAxes(model.numUserInputs);
+  for (const auto& [name, axes] : options.dynamicAxes) {
+    if (!known.count(name))
+      summary.warnings.push_back("dynamic_axes names '" + name + "', which is not an input or output of the model");
+    for (size_t i = 0; i < inputNames.size(); ++i)
+      if (inputNames[i] == name)
+        for (const auto& [axis, dim] : axes) {
+          int64_t rank = model.exampleInputs.at(i).isTensor() ? model.exampleInputs[i].toTensor().dim() : 0;
+          dynamicAxes[i].insert(axis < 0 ? axis + rank : axis);
+        }
+  }
+  TypeMap types = captureTypes(model, dynamicAxes);
+  timer.done("capture_types");
+  convertGraph(model, types, options, inputNames, out, summary.warnings);
+  timer.done("convert");
+  summary.onnxNodes = out.nodes().size();
+  summary.initializers = out.initializers().size();
+}
+
+void logWarnings(const ExportSummary& summary) {
+  for (const auto& w : summary.warnings) logger("exporter")->warn("{}", w);
+}
+
+ModelGraph fromModule(torch::jit::Module module) {
+  module.eval();
+  auto method = module.find_method("forward");
+  if (!method) throw ExportError("the TorchScript archive has no forward() method");
+  ModelGraph model;
+  model.graph = method->graph()->copy();
+  for (size_t i = 1; i < model.graph->inputs().size(); ++i)
+    model.userInputNames.push_back(cleanInputName(model.graph->inputs()[i]->debugName(), i - 1));
+  torch::jit::Inline(*model.graph);
+  passes::LiftedParameters lifted = passes::liftParameters(*model.graph, module);
+  model.numUserInputs = model.graph->inputs().size() - lifted.names.size();
+  model.paramNames = std::move(lifted.names);
+  model.paramValues = std::move(lifted.values);
+  return model;
+}
+
+}  // namespace
+
+ModelGraph loadTorchScript(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ExportError("cannot open TorchScript archive '" + path + "'");
+  return loadTorchScript(in);
+}
+
+ModelGraph loadTorchScript(std::istream& in) {
+  torch::jit::Module module;
+  try {
+    module = torch::jit::load(in);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    auto nl = what.find('\n');
+    throw ExportError("not a readable TorchScript archive: " + what.substr(0, nl));
+  }
+  return fromModule(std::move(module));
+}
+
+ModelGraph graphFromIR(std::shared_ptr<torch::jit::Graph> graph, std::vector<c10::IValue> inputs) {
+  ModelGraph model;
+  model.graph = std::move(graph);
+  model.numUserInputs = model.graph->inputs().size();
+  model.exampleInputs = std::move(inputs);
+  return model;
+}
+
+SupportReport checkSupport(ModelGraph& model, const ExportOptions& options) {
+  validateOptions(model, options);
+  lowerGraph(*model.graph, options);
+  return checkGraphSupport(*model.graph, options.opset);
+}
+
+ExportSummary exportToFile(ModelGraph& model, const ExportOptions& options, const std::string& path) {
+  ExportSummary summary;
+  ir::Graph out;
+  buildOnnxGraph(model, options, out, summary);
+  PhaseTimer timer(summary.secondsByPhase);
+  writer::WriteResult written = writer::writeModel(out, writeOptions(model, options), path);
+  timer.done("write");
+  summary.modelBytes = written.modelBytes;
+  summary.externalDataBytes = written.externalDataBytes;
+  summary.externalDataPath = written.externalDataPath;
+  summary.warnings.insert(summary.warnings.end(), written.warnings.begin(), written.warnings.end());
+  logWarnings(summary);
+  return summary;
+}
+
+std::string exportToBytes(ModelGraph& model, const ExportOptions& options, ExportSummary* summaryOut) {
+  ExportSummary summary;
+  ir::Graph out;
+  buildOnnxGraph(model, options, out, summary);
+  PhaseTimer timer(summary.secondsByPhase);
+  std::vector<std::string> warnings;
+  std::string bytes = writer::serializeModel(out, writeOptions(model, options), &warnings);
+  timer.done("write");
+  summary.modelBytes = bytes.size();
+  summary.warnings.insert(summary.warnings.end(), warnings.begin(), warnings.end());
+  logWarnings(summary);
+  if (summaryOut) *summaryOut = summary;
+  return bytes;
+}
+
+}  // namespace pt2onnx

@@ -1,0 +1,97 @@
+// The exporter's public API: TorchScript graph (from an archive or handed over from Python) ->
+// validated ONNX model. torch.onnx.export's options, with its meaning (docs/options.md).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "common/opsets.h"
+
+namespace pt2onnx {
+
+enum class TrainingMode { Eval, Preserve, Training };
+enum class OperatorExportType { Onnx, OnnxFallthrough };
+
+struct ExportOptions {
+  int opset = kDefaultOpset;
+  bool exportParams = true;
+  bool verbose = false;
+  TrainingMode training = TrainingMode::Eval;
+  OperatorExportType operatorExportType = OperatorExportType::Onnx;
+  std::vector<std::string> inputNames;
+  std::vector<std::string> outputNames;
+  // value name -> axis -> dim_param name
+  std::map<std::string, std::map<int64_t, std::string>> dynamicAxes;
+  std::optional<bool> keepInitializersAsInputs;
+  bool doConstantFolding = true;
+  std::map<std::string, int> customOpsets;
+  bool docStrings = true;  // node doc_string = PyTorch source location
+  // Bytes of initializers above which external data is used (default: protobuf's limit).
+  std::optional<uint64_t> externalDataThreshold;
+};
+
+// A graph ready for export: its first `numUserInputs` inputs are the model's inputs, the rest are
+// parameters and buffers, named and bound to their tensors.
+struct ModelGraph {
+  std::shared_ptr<torch::jit::Graph> graph;
+  size_t numUserInputs = 0;
+  std::vector<std::string> userInputNames;   // from forward()'s argument names
+  std::vector<std::string> paramNames;       // state_dict keys, in graph-input order
+  std::vector<at::Tensor> paramValues;
+  std::vector<c10::IValue> exampleInputs;    // one per user input
+};
+
+// One kind of node that cannot be converted at the target opset.
+struct UnsupportedOp {
+  std::string op;      // "aten::triu" (with ".overload" when one is set)
+  std::string schema;  // full schema text when known
+  int count = 0;
+  std::vector<std::string> locations;  // PyTorch source locations (first few)
+  std::vector<std::string> scopes;     // module scopes (first few)
+  std::optional<int> supportedFromOpset;
+  std::string reason;  // why a registered symbolic refused it, if that is the case
+};
+
+struct SupportReport {
+  int opset = 0;
+  size_t nodesChecked = 0;
+  std::vector<UnsupportedOp> unsupported;  // sorted by op name
+  bool ok() const { return unsupported.empty(); }
+  std::string toText() const;
+  std::string toJson() const;
+};
+
+struct ExportSummary {
+  size_t onnxNodes = 0;
+  size_t initializers = 0;
+  uint64_t modelBytes = 0;
+  uint64_t externalDataBytes = 0;
+  std::string externalDataPath;
+  std::vector<std::string> warnings;
+  std::map<std::string, double> secondsByPhase;
+};
+
+// Loads a TorchScript archive (eval mode), inlines calls and lifts parameters and buffers to named
+// inputs. The caller sets `exampleInputs` (one per name in `userInputNames`) before exporting.
+ModelGraph loadTorchScript(const std::string& path);
+ModelGraph loadTorchScript(std::istream& in);
+
+// A graph whose inputs are all user inputs (tests and converter checks).
+ModelGraph graphFromIR(std::shared_ptr<torch::jit::Graph> graph, std::vector<c10::IValue> inputs);
+
+// Lowers the graph (in place) and checks every node, in every block, against the registry.
+SupportReport checkSupport(ModelGraph& model, const ExportOptions& options);
+
+// Lowers, checks, converts and writes `path`. Throws ExportError (with node, op, opset and
+// PyTorch source location) on any problem; nothing is left on disk then.
+ExportSummary exportToFile(ModelGraph& model, const ExportOptions& options, const std::string& path);
+// Same, returning the serialized model (no external data).
+std::string exportToBytes(ModelGraph& model, const ExportOptions& options, ExportSummary* summary = nullptr);
+
+}  // namespace pt2onnx

@@ -1,0 +1,115 @@
+#include "exporter/jit_util.h"
+
+#include <sstream>
+
+namespace pt2onnx::jit {
+
+std::string sourceLocation(const torch::jit::Node* node) {
+  auto range = node->sourceRange();
+  if (auto flc = range.file_line_col()) {
+    const auto& [file, line, col] = *flc;
+    return file + ":" + std::to_string(line);
+  }
+  return "";
+}
+
+std::string moduleScope(const torch::jit::Node* node) {
+  auto scope = const_cast<torch::jit::Node*>(node)->scope();  // scope() is not const in LibTorch
+  if (!scope || scope->isBlank()) return "";
+  // The innermost scope name; Python's trace map names it "<type>::<path>" (or "__module.<path>").
+  std::string last = scope->name().toUnqualString();
+  auto sep = last.rfind("::");
+  if (sep != std::string::npos) last = last.substr(sep + 2);
+  const std::string prefix = "__module.";
+  if (last.rfind(prefix, 0) == 0) last = last.substr(prefix.size());
+  return last == "__module" ? "" : last;
+}
+
+std::string qualifiedKind(const torch::jit::Node* node) { return node->kind().toQualString(); }
+
+std::string overloadName(const torch::jit::Node* node) {
+  if (const auto* schema = node->maybeSchema()) return schema->overload_name();
+  return "";
+}
+
+std::string schemaText(const torch::jit::Node* node) {
+  if (const auto* schema = node->maybeSchema()) {
+    std::ostringstream ss;
+    ss << *schema;
+    return ss.str();
+  }
+  return qualifiedKind(node);
+}
+
+std::string nodeSummary(const torch::jit::Node* node) {
+  std::ostringstream ss;
+  node->print(ss, 0, nullptr, /*print_source_locations=*/false, /*print_attributes=*/true,
+              /*print_scopes=*/false, /*print_body=*/false);
+  std::string s = ss.str();
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  auto hash = s.find("  #");
+  if (hash != std::string::npos) s = s.substr(0, hash);
+  return s;
+}
+
+std::string describeNode(const torch::jit::Node* node) {
+  std::string out = "node " + qualifiedKind(node);
+  std::string overload = overloadName(node);
+  if (!overload.empty()) out += "." + overload;
+  out += " (" + nodeSummary(node) + ")";
+  std::string loc = sourceLocation(node);
+  if (!loc.empty()) out += " at " + loc;
+  std::string scope = moduleScope(node);
+  if (!scope.empty()) out += " in module " + scope;
+  return out;
+}
+
+ir::DType onnxDType(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Float: return ir::DType::Float;
+    case c10::ScalarType::Double: return ir::DType::Double;
+    case c10::ScalarType::Half: return ir::DType::Float16;
+    case c10::ScalarType::BFloat16: return ir::DType::BFloat16;
+    case c10::ScalarType::Long: return ir::DType::Int64;
+    case c10::ScalarType::Int: return ir::DType::Int32;
+    case c10::ScalarType::Short: return ir::DType::Int16;
+    case c10::ScalarType::Char: return ir::DType::Int8;
+    case c10::ScalarType::Byte: return ir::DType::Uint8;
+    case c10::ScalarType::Bool: return ir::DType::Bool;
+    case c10::ScalarType::ComplexFloat: return ir::DType::Complex64;
+    case c10::ScalarType::ComplexDouble: return ir::DType::Complex128;
+    default: return ir::DType::Undefined;
+  }
+}
+
+ir::TensorType typeOfTensor(const at::Tensor& t) {
+  ir::TensorType out;
+  out.dtype = onnxDType(t.scalar_type());
+  std::vector<ir::Dim> dims;
+  for (int64_t d : t.sizes()) dims.push_back(ir::Dim::fixed(d));
+  out.shape = std::move(dims);
+  return out;
+}
+
+ir::TensorType typeOfValue(const torch::jit::Value* v) {
+  ir::TensorType out;
+  if (auto tt = v->type()->cast<c10::TensorType>()) {
+    if (auto st = tt->scalarType()) out.dtype = onnxDType(*st);
+    if (auto sizes = tt->sizes().concrete_sizes()) {
+      std::vector<ir::Dim> dims;
+      for (int64_t d : *sizes) dims.push_back(ir::Dim::fixed(d));
+      out.shape = std::move(dims);
+    } else if (auto rank = tt->dim()) {
+      out.shape = std::vector<ir::Dim>(*rank);
+    }
+  } else if (v->type()->kind() == c10::TypeKind::IntType) {
+    out = {ir::DType::Int64, std::vector<ir::Dim>{}};
+  } else if (v->type()->kind() == c10::TypeKind::FloatType) {
+    out = {ir::DType::Float, std::vector<ir::Dim>{}};
+  } else if (v->type()->kind() == c10::TypeKind::BoolType) {
+    out = {ir::DType::Bool, std::vector<ir::Dim>{}};
+  }
+  return out;
+}
+
+}  // namespace pt2onnx::jit

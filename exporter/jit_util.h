@@ -1,0 +1,31 @@
+// Small helpers over LibTorch's JIT IR used across the exporter.
+#pragma once
+
+#include <string>
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "ir/onnx_graph.h"
+
+namespace pt2onnx::jit {
+
+// "file.py:12" for the node's PyTorch source, or "" when the graph has none.
+std::string sourceLocation(const torch::jit::Node* node);
+// The module path of the node ("layer1.0.conv1"), or "" at top level.
+std::string moduleScope(const torch::jit::Node* node);
+// "aten::add" and "Tensor" for aten::add.Tensor; overload "" for nodes without a schema.
+std::string qualifiedKind(const torch::jit::Node* node);
+std::string overloadName(const torch::jit::Node* node);
+std::string schemaText(const torch::jit::Node* node);
+// One-line rendering of the node for error messages: "%y : Tensor = aten::relu(%x)".
+std::string nodeSummary(const torch::jit::Node* node);
+// "node aten::relu (%y = aten::relu(%x)) at model.py:12 in module layer1.0.conv1".
+std::string describeNode(const torch::jit::Node* node);
+
+ir::DType onnxDType(c10::ScalarType t);
+// A TensorType from a concrete tensor (dtype and shape).
+ir::TensorType typeOfTensor(const at::Tensor& t);
+// What TorchScript knows statically about a value's type.
+ir::TensorType typeOfValue(const torch::jit::Value* v);
+
+}  // namespace pt2onnx::jit

@@ -1,0 +1,30 @@
+// pt2onnx's own lowering passes, one per file. The ordered list that runs them (with LibTorch's
+// generic passes) is exporter/lowering.cpp.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+namespace pt2onnx::passes {
+
+struct LiftedParameters {
+  std::vector<std::string> names;  // dotted state_dict paths ("layer1.0.conv1.weight")
+  std::vector<at::Tensor> values;
+};
+
+// Replaces every `prim::GetAttr` chain rooted at the graph's `self` input by a new graph input
+// (tensors: parameters and buffers) or a constant (other attributes), then removes `self`.
+LiftedParameters liftParameters(torch::jit::Graph& graph, const torch::jit::Module& module);
+
+// Rewrites in-place aten ops (`relu_`, `add_`) to their functional form, redirecting later uses of
+// the mutated tensor to the new result.
+void makeFunctional(torch::jit::Graph& graph);
+
+// Removes nodes that do nothing in an eval-mode export: dropout with train=False, prints, warnings.
+void dropEvalNoops(torch::jit::Graph& graph);
+
+}  // namespace pt2onnx::passes

@@ -1,0 +1,110 @@
+#include "tests/util/converter_test.h"
+
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+#include <torch/csrc/jit/ir/irparser.h>
+#include <torch/csrc/jit/runtime/interpreter.h>
+
+#include "common/errors.h"
+#include "exporter/export.h"
+#include "tests/util/compare.h"
+#include "tests/util/ort_runner.h"
+
+namespace pt2onnx::testing {
+namespace {
+
+std::shared_ptr<torch::jit::Graph> parse(const std::string& irText) {
+  auto graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(irText, graph.get());
+  return graph;
+}
+
+std::vector<at::Tensor> runTorch(const std::shared_ptr<torch::jit::Graph>& graph,
+                                 const std::vector<at::Tensor>& inputs) {
+  torch::jit::Code code(graph->copy(), "reference");
+  torch::jit::Stack stack(inputs.begin(), inputs.end());
+  torch::jit::InterpreterState(code).run(stack);
+  std::vector<at::Tensor> outs;
+  for (const c10::IValue& v : stack) {
+    if (v.isTensor()) outs.push_back(v.toTensor());
+    else if (v.isInt()) outs.push_back(at::scalar_tensor(v.toInt(), at::kLong));
+    else if (v.isDouble()) outs.push_back(at::scalar_tensor(v.toDouble(), at::kFloat));
+    else if (v.isBool()) outs.push_back(at::scalar_tensor(v.toBool(), at::kBool));
+    else ADD_FAILURE() << "reference output of unsupported kind " << v.tagKind();
+  }
+  return outs;
+}
+
+ExportOptions optionsFor(int opset, size_t numInputs) {
+  ExportOptions options;
+  options.opset = opset;
+  for (size_t i = 0; i < numInputs; ++i) options.inputNames.push_back("in_" + std::to_string(i));
+  return options;
+}
+
+std::string exportIR(const std::string& irText, const std::vector<at::Tensor>& inputs, int opset) {
+  ModelGraph model = graphFromIR(parse(irText), std::vector<c10::IValue>(inputs.begin(), inputs.end()));
+  return exportToBytes(model, optionsFor(opset, inputs.size()));
+}
+
+void expectOpsetsConvert(const std::string& irText, const std::vector<at::Tensor>& inputs,
+                         const std::vector<int>& opsets, double tol) {
+  std::vector<at::Tensor> expected = runTorch(parse(irText), inputs);
+  std::vector<OrtJob> jobs;
+  for (int opset : opsets) {
+    OrtJob job;
+    try {
+      job.modelBytes = exportIR(irText, inputs, opset);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "export at opset " << opset << " failed: " << e.what();
+      return;
+    }
+    for (size_t i = 0; i < inputs.size(); ++i) job.inputNames.push_back("in_" + std::to_string(i));
+    job.inputs = inputs;
+    jobs.push_back(std::move(job));
+  }
+  std::vector<OrtResult> results = runInOrt(jobs);
+  for (size_t j = 0; j < results.size(); ++j) {
+    SCOPED_TRACE("opset " + std::to_string(opsets[j]));
+    ASSERT_TRUE(results[j].error.empty()) << results[j].error;
+    ASSERT_EQ(results[j].outputs.size(), expected.size());
+    for (size_t k = 0; k < expected.size(); ++k) {
+      std::string mismatch = compareTensors(expected[k], results[j].outputs[k], tol);
+      EXPECT_TRUE(mismatch.empty()) << "output " << k << ": " << mismatch;
+    }
+  }
+}
+
+}  // namespace
+
+void expectConvertsLikeTorch(const std::string& irText, const std::vector<at::Tensor>& inputs, int opset,
+                             double tol) {
+  expectOpsetsConvert(irText, inputs, {opset}, tol);
+}
+
+void expectConvertsLikeTorchAllOpsets(const std::string& irText, const std::vector<at::Tensor>& inputs,
+                                      double tol) {
+  std::vector<int> opsets;
+  for (int o = kMinOpset; o <= kMaxOpset; ++o) opsets.push_back(o);
+  expectOpsetsConvert(irText, inputs, opsets, tol);
+}
+
+std::vector<std::string> exportedOpTypes(const std::string& irText, const std::vector<at::Tensor>& inputs,
+                                         int opset) {
+  onnx::ModelProto model;
+  EXPECT_TRUE(model.ParseFromString(exportIR(irText, inputs, opset)));
+  std::vector<std::string> ops;
+  for (const auto& n : model.graph().node()) ops.push_back(n.op_type());
+  return ops;
+}
+
+std::string exportError(const std::string& irText, const std::vector<at::Tensor>& inputs, int opset) {
+  try {
+    exportIR(irText, inputs, opset);
+  } catch (const ExportError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace pt2onnx::testing

@@ -1,0 +1,26 @@
+// Runs ONNX models in ONNX Runtime through tools/ort/run.js (onnxruntime-node).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+namespace pt2onnx::testing {
+
+struct OrtJob {
+  std::string modelBytes;
+  std::vector<std::string> inputNames;
+  std::vector<at::Tensor> inputs;
+};
+
+struct OrtResult {
+  std::string error;  // ONNX Runtime's message when it rejected the model or inputs
+  std::vector<std::string> outputNames;
+  std::vector<at::Tensor> outputs;
+};
+
+// Runs every job in one ONNX Runtime process (one thread each).
+std::vector<OrtResult> runInOrt(const std::vector<OrtJob>& jobs);
+
+}  // namespace pt2onnx::testing
