@@ -1,0 +1,147 @@
+// The pt2onnx._pt2onnx extension: the Python front end traces the model and hands the
+// torch._C.Graph, its parameters and example inputs to the C++ exporter in the same process.
+#include <sstream>
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/jit/python/pybind.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "common/errors.h"
+#include "common/logging.h"
+#include "exporter/export.h"
+
+namespace py = pybind11;
+using namespace pt2onnx;
+
+namespace {
+
+ExportOptions optionsFromDict(const py::dict& d) {
+  ExportOptions o;
+  if (d.contains("opset")) o.opset = d["opset"].cast<int>();
+  if (d.contains("export_params")) o.exportParams = d["export_params"].cast<bool>();
+  if (d.contains("verbose")) o.verbose = d["verbose"].cast<bool>();
+  if (d.contains("training")) {
+    auto t = d["training"].cast<std::string>();
+    o.training = t == "TRAINING" ? TrainingMode::Training : t == "PRESERVE" ? TrainingMode::Preserve : TrainingMode::Eval;
+  }
+  if (d.contains("operator_export_type")) {
+    auto t = d["operator_export_type"].cast<std::string>();
+    if (t == "ONNX_FALLTHROUGH") o.operatorExportType = OperatorExportType::OnnxFallthrough;
+  }
+  if (d.contains("input_names")) o.inputNames = d["input_names"].cast<std::vector<std::string>>();
+  if (d.contains("output_names")) o.outputNames = d["output_names"].cast<std::vector<std::string>>();
+  if (d.contains("dynamic_axes"))
+    o.dynamicAxes = d["dynamic_axes"].cast<std::map<std::string, std::map<int64_t, std::string>>>();
+  if (d.contains("keep_initializers_as_inputs") && !d["keep_initializers_as_inputs"].is_none())
+    o.keepInitializersAsInputs = d["keep_initializers_as_inputs"].cast<bool>();
+  if (d.contains("do_constant_folding")) o.doConstantFolding = d["do_constant_folding"].cast<bool>();
+  if (d.contains("custom_opsets")) o.customOpsets = d["custom_opsets"].cast<std::map<std::string, int>>();
+  if (d.contains("doc_strings")) o.docStrings = d["doc_strings"].cast<bool>();
+  if (d.contains("external_data_threshold") && !d["external_data_threshold"].is_none())
+    o.externalDataThreshold = d["external_data_threshold"].cast<uint64_t>();
+  return o;
+}
+
+ModelGraph modelFrom(std::shared_ptr<torch::jit::Graph> graph, size_t numUserInputs,
+                     std::vector<std::string> userInputNames, std::vector<std::string> paramNames,
+                     std::vector<at::Tensor> paramValues, std::vector<at::Tensor> exampleInputs) {
+  if (numUserInputs + paramNames.size() != graph->inputs().size() || paramNames.size() != paramValues.size())
+    throw InternalError("traced graph has " + std::to_string(graph->inputs().size()) + " inputs, expected " +
+                        std::to_string(numUserInputs) + " user inputs + " + std::to_string(paramNames.size()) +
+                        " parameters");
+  ModelGraph model;
+  model.graph = std::move(graph);
+  model.numUserInputs = numUserInputs;
+  model.userInputNames = std::move(userInputNames);
+  model.paramNames = std::move(paramNames);
+  model.paramValues = std::move(paramValues);
+  model.exampleInputs.assign(exampleInputs.begin(), exampleInputs.end());
+  return model;
+}
+
+py::dict summaryToDict(const ExportSummary& s) {
+  py::dict d;
+  d["onnx_nodes"] = s.onnxNodes;
+  d["initializers"] = s.initializers;
+  d["model_bytes"] = s.modelBytes;
+  d["external_data_bytes"] = s.externalDataBytes;
+  d["external_data_path"] = s.externalDataPath;
+  d["warnings"] = s.warnings;
+  d["seconds_by_phase"] = s.secondsByPhase;
+  return d;
+}
+
+// Exports to `path`, or returns the bytes when `path` is None.
+py::object runExport(ModelGraph& model, const py::dict& options, const py::object& path) {
+  ExportOptions o = optionsFromDict(options);
+  if (path.is_none()) {
+    std::string bytes;
+    ExportSummary summary;
+    {
+      py::gil_scoped_release release;
+      bytes = exportToBytes(model, o, &summary);
+    }
+    return py::make_tuple(py::bytes(bytes), summaryToDict(summary));
+  }
+  std::string p = path.cast<std::string>();
+  ExportSummary summary;
+  {
+    py::gil_scoped_release release;
+    summary = exportToFile(model, o, p);
+  }
+  return py::make_tuple(py::none(), summaryToDict(summary));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_pt2onnx, m) {
+  m.doc() = "pt2onnx C++ exporter";
+  static py::exception<ExportError> exportError(m, "ExportError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ExportError& e) {
+      exportError(e.what());
+    } catch (const InternalError& e) {
+      PyErr_SetString(PyExc_AssertionError, e.what());
+    }
+  });
+  m.attr("MIN_OPSET") = kMinOpset;
+  m.attr("MAX_OPSET") = kMaxOpset;
+  m.attr("DEFAULT_OPSET") = kDefaultOpset;
+  m.attr("__version__") = PT2ONNX_VERSION;
+
+  m.def("export_graph",
+        [](std::shared_ptr<torch::jit::Graph> graph, size_t numUserInputs, std::vector<std::string> userInputNames,
+           std::vector<std::string> paramNames, std::vector<at::Tensor> paramValues,
+           std::vector<at::Tensor> exampleInputs, const py::dict& options, const py::object& path) {
+          ModelGraph model = modelFrom(std::move(graph), numUserInputs, std::move(userInputNames),
+                                       std::move(paramNames), std::move(paramValues), std::move(exampleInputs));
+          return runExport(model, options, path);
+        },
+        py::arg("graph"), py::arg("num_user_inputs"), py::arg("user_input_names"), py::arg("param_names"),
+        py::arg("param_values"), py::arg("example_inputs"), py::arg("options"), py::arg("path"));
+
+  m.def("export_script_module",
+        [](const py::bytes& archive, std::vector<at::Tensor> exampleInputs, const py::dict& options,
+           const py::object& path) {
+          std::istringstream in(std::string(archive), std::ios::binary);
+          ModelGraph model = loadTorchScript(in);
+          model.exampleInputs.assign(exampleInputs.begin(), exampleInputs.end());
+          return runExport(model, options, path);
+        },
+        py::arg("archive"), py::arg("example_inputs"), py::arg("options"), py::arg("path"));
+
+  m.def("check_graph_support",
+        [](std::shared_ptr<torch::jit::Graph> graph, size_t numUserInputs, std::vector<std::string> paramNames,
+           std::vector<at::Tensor> paramValues, std::vector<at::Tensor> exampleInputs, int opset) {
+          ModelGraph model = modelFrom(std::move(graph), numUserInputs, {}, std::move(paramNames),
+                                       std::move(paramValues), std::move(exampleInputs));
+          ExportOptions o;
+          o.opset = opset;
+          return checkSupport(model, o).toJson();
+        });
+
+  m.def("set_log_level", [](const std::string& level) { setLogLevel(spdlog::level::from_str(level)); });
+}

@@ -1,0 +1,195 @@
+"""The Python front end: traces the model (or takes a ScriptModule) and hands the graph, its
+parameters and example inputs to the C++ exporter in the same process."""
+import contextlib
+import enum
+import inspect
+import io
+import os
+import warnings
+
+import torch
+
+from . import _pt2onnx
+
+
+class TrainingMode(enum.Enum):
+    EVAL = 0
+    PRESERVE = 1
+    TRAINING = 2
+
+
+class OperatorExportTypes(enum.Enum):
+    ONNX = 0
+    ONNX_ATEN = 1
+    ONNX_ATEN_FALLBACK = 2
+    ONNX_FALLTHROUGH = 3
+
+
+def _enum_name(value, enum_type, what):
+    """Accepts our enums and torch.onnx's (same member names)."""
+    if value is None:
+        return None
+    name = getattr(value, "name", None)
+    if name not in enum_type.__members__:
+        raise ValueError(f"{what} must be one of {list(enum_type.__members__)}, got {value!r}")
+    return name
+
+
+def _normalize_args(model, args):
+    """torch.onnx's rules: a single tensor, a tuple, or a tuple ending in a dict of keyword args."""
+    if isinstance(args, torch.Tensor):
+        args = (args,)
+    if not isinstance(args, tuple):
+        args = (args,)
+    if args and isinstance(args[-1], dict):
+        kwargs = args[-1]
+        args = args[:-1]
+        if kwargs:
+            forward = model.forward if isinstance(model, torch.nn.Module) else model
+            bound = inspect.signature(forward).bind(*args, **kwargs)
+            bound.apply_defaults()
+            args = tuple(bound.arguments.values())
+    for i, a in enumerate(args):
+        if not isinstance(a, torch.Tensor):
+            raise _pt2onnx.ExportError(
+                f"argument {i} is a {type(a).__name__}: pt2onnx exports models whose inputs are tensors "
+                "(pass other values as constants inside the model)")
+    return args
+
+
+def _input_names_of(model, count):
+    forward = model.forward if isinstance(model, torch.nn.Module) else model
+    try:
+        params = [p.name for p in inspect.signature(forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    names = params[:count]
+    return names + [f"input_{i}" for i in range(len(names), count)]
+
+
+def _dynamic_axes_dict(dynamic_axes):
+    """{name: {axis: dim_name}} or {name: [axes]} (auto-named "<name>_dynamic_axes_<k>")."""
+    out = {}
+    for name, axes in (dynamic_axes or {}).items():
+        if isinstance(axes, dict):
+            out[name] = {int(a): str(d) for a, d in axes.items()}
+        elif isinstance(axes, (list, tuple)):
+            out[name] = {int(a): f"{name}_dynamic_axes_{k + 1}" for k, a in enumerate(axes)}
+        else:
+            raise ValueError(f"dynamic_axes['{name}'] must be a dict or a list of axes, got {axes!r}")
+    return out
+
+
+@contextlib.contextmanager
+def _training_mode(model, mode):
+    if not isinstance(model, torch.nn.Module) or mode == "PRESERVE":
+        yield
+        return
+    was_training = model.training
+    model.train(mode == "TRAINING")
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
+@contextlib.contextmanager
+def _module_scopes(model):
+    """Makes the tracer record module scopes ("layer1.0.conv1"), used to name ONNX nodes."""
+    trace_mod = torch.jit._trace
+    previous = trace_mod._trace_module_map
+    trace_mod._trace_module_map = {
+        m: f"{type(m).__module__}.{type(m).__qualname__}::{name}" for name, m in model.named_modules()}
+    try:
+        yield
+    finally:
+        trace_mod._trace_module_map = previous
+
+
+def _trace(model, args):
+    """Returns (graph, param_names, param_values): inputs = flattened args + unique parameters."""
+    if isinstance(model, torch.nn.Module):
+        with _module_scopes(model):
+            graph, _ = torch.jit._get_trace_graph(model, args)
+        state = torch.jit._unique_state_dict(model, keep_vars=True)
+        names, values = list(state.keys()), [v.detach() for v in state.values()]
+    else:
+        graph, _ = torch.jit._get_trace_graph(model, args)
+        names, values = [], []
+    return graph, names, values
+
+
+def _options(opset_version, export_params, verbose, training, input_names, output_names,
+             operator_export_type, do_constant_folding, dynamic_axes, keep_initializers_as_inputs,
+             custom_opsets):
+    op_type = _enum_name(operator_export_type, OperatorExportTypes, "operator_export_type") or "ONNX"
+    if op_type in ("ONNX_ATEN", "ONNX_ATEN_FALLBACK"):
+        raise _pt2onnx.ExportError(f"operator_export_type={op_type} is not supported by pt2onnx "
+                                   "(use ONNX or ONNX_FALLTHROUGH)")
+    opset = _pt2onnx.DEFAULT_OPSET if opset_version is None else int(opset_version)
+    if keep_initializers_as_inputs is None and op_type != "ONNX":
+        keep_initializers_as_inputs = True  # torch.onnx's default for non-ONNX export types
+    return {
+        "opset": opset, "export_params": bool(export_params), "verbose": bool(verbose),
+        "training": _enum_name(training, TrainingMode, "training") or "EVAL",
+        "operator_export_type": op_type, "input_names": list(input_names or []),
+        "output_names": list(output_names or []), "dynamic_axes": _dynamic_axes_dict(dynamic_axes),
+        "keep_initializers_as_inputs": keep_initializers_as_inputs,
+        "do_constant_folding": bool(do_constant_folding), "custom_opsets": dict(custom_opsets or {}),
+        "doc_strings": True,
+    }
+
+
+def export(model, args, f, export_params=True, verbose=False, training=TrainingMode.EVAL,
+           input_names=None, output_names=None, operator_export_type=OperatorExportTypes.ONNX,
+           opset_version=None, do_constant_folding=True, dynamic_axes=None,
+           keep_initializers_as_inputs=None, custom_opsets=None, export_modules_as_functions=False):
+    """Exports `model` to ONNX, like torch.onnx.export (TorchScript path) with the same arguments.
+
+    `f` is a path or a binary file-like object. Returns a summary dict (node and initializer
+    counts, bytes written, warnings, seconds per phase). Raises pt2onnx.ExportError on any problem;
+    no file is left behind then.
+    """
+    if export_modules_as_functions:
+        raise _pt2onnx.ExportError("export_modules_as_functions is not supported by pt2onnx")
+    options = _options(opset_version, export_params, verbose, training, input_names, output_names,
+                       operator_export_type, do_constant_folding, dynamic_axes,
+                       keep_initializers_as_inputs, custom_opsets)
+    args = _normalize_args(model, args)
+    path = os.fspath(f) if isinstance(f, (str, os.PathLike)) else None
+    if path is None and not hasattr(f, "write"):
+        raise TypeError(f"f must be a path or a writable binary file object, got {type(f).__name__}")
+
+    if isinstance(model, torch.jit.ScriptModule):
+        buffer = io.BytesIO()
+        torch.jit.save(model, buffer)
+        data, summary = _pt2onnx.export_script_module(buffer.getvalue(), list(args), options, path)
+    else:
+        with _training_mode(model, options["training"]), torch.no_grad():
+            graph, names, values = _trace(model, args)
+        data, summary = _pt2onnx.export_graph(graph, len(args), _input_names_of(model, len(args)), names,
+                                              values, list(args), options, path)
+    if path is None:
+        f.write(data)
+    for w in summary["warnings"]:
+        warnings.warn(w)
+    return summary
+
+
+def unconvertible_ops(model, args, training=TrainingMode.EVAL, opset_version=None):
+    """The ops of `model` that cannot be converted at `opset_version`, as a list of dicts
+    (op, schema, count, locations, scopes, supported_from_opset), checked in every block."""
+    import json
+    args = _normalize_args(model, args)
+    opset = _pt2onnx.DEFAULT_OPSET if opset_version is None else int(opset_version)
+    mode = _enum_name(training, TrainingMode, "training") or "EVAL"
+    with _training_mode(model, mode), torch.no_grad():
+        graph, names, values = _trace(model, args)
+    report = json.loads(_pt2onnx.check_graph_support(graph, len(args), names, values, list(args), opset))
+    return report["unsupported"]
+
+
+def set_log_level(level):
+    """Sets the C++ exporter's log level: "trace", "debug", "info", "warn", "err", "off"."""
+    _pt2onnx.set_log_level(level)
