@@ -29,6 +29,42 @@ void observe(const torch::jit::Value* v, const c10::IValue& iv, Observation& obs
   }
 }
 
+// Runs one node. The interpreter implements list and tuple construction as instructions, not as
+// operators, so those are done here.
+void runNode(const torch::jit::Node* n, torch::jit::Stack& stack) {
+  switch (n->kind()) {
+    case c10::prim::ListConstruct: {
+      c10::impl::GenericList list(n->output()->type()->expectRef<c10::ListType>().getElementType());
+      for (c10::IValue& v : stack) list.push_back(std::move(v));
+      stack.clear();
+      stack.emplace_back(std::move(list));
+      return;
+    }
+    case c10::prim::ListUnpack: {
+      auto list = stack.back().toListRef().vec();
+      stack.clear();
+      if (list.size() != n->outputs().size())
+        throw std::runtime_error("list of " + std::to_string(list.size()) + " elements unpacked into " +
+                                 std::to_string(n->outputs().size()) + " values");
+      stack.insert(stack.end(), list.begin(), list.end());
+      return;
+    }
+    case c10::prim::TupleConstruct: {
+      auto tuple = c10::ivalue::Tuple::create(std::vector<c10::IValue>(stack.begin(), stack.end()));
+      stack.clear();
+      stack.emplace_back(std::move(tuple));
+      return;
+    }
+    case c10::prim::TupleUnpack: {
+      auto elems = stack.back().toTupleRef().elements().vec();
+      stack.clear();
+      stack.insert(stack.end(), elems.begin(), elems.end());
+      return;
+    }
+    default: n->getOperation()(stack);
+  }
+}
+
 Observation run(const torch::jit::Graph& graph, const std::vector<c10::IValue>& inputs) {
   at::NoGradGuard noGrad;
   Observation obs;
@@ -50,7 +86,7 @@ Observation run(const torch::jit::Graph& graph, const std::vector<c10::IValue>& 
     torch::jit::Stack stack;
     for (const torch::jit::Value* in : n->inputs()) stack.push_back(env.at(in));
     try {
-      n->getOperation()(stack);
+      runNode(n, stack);
     } catch (const std::exception& e) {
       throw ExportError("running the model on the example inputs failed at " + jit::describeNode(n) +
                         ": " + e.what());
@@ -89,16 +125,32 @@ ir::TensorType typeFrom(const at::Tensor& first, const at::Tensor* second) {
 
 }  // namespace
 
+namespace {
+// Traced graphs carry complete tensor types already; only then may the run be skipped.
+bool typesComplete(const torch::jit::Graph& graph) {
+  auto complete = [](const torch::jit::Value* v) {
+    auto tt = v->type()->cast<c10::TensorType>();
+    return !tt || (tt->scalarType() && tt->sizes().concrete_sizes());
+  };
+  for (const torch::jit::Value* v : graph.inputs())
+    if (!complete(v)) return false;
+  for (const torch::jit::Node* n : graph.nodes())
+    for (const torch::jit::Value* v : n->outputs())
+      if (!complete(v)) return false;
+  return true;
+}
+}  // namespace
+
 TypeMap captureTypes(const ModelGraph& model, const std::vector<std::set<int64_t>>& dynamicAxes) {
+  bool anyDynamic = false;
+  for (const auto& axes : dynamicAxes) anyDynamic = anyDynamic || !axes.empty();
+  if (!anyDynamic && typesComplete(*model.graph)) return {};  // the converter reads the JIT types
   std::vector<c10::IValue> inputs = model.exampleInputs;
   for (const at::Tensor& p : model.paramValues) inputs.push_back(p);
   if (inputs.size() != model.graph->inputs().size())
     throw ExportError("the model takes " + std::to_string(model.graph->inputs().size() - model.paramValues.size()) +
                       " inputs but " + std::to_string(model.exampleInputs.size()) + " example inputs were given");
   Observation first = run(*model.graph, inputs);
-
-  bool anyDynamic = false;
-  for (const auto& axes : dynamicAxes) anyDynamic = anyDynamic || !axes.empty();
   std::optional<Observation> second;
   if (anyDynamic) {
     std::vector<c10::IValue> grown = inputs;

@@ -166,7 +166,9 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
         torch.jit.save(model, buffer)
         data, summary = _pt2onnx.export_script_module(buffer.getvalue(), list(args), options, path)
     else:
-        with _training_mode(model, options["training"]), torch.no_grad():
+        # Traced with autograd on, as torch.onnx does: eval-mode fast paths that only run under
+        # no_grad (fused transformer kernels) would otherwise replace the standard ops.
+        with _training_mode(model, options["training"]):
             graph, names, values = _trace(model, args)
         data, summary = _pt2onnx.export_graph(graph, len(args), _input_names_of(model, len(args)), names,
                                               values, list(args), options, path)
@@ -184,7 +186,7 @@ def unconvertible_ops(model, args, training=TrainingMode.EVAL, opset_version=Non
     args = _normalize_args(model, args)
     opset = _pt2onnx.DEFAULT_OPSET if opset_version is None else int(opset_version)
     mode = _enum_name(training, TrainingMode, "training") or "EVAL"
-    with _training_mode(model, mode), torch.no_grad():
+    with _training_mode(model, mode):
         graph, names, values = _trace(model, args)
     report = json.loads(_pt2onnx.check_graph_support(graph, len(args), names, values, list(args), opset))
     return report["unsupported"]
