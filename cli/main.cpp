@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   int exitCode = 0;
   cli::addConvertCommand(app, exitCode);
   cli::addReportCommand(app, exitCode);
+  cli::addOpsCommand(app, exitCode);
   app.parse_complete_callback([&] {
     if (quiet) setLogLevel(spdlog::level::err);
     else if (verbose >= 3) setLogLevel(spdlog::level::trace);

@@ -136,6 +136,7 @@ class GraphConverter {
     for (size_t k = 0; k < outs.size(); ++k) {
       Arg& a = outs[k];
       if (a.value && a.value->type.dtype == ir::DType::Undefined) a.value->type = outputTypes[k];
+      else if (a.value && !a.value->type.hasRank()) a.value->type.shape = outputTypes[k].shape;
       env_[n->outputs()[k]] = std::move(a);
     }
   }

@@ -186,12 +186,15 @@ void checkModel(const onnx::ModelProto& model) {
 void validate(const Encoded& enc) {
   onnx::ModelProto model = enc.model;  // no large tensor bytes in it: cheap to copy
   for (size_t k = 0; k < enc.placement.size(); ++k) {
-    if (enc.placement[k] != Placement::Streamed) continue;
+    if (enc.placement[k] == Placement::Inline) continue;
+    // Streamed and external bytes are written after validation: point the checker at a file
+    // that always exists ("dev/null", resolved against the checker's model dir "/").
     onnx::TensorProto* t = model.mutable_graph()->mutable_initializer(static_cast<int>(k));
     t->set_data_location(onnx::TensorProto::EXTERNAL);
+    t->clear_external_data();
     auto* e = t->add_external_data();
     e->set_key("location");
-    e->set_value("dev/null");  // resolved against the checker's model dir "/"
+    e->set_value("dev/null");
   }
   try {
     checkModel(model);

@@ -52,24 +52,46 @@ class TempDir {
 
 }  // namespace
 
+std::vector<OrtResult> runFiles(const std::vector<std::pair<std::string, const OrtJob*>>& files);
+
 std::vector<OrtResult> runInOrt(const std::vector<OrtJob>& jobs) {
+  std::vector<std::pair<std::string, const OrtJob*>> files;
+  TempDir models;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    std::string path = (models.path() / ("model" + std::to_string(j) + ".onnx")).string();
+    std::ofstream(path, std::ios::binary) << jobs[j].modelBytes;
+    files.emplace_back(path, &jobs[j]);
+  }
+  return runFiles(files);
+}
+
+OrtResult runModelFileInOrt(const std::string& path, const std::vector<std::string>& inputNames,
+                            const std::vector<at::Tensor>& inputs) {
+  OrtJob job;
+  job.inputNames = inputNames;
+  job.inputs = inputs;
+  return runFiles({{path, &job}}).at(0);
+}
+
+std::vector<OrtResult> runFiles(const std::vector<std::pair<std::string, const OrtJob*>>& files) {
+  const std::vector<std::pair<std::string, const OrtJob*>>& jobs = files;
   TempDir dir;
   std::ostringstream list;
   list << "[";
   for (size_t j = 0; j < jobs.size(); ++j) {
     fs::path jobDir = dir.path() / ("job" + std::to_string(j));
     fs::create_directories(jobDir / "in");
-    { std::ofstream(jobDir / "model.onnx", std::ios::binary) << jobs[j].modelBytes; }
+    const OrtJob& job = *jobs[j].second;
     std::ostringstream manifest;
     manifest << "{";
-    for (size_t i = 0; i < jobs[j].inputs.size(); ++i) {
+    for (size_t i = 0; i < job.inputs.size(); ++i) {
       std::string file = "in_" + std::to_string(i) + ".npy";
-      writeNpy((jobDir / "in" / file).string(), jobs[j].inputs[i]);
-      manifest << (i ? ", " : "") << jsonString(jobs[j].inputNames.at(i)) << ": " << jsonString(file);
+      writeNpy((jobDir / "in" / file).string(), job.inputs[i]);
+      manifest << (i ? ", " : "") << jsonString(job.inputNames.at(i)) << ": " << jsonString(file);
     }
     manifest << "}";
     { std::ofstream(jobDir / "in" / "manifest.json") << manifest.str(); }
-    list << (j ? ", " : "") << "[" << jsonString((jobDir / "model.onnx").string()) << ", "
+    list << (j ? ", " : "") << "[" << jsonString(jobs[j].first) << ", "
          << jsonString((jobDir / "in").string()) << ", " << jsonString((jobDir / "out").string()) << "]";
   }
   list << "]";

@@ -24,3 +24,11 @@ struct OrtResult {
 std::vector<OrtResult> runInOrt(const std::vector<OrtJob>& jobs);
 
 }  // namespace pt2onnx::testing
+
+namespace pt2onnx::testing {
+
+// Runs a model file (with its external data beside it) in ONNX Runtime.
+OrtResult runModelFileInOrt(const std::string& path, const std::vector<std::string>& inputNames,
+                            const std::vector<at::Tensor>& inputs);
+
+}  // namespace pt2onnx::testing

@@ -1,0 +1,269 @@
+// Reduction symbolics: mean, sum, prod, amax/amin, max/min, argmax/argmin, var/std, logsumexp,
+// cumsum, any/all.
+//
+// In opsets 13..17 ReduceSum takes its axes as an input, every other Reduce* as an `axes` attribute.
+// An empty dim list (or None) reduces over every dimension, as in PyTorch.
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "symbolic/context.h"
+#include "symbolic/dtype.h"
+#include "symbolic/families.h"
+#include "symbolic/registry.h"
+
+namespace pt2onnx::symbolic {
+namespace {
+
+using ir::DType;
+using ir::Value;
+namespace attr = ir::attr;
+
+bool hasArg(const Context& ctx, size_t i) { return i < ctx.numArgs() && !ctx.isNone(i); }
+
+DType resultDtype(const Context& ctx, size_t output = 0) {
+  DType t = ctx.outputType(output).dtype;
+  if (t == DType::Undefined) ctx.fail("the output dtype is unknown at export time");
+  return t;
+}
+
+// Arg 0 as a tensor. Overloads on Python lists (aten::sum.int, aten::any.bool, aten::max.int, ...)
+// return numbers and are evaluators, not these symbolics.
+Value* inputTensor(Context& ctx) {
+  const std::string& schema = ctx.schema();
+  size_t arrow = schema.rfind("->");
+  if (arrow != std::string::npos && schema.find("Tensor", arrow) == std::string::npos)
+    ctx.fail("the overload " + schema + " computes on Python numbers and is not supported");
+  return ctx.tensor(0);
+}
+
+// The input cast to the reduction's compute dtype: the `dtype=` argument at dtypeIndex when given,
+// else the output dtype (PyTorch sums integers as int64).
+Value* reductionInput(Context& ctx, std::optional<size_t> dtypeIndex) {
+  Value* x = inputTensor(ctx);
+  if (dtypeIndex && hasArg(ctx, *dtypeIndex)) {
+    auto dtype = onnxTypeForTorchScalarType(ctx.int64(*dtypeIndex));
+    if (!dtype) ctx.fail("unsupported dtype code " + std::to_string(ctx.int64(*dtypeIndex)));
+    return ctx.cast(x, *dtype);
+  }
+  return ctx.cast(x, resultDtype(ctx));
+}
+
+// The dims to reduce at arg i: None or [] means every dimension (returned as empty).
+std::vector<int64_t> reducedDims(const Context& ctx, size_t i) {
+  return hasArg(ctx, i) ? ctx.ints(i) : std::vector<int64_t>{};
+}
+
+bool keepdimArg(const Context& ctx, size_t i) { return hasArg(ctx, i) && ctx.boolean(i); }
+
+// A Cast whose output type the exporter fills in (a result must not carry a shapeless type).
+Value* castResult(Context& ctx, Value* v, DType to) {
+  return ctx.op("Cast", {v}, {attr::i("to", static_cast<int64_t>(to))});
+}
+
+// One ONNX Reduce* node over `axes` (empty = all dims).
+Value* reduce(Context& ctx, const std::string& onnxOp, Value* x, const std::vector<int64_t>& axes,
+              bool keepdim) {
+  std::vector<ir::Attribute> attrs{attr::i("keepdims", keepdim ? 1 : 0)};
+  if (onnxOp == "ReduceSum") {
+    std::vector<Value*> inputs{x};
+    if (!axes.empty()) inputs.push_back(ctx.constInt64s(axes));
+    return ctx.op(onnxOp, inputs, attrs);
+  }
+  if (!axes.empty()) attrs.push_back(attr::ints("axes", axes));
+  return ctx.op(onnxOp, {x}, attrs);
+}
+
+// ReduceMax/ReduceMin, through int32 for bools (ONNX Reduce* take no bool).
+Value* reduceExtremum(Context& ctx, const std::string& onnxOp, Value* x,
+                      const std::vector<int64_t>& axes, bool keepdim) {
+  if (ctx.dtypeOf(x) != DType::Bool) return reduce(ctx, onnxOp, x, axes, keepdim);
+  return castResult(ctx, reduce(ctx, onnxOp, ctx.cast(x, DType::Int32), axes, keepdim), DType::Bool);
+}
+
+// ---- sum, mean, prod ----
+
+// sum(self, dtype) / sum.dim_IntList(self, dim, keepdim, dtype), same layout for mean.
+SymbolicFn sumOrMean(const char* onnxOp) {
+  return [onnxOp](Context& ctx) -> Outputs {
+    if (ctx.numArgs() <= 2) return {reduce(ctx, onnxOp, reductionInput(ctx, 1), {}, false)};
+    Value* x = reductionInput(ctx, 3);
+    return {reduce(ctx, onnxOp, x, reducedDims(ctx, 1), keepdimArg(ctx, 2))};
+  };
+}
+
+// prod(self, dtype) / prod.dim_int(self, int dim, keepdim, dtype)
+Outputs prod(Context& ctx) {
+  if (ctx.numArgs() <= 2) return {reduce(ctx, "ReduceProd", reductionInput(ctx, 1), {}, false)};
+  Value* x = reductionInput(ctx, 3);
+  return {reduce(ctx, "ReduceProd", x, {ctx.int64(1)}, keepdimArg(ctx, 2))};
+}
+
+// ---- max, min ----
+
+// amax/amin(self, dim=[], keepdim=False)
+SymbolicFn amaxOrAmin(const char* onnxOp) {
+  return [onnxOp](Context& ctx) -> Outputs {
+    return {reduceExtremum(ctx, onnxOp, inputTensor(ctx), reducedDims(ctx, 1), keepdimArg(ctx, 2))};
+  };
+}
+
+// max(self) -> Tensor, a full reduction; max.dim(self, dim, keepdim) -> (values, indices).
+// max.other (elementwise) is registered by overload name in elementwise.cpp.
+SymbolicFn maxOrMin(const char* reduceOp, const char* argOp) {
+  return [reduceOp, argOp](Context& ctx) -> Outputs {
+    Value* x = inputTensor(ctx);
+    if (ctx.numArgs() == 1) return {reduceExtremum(ctx, reduceOp, x, {}, false)};
+    if (ctx.numArgs() != 3 || ctx.arg(1).kind != Arg::Kind::Int)
+      ctx.fail("unsupported overload: expected (self) or (self, int dim, bool keepdim)");
+    int64_t dim = ctx.int64(1);
+    bool keepdim = keepdimArg(ctx, 2);
+    Value* values = reduceExtremum(ctx, reduceOp, x, {dim}, keepdim);
+    Value* indices = ctx.op(argOp, {x}, {attr::i("axis", dim), attr::i("keepdims", keepdim ? 1 : 0)});
+    return {values, indices};
+  };
+}
+
+// argmax/argmin(self, dim=None, keepdim=False). ONNX picks the first extremum, as PyTorch does.
+SymbolicFn argExtremum(const char* onnxOp) {
+  return [onnxOp](Context& ctx) -> Outputs {
+    Value* x = inputTensor(ctx);
+    bool keepdim = keepdimArg(ctx, 2);
+    if (hasArg(ctx, 1)) {
+      int64_t dim = ctx.int64(1);
+      return {ctx.op(onnxOp, {x}, {attr::i("axis", dim), attr::i("keepdims", keepdim ? 1 : 0)})};
+    }
+    // dim=None: index into the flattened tensor; keepdim gives a tensor of ones of the input's rank.
+    Value* flat = ctx.op("Reshape", {x, ctx.constInt64s({-1})});
+    Value* index = ctx.op(onnxOp, {flat}, {attr::i("axis", 0), attr::i("keepdims", 0)});
+    if (!keepdim) return {index};
+    int64_t rank = ctx.requireRank(x, "the argmax/argmin input");
+    return {ctx.op("Reshape", {index, ctx.constInt64s(std::vector<int64_t>(rank, 1))})};
+  };
+}
+
+// ---- var, std ----
+
+struct VarianceArgs {
+  std::vector<int64_t> dims;  // empty = all
+  double correction = 1;
+  bool keepdim = false;
+};
+
+// var(self, unbiased=True), var.dim(self, dim, unbiased=True, keepdim=False) and
+// var.correction(self, dim, *, correction=None, keepdim=False); std and *_mean alike.
+VarianceArgs varianceArgs(const Context& ctx) {
+  VarianceArgs v;
+  if (ctx.numArgs() <= 2) {
+    if (hasArg(ctx, 1)) v.correction = ctx.boolean(1) ? 1 : 0;
+    return v;
+  }
+  v.dims = reducedDims(ctx, 1);
+  const Arg& third = ctx.arg(2);
+  if (third.kind == Arg::Kind::Bool) v.correction = ctx.boolean(2) ? 1 : 0;  // unbiased
+  else if (!third.isNone()) v.correction = ctx.float64(2);                    // correction
+  v.keepdim = keepdimArg(ctx, 3);
+  return v;
+}
+
+// Number of elements reduced over `dims` (empty = all), as a 0-d tensor of dtype t.
+Value* reducedCount(Context& ctx, Value* x, const std::vector<int64_t>& dims, DType t) {
+  const ir::TensorType& type = ctx.typeOf(x);
+  if (type.isFullyStatic()) {
+    std::vector<int64_t> sizes = type.staticSizes();
+    double count = 1;
+    if (dims.empty()) {
+      for (int64_t s : sizes) count *= static_cast<double>(s);
+    } else {
+      for (int64_t d : dims) {
+        int64_t axis = normalizeDim(d, type.rank());
+        if (axis < 0 || axis >= type.rank()) ctx.fail("dim " + std::to_string(d) + " is out of range");
+        count *= static_cast<double>(sizes[axis]);
+      }
+    }
+    return ctx.constScalar(count, t);
+  }
+  Value* n = dims.empty() ? ctx.op("Size", {x})
+                          : ctx.op("ReduceProd", {ctx.op("Gather", {ctx.op("Shape", {x}), ctx.constInt64s(dims)})},
+                                   {attr::i("keepdims", 0)});
+  return ctx.cast(n, t);
+}
+
+// Two-pass variance: sum((x - mean)^2) / max(N - correction, 0), PyTorch's divisor.
+struct Moments {
+  Value* variance;
+  Value* meanKeepdim;
+};
+
+Moments moments(Context& ctx, Value* x, const VarianceArgs& args) {
+  DType t = ctx.dtypeOf(x);
+  if (!ir::isFloating(t)) ctx.fail("var/std need a floating-point input");
+  Value* mean = reduce(ctx, "ReduceMean", x, args.dims, true);
+  Value* centered = ctx.op("Sub", {x, mean});
+  Value* sumSquares = reduce(ctx, "ReduceSum", ctx.op("Mul", {centered, centered}), args.dims, args.keepdim);
+  Value* divisor = ctx.op("Sub", {reducedCount(ctx, x, args.dims, t), ctx.constScalar(args.correction, t)});
+  divisor = ctx.op("Max", {divisor, ctx.constScalar(0, t)});
+  return {ctx.op("Div", {sumSquares, divisor}), mean};
+}
+
+// var / std, and var_mean / std_mean which also return the mean.
+SymbolicFn variance(bool takeSqrt, bool withMean) {
+  return [takeSqrt, withMean](Context& ctx) -> Outputs {
+    Value* x = ctx.cast(inputTensor(ctx), resultDtype(ctx));
+    VarianceArgs args = varianceArgs(ctx);
+    Moments m = moments(ctx, x, args);
+    Value* spread = takeSqrt ? ctx.op("Sqrt", {m.variance}) : m.variance;
+    if (!withMean) return {spread};
+    Value* mean = args.keepdim ? m.meanKeepdim : reduce(ctx, "ReduceMean", x, args.dims, false);
+    return {spread, mean};
+  };
+}
+
+// ---- others ----
+
+// logsumexp(self, dim, keepdim=False)
+Outputs logsumexp(Context& ctx) {
+  Value* x = reductionInput(ctx, std::nullopt);
+  if (!ir::isFloating(ctx.dtypeOf(x))) ctx.fail("logsumexp needs a floating-point result");
+  return {reduce(ctx, "ReduceLogSumExp", x, reducedDims(ctx, 1), keepdimArg(ctx, 2))};
+}
+
+// cumsum(self, dim, *, dtype=None): integers accumulate as int64, as the output dtype says.
+Outputs cumsum(Context& ctx) {
+  Value* x = reductionInput(ctx, 2);
+  return {ctx.op("CumSum", {x, ctx.constInt64(ctx.int64(1))})};
+}
+
+// any/all(self) and any/all.dim(self, dim, keepdim): max/min of the truth values.
+SymbolicFn anyOrAll(const char* reduceOp) {
+  return [reduceOp](Context& ctx) -> Outputs {
+    Value* truth = ctx.cast(ctx.cast(inputTensor(ctx), DType::Bool), DType::Int32);
+    Value* reduced = reduce(ctx, reduceOp, truth, reducedDims(ctx, 1), keepdimArg(ctx, 2));
+    // 0/1 as bool, or as uint8 for uint8 inputs (PyTorch keeps that dtype).
+    return {castResult(ctx, reduced, resultDtype(ctx))};
+  };
+}
+
+}  // namespace
+
+void registerReductionSymbolics(Registry& r) {
+  r.onOp("aten::sum", 13, sumOrMean("ReduceSum"));
+  r.onOp("aten::mean", 13, sumOrMean("ReduceMean"));
+  r.onOp("aten::prod", 13, prod);
+  r.onOp("aten::amax", 13, amaxOrAmin("ReduceMax"));
+  r.onOp("aten::amin", 13, amaxOrAmin("ReduceMin"));
+  r.onOp("aten::max", 13, maxOrMin("ReduceMax", "ArgMax"));
+  r.onOp("aten::min", 13, maxOrMin("ReduceMin", "ArgMin"));
+  r.onOp("aten::argmax", 13, argExtremum("ArgMax"));
+  r.onOp("aten::argmin", 13, argExtremum("ArgMin"));
+  r.onOp("aten::var", 13, variance(false, false));
+  r.onOp("aten::std", 13, variance(true, false));
+  r.onOp("aten::var_mean", 13, variance(false, true));
+  r.onOp("aten::std_mean", 13, variance(true, true));
+  r.onOp("aten::logsumexp", 13, logsumexp);
+  r.onOp("aten::cumsum", 13, cumsum);
+  r.onOp("aten::any", 13, anyOrAll("ReduceMax"));
+  r.onOp("aten::all", 13, anyOrAll("ReduceMin"));
+}
+
+}  // namespace pt2onnx::symbolic

@@ -1,0 +1,389 @@
+// Converter tests for symbolic/reduction.cpp: sum, mean, prod, amax/amin, max/min, argmax/argmin,
+// var/std, logsumexp, cumsum, any/all.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "tests/util/converter_test.h"
+
+namespace {
+
+using pt2onnx::testing::expectConvertsLikeTorch;
+using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
+using pt2onnx::testing::exportedOpTypes;
+
+// graph(x): op(x, dims, keepdim, dtype=None), the layout of sum/mean.dim_IntList.
+std::string dimListGraph(const std::string& op, const std::string& dims, bool keepdim) {
+  return "graph(%x : Tensor):\n"
+         "  %dims : int[] = prim::Constant[value=" + dims + "]()\n"
+         "  %keepdim : bool = prim::Constant[value=" + (keepdim ? "1" : "0") + "]()\n"
+         "  %none : NoneType = prim::Constant()\n"
+         "  %out : Tensor = " + op + "(%x, %dims, %keepdim, %none)\n"
+         "  return (%out)\n";
+}
+
+// graph(x): op(x, dtype=None), the full reductions sum/mean/prod.
+std::string fullGraph(const std::string& op) {
+  return "graph(%x : Tensor):\n"
+         "  %none : NoneType = prim::Constant()\n"
+         "  %out : Tensor = " + op + "(%x, %none)\n"
+         "  return (%out)\n";
+}
+
+// graph(x): op(x, dim, keepdim) with an int dim (max.dim, argmax, any.dim, ...); all outputs returned.
+std::string dimGraph(const std::string& op, int dim, bool keepdim, int outputs = 1) {
+  std::string lhs = "%out0 : Tensor", ret = "%out0";
+  for (int k = 1; k < outputs; ++k) {
+    lhs += ", %out" + std::to_string(k) + " : Tensor";
+    ret += ", %out" + std::to_string(k);
+  }
+  return "graph(%x : Tensor):\n"
+         "  %dim : int = prim::Constant[value=" + std::to_string(dim) + "]()\n"
+         "  %keepdim : bool = prim::Constant[value=" + (keepdim ? "1" : "0") + "]()\n"
+         "  " + lhs + " = " + op + "(%x, %dim, %keepdim)\n"
+         "  return (" + ret + ")\n";
+}
+
+std::string unaryGraph(const std::string& op) {
+  return "graph(%x : Tensor):\n  %out : Tensor = " + op + "(%x)\n  return (%out)\n";
+}
+
+bool contains(const std::vector<std::string>& ops, const std::string& op) {
+  return std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
+// ---- sum ----
+
+TEST(ReductionSymbolics, SumFullMatchesTorch) {
+  expectConvertsLikeTorchAllOpsets(fullGraph("aten::sum"), {at::randn({2, 3, 4})});
+}
+
+TEST(ReductionSymbolics, SumDimsMatchesTorch) {
+  expectConvertsLikeTorchAllOpsets(dimListGraph("aten::sum", "[0, 2]", false), {at::randn({2, 3, 4})});
+}
+
+TEST(ReductionSymbolics, SumNegativeDimKeepdimMatchesTorch) {
+  expectConvertsLikeTorch(dimListGraph("aten::sum", "[-1]", true), {at::randn({2, 3, 4})}, 13);
+}
+
+TEST(ReductionSymbolics, SumEmptyDimListReducesEverything) {
+  // (The IR parser cannot read an empty list constant, so the list is built.)
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dims : int[] = prim::ListConstruct()
+  %keepdim : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %out : Tensor = aten::sum(%x, %dims, %keepdim, %none)
+  return (%out)
+)IR";
+  expectConvertsLikeTorch(ir, {at::randn({2, 3, 4})}, 13);
+}
+
+TEST(ReductionSymbolics, SumTakesAxesAsInput) {
+  std::vector<std::string> ops = exportedOpTypes(dimListGraph("aten::sum", "[1]", false), {at::randn({2, 3})}, 13);
+  EXPECT_TRUE(contains(ops, "ReduceSum"));
+  EXPECT_TRUE(contains(ops, "Constant"));  // the axes input
+}
+
+TEST(ReductionSymbolics, SumOfIntIsInt64) {
+  expectConvertsLikeTorch(dimListGraph("aten::sum", "[1]", false), {at::randint(-5, 5, {3, 4}, at::kInt)}, 13);
+}
+
+TEST(ReductionSymbolics, SumOfBoolCountsTrue) {
+  expectConvertsLikeTorch(fullGraph("aten::sum"), {at::randn({3, 4}) > 0}, 13);
+}
+
+TEST(ReductionSymbolics, SumWithDtypeCastsFirst) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dims : int[] = prim::Constant[value=[0]]()
+  %keepdim : bool = prim::Constant[value=0]()
+  %double : int = prim::Constant[value=7]()
+  %out : Tensor = aten::sum(%x, %dims, %keepdim, %double)
+  return (%out)
+)IR";
+  expectConvertsLikeTorch(ir, {at::randn({5, 3})}, 13);
+}
+
+// ---- mean ----
+
+TEST(ReductionSymbolics, MeanFullMatchesTorch) {
+  expectConvertsLikeTorchAllOpsets(fullGraph("aten::mean"), {at::randn({2, 3, 4})});
+}
+
+TEST(ReductionSymbolics, MeanDimsKeepdimMatchesTorch) {
+  expectConvertsLikeTorchAllOpsets(dimListGraph("aten::mean", "[2, 3]", true), {at::randn({2, 3, 4, 5})});
+}
+
+TEST(ReductionSymbolics, MeanNoneDimReducesEverything) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %none : NoneType = prim::Constant()
+  %keepdim : bool = prim::Constant[value=0]()
+  %out : Tensor = aten::mean(%x, %none, %keepdim, %none)
+  return (%out)
+)IR";
+  expectConvertsLikeTorch(ir, {at::randn({2, 3})}, 13);
+}
+
+TEST(ReductionSymbolics, MeanOfIntWithFloatDtypeMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dims : int[] = prim::Constant[value=[1]]()
+  %keepdim : bool = prim::Constant[value=0]()
+  %float : int = prim::Constant[value=6]()
+  %out : Tensor = aten::mean(%x, %dims, %keepdim, %float)
+  return (%out)
+)IR";
+  expectConvertsLikeTorch(ir, {at::randint(-5, 5, {3, 4}, at::kLong)}, 13);
+}
+
+// ---- prod ----
+
+TEST(ReductionSymbolics, ProdFullMatchesTorch) {
+  expectConvertsLikeTorchAllOpsets(fullGraph("aten::prod"), {at::rand({2, 3}) + 0.5});
+}
+
+TEST(ReductionSymbolics, ProdDimMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dim : int = prim::Constant[value=1]()
+  %keepdim : bool = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %out : Tensor = aten::prod(%x, %dim, %keepdim, %none)
+  return (%out)
+)IR";
+  expectConvertsLikeTorch(ir, {at::randint(-3, 4, {3, 4}, at::kLong)}, 13);
+}
+
+// ---- amax / amin / max / min ----
+
+TEST(ReductionSymbolics, AmaxMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dims : int[] = prim::Constant[value=[0, -1]]()
+  %keepdim : bool = prim::Constant[value=0]()
+  %out : Tensor = aten::amax(%x, %dims, %keepdim)
+  return (%out)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 3, 4})});
+}
+
+TEST(ReductionSymbolics, AminKeepdimMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dims : int[] = prim::Constant[value=[1]]()
+  %keepdim : bool = prim::Constant[value=1]()
+  %out : Tensor = aten::amin(%x, %dims, %keepdim)
+  return (%out)
+)IR";
+  expectConvertsLikeTorch(ir, {at::randint(-9, 9, {2, 3, 4}, at::kLong)}, 13);
+}
+
+TEST(ReductionSymbolics, MaxFullMatchesTorch) {
+  expectConvertsLikeTorchAllOpsets(unaryGraph("aten::max"), {at::randn({3, 4})});
+}
+
+TEST(ReductionSymbolics, MinFullMatchesTorch) {
+  expectConvertsLikeTorch(unaryGraph("aten::min"), {at::randn({3, 4})}, 13);
+}
+
+TEST(ReductionSymbolics, MaxOfBoolMatchesTorch) {
+  expectConvertsLikeTorch(unaryGraph("aten::max"), {at::randn({5}) > 0}, 13);
+}
+
+TEST(ReductionSymbolics, MaxDimGivesValuesAndIndices) {
+  expectConvertsLikeTorchAllOpsets(dimGraph("aten::max", 1, false, 2), {at::randn({3, 5, 2})});
+}
+
+TEST(ReductionSymbolics, MinDimKeepdimGivesValuesAndIndices) {
+  expectConvertsLikeTorch(dimGraph("aten::min", -1, true, 2), {at::randn({3, 5, 2})}, 13);
+}
+
+// ---- argmax / argmin ----
+
+TEST(ReductionSymbolics, ArgmaxDimMatchesTorch) {
+  expectConvertsLikeTorchAllOpsets(dimGraph("aten::argmax", 1, false), {at::randn({3, 5, 2})});
+}
+
+TEST(ReductionSymbolics, ArgmaxTiesPickFirstIndex) {
+  expectConvertsLikeTorch(dimGraph("aten::argmax", 1, false),
+                          {at::tensor(std::vector<float>{1, 3, 3, 0, 2, 2, 2, 1}).reshape({2, 4})}, 13);
+}
+
+TEST(ReductionSymbolics, ArgminDimKeepdimMatchesTorch) {
+  expectConvertsLikeTorch(dimGraph("aten::argmin", 0, true), {at::randn({3, 5, 2})}, 13);
+}
+
+TEST(ReductionSymbolics, ArgmaxWithoutDimFlattens) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %none : NoneType = prim::Constant()
+  %keepdim : bool = prim::Constant[value=0]()
+  %out : Tensor = aten::argmax(%x, %none, %keepdim)
+  return (%out)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({3, 5, 2})});
+}
+
+TEST(ReductionSymbolics, ArgminWithoutDimKeepdimMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %none : NoneType = prim::Constant()
+  %keepdim : bool = prim::Constant[value=1]()
+  %out : Tensor = aten::argmin(%x, %none, %keepdim)
+  return (%out)
+)IR";
+  expectConvertsLikeTorch(ir, {at::randn({3, 5, 2})}, 13);
+}
+
+// ---- var / std ----
+
+TEST(ReductionSymbolics, VarFullUnbiasedMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %unbiased : bool = prim::Constant[value=1]()
+  %out : Tensor = aten::var(%x, %unbiased)
+  return (%out)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({4, 5}) * 3 + 10});
+}
+
+TEST(ReductionSymbolics, VarDimBiasedKeepdimMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dims : int[] = prim::Constant[value=[1]]()
+  %unbiased : bool = prim::Constant[value=0]()
+  %keepdim : bool = prim::Constant[value=1]()
+  %out : Tensor = aten::var(%x, %dims, %unbiased, %keepdim)
+  return (%out)
+)IR";
+  expectConvertsLikeTorch(ir, {at::randn({4, 5, 3})}, 13);
+}
+
+TEST(ReductionSymbolics, VarCorrectionMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dims : int[] = prim::Constant[value=[0, 2]]()
+  %correction : int = prim::Constant[value=2]()
+  %keepdim : bool = prim::Constant[value=0]()
+  %out : Tensor = aten::var(%x, %dims, %correction, %keepdim)
+  return (%out)
+)IR";
+  expectConvertsLikeTorch(ir, {at::randn({4, 5, 3})}, 13);
+}
+
+TEST(ReductionSymbolics, StdDimMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dims : int[] = prim::Constant[value=[-1]]()
+  %unbiased : bool = prim::Constant[value=1]()
+  %keepdim : bool = prim::Constant[value=0]()
+  %out : Tensor = aten::std(%x, %dims, %unbiased, %keepdim)
+  return (%out)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({4, 5, 3})});
+}
+
+TEST(ReductionSymbolics, StdCorrectionZeroMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dims : int[] = prim::Constant[value=[1]]()
+  %correction : int = prim::Constant[value=0]()
+  %keepdim : bool = prim::Constant[value=0]()
+  %out : Tensor = aten::std(%x, %dims, %correction, %keepdim)
+  return (%out)
+)IR";
+  expectConvertsLikeTorch(ir, {at::randn({4, 5})}, 13);
+}
+
+TEST(ReductionSymbolics, VarMeanMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dims : int[] = prim::Constant[value=[0, 1]]()
+  %unbiased : bool = prim::Constant[value=0]()
+  %keepdim : bool = prim::Constant[value=0]()
+  %var : Tensor, %mean : Tensor = aten::var_mean(%x, %dims, %unbiased, %keepdim)
+  return (%var, %mean)
+)IR";
+  expectConvertsLikeTorch(ir, {at::randn({4, 5, 3})}, 13);
+}
+
+TEST(ReductionSymbolics, StdMeanKeepdimMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dims : int[] = prim::Constant[value=[2]]()
+  %unbiased : bool = prim::Constant[value=1]()
+  %keepdim : bool = prim::Constant[value=1]()
+  %std : Tensor, %mean : Tensor = aten::std_mean(%x, %dims, %unbiased, %keepdim)
+  return (%std, %mean)
+)IR";
+  expectConvertsLikeTorch(ir, {at::randn({4, 5, 3})}, 13);
+}
+
+// ---- logsumexp / cumsum ----
+
+TEST(ReductionSymbolics, LogsumexpOfLargeValuesMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dims : int[] = prim::Constant[value=[1]]()
+  %keepdim : bool = prim::Constant[value=0]()
+  %out : Tensor = aten::logsumexp(%x, %dims, %keepdim)
+  return (%out)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({3, 4}) * 50});
+}
+
+TEST(ReductionSymbolics, CumsumMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dim : int = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %out : Tensor = aten::cumsum(%x, %dim, %none)
+  return (%out)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({3, 4})});
+}
+
+TEST(ReductionSymbolics, CumsumOfIntIsInt64) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dim : int = prim::Constant[value=-1]()
+  %none : NoneType = prim::Constant()
+  %out : Tensor = aten::cumsum(%x, %dim, %none)
+  return (%out)
+)IR";
+  expectConvertsLikeTorch(ir, {at::randint(-5, 5, {3, 4}, at::kInt)}, 13);
+}
+
+TEST(ReductionSymbolics, CumsumWithDtypeMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dim : int = prim::Constant[value=0]()
+  %double : int = prim::Constant[value=7]()
+  %out : Tensor = aten::cumsum(%x, %dim, %double)
+  return (%out)
+)IR";
+  expectConvertsLikeTorch(ir, {at::randn({3, 4})}, 13);
+}
+
+// ---- any / all ----
+
+TEST(ReductionSymbolics, AnyFullMatchesTorch) {
+  expectConvertsLikeTorchAllOpsets(unaryGraph("aten::any"), {at::randn({3, 4}) > 1.5});
+}
+
+TEST(ReductionSymbolics, AllDimOfFloatMatchesTorch) {
+  expectConvertsLikeTorch(dimGraph("aten::all", 1, false),
+                          {at::tensor(std::vector<float>{1, 2, 0, 3, 4, 5}).reshape({2, 3})}, 13);
+}
+
+TEST(ReductionSymbolics, AnyDimKeepdimOfUint8KeepsUint8) {
+  expectConvertsLikeTorch(dimGraph("aten::any", 0, true), {at::randint(0, 2, {3, 4}, at::kByte)}, 13);
+}
+
+}  // namespace
