@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   CLI::App app{"pt2onnx: convert PyTorch TorchScript models to ONNX (opsets " + std::to_string(kMinOpset) +
                "-" + std::to_string(kMaxOpset) + ")"};
   app.require_subcommand(1);
+  app.fallthrough();  // -v/-q work after the subcommand too
   app.set_version_flag("--version", std::string("pt2onnx ") + PT2ONNX_VERSION);
   int verbose = 0;
   bool quiet = false;

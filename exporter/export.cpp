@@ -82,7 +82,9 @@ writer::WriteOptions writeOptions(const ModelGraph& model, const ExportOptions& 
   writer::WriteOptions w;
   w.opset = options.opset;
   w.customOpsets = options.customOpsets;
-  w.keepInitializersAsInputs = options.keepInitializersAsInputs.value_or(false);
+  // torch.onnx: None means False for ONNX and True for the other export types.
+  w.keepInitializersAsInputs =
+      options.keepInitializersAsInputs.value_or(options.operatorExportType != OperatorExportType::Onnx);
   w.docStrings = options.docStrings;
   w.producerVersion = PT2ONNX_VERSION;
   if (options.externalDataThreshold) w.externalDataThreshold = *options.externalDataThreshold;

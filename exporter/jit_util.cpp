@@ -13,9 +13,26 @@ std::string sourceLocation(const torch::jit::Node* node) {
   return "";
 }
 
+namespace {
+// Module path from the inlined call stack (archives: submodule forward() calls were inlined).
+std::string callStackScope(const torch::jit::Node* node) {
+  auto callstack = node->callstack();
+  if (!callstack) return "";
+  std::string path;
+  for (const auto& entry : (*callstack)->vec()) {
+    const auto& info = std::get<torch::jit::kModuleInstanceInfo>(entry);
+    if (!info) continue;
+    std::string name = info->instance_name();
+    if (name.empty() || name == "self") continue;  // the root module
+    path += (path.empty() ? "" : ".") + name;
+  }
+  return path;
+}
+}  // namespace
+
 std::string moduleScope(const torch::jit::Node* node) {
   auto scope = const_cast<torch::jit::Node*>(node)->scope();  // scope() is not const in LibTorch
-  if (!scope || scope->isBlank()) return "";
+  if (!scope || scope->isBlank()) return callStackScope(node);
   // The innermost scope name; Python's trace map names it "<type>::<path>" (or "__module.<path>").
   std::string last = scope->name().toUnqualString();
   auto sep = last.rfind("::");

@@ -128,8 +128,6 @@ def _options(opset_version, export_params, verbose, training, input_names, outpu
         raise _pt2onnx.ExportError(f"operator_export_type={op_type} is not supported by pt2onnx "
                                    "(use ONNX or ONNX_FALLTHROUGH)")
     opset = _pt2onnx.DEFAULT_OPSET if opset_version is None else int(opset_version)
-    if keep_initializers_as_inputs is None and op_type != "ONNX":
-        keep_initializers_as_inputs = True  # torch.onnx's default for non-ONNX export types
     return {
         "opset": opset, "export_params": bool(export_params), "verbose": bool(verbose),
         "training": _enum_name(training, TrainingMode, "training") or "EVAL",
