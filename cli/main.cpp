@@ -31,8 +31,16 @@ int main(int argc, char** argv) {
   });
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << "pt2onnx: error: " << e.what() << " (run with --help for usage)\n";
+    return cli::kExitError;
   } catch (const ExportError& e) {
     std::cerr << "pt2onnx: error: " << e.what() << "\n";
     return cli::kExitError;

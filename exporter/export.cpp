@@ -47,12 +47,11 @@ void validateOptions(const ModelGraph& model, const ExportOptions& options) {
   if (options.opset < kMinOpset || options.opset > kMaxOpset)
     throw ExportError("unsupported ONNX opset version " + std::to_string(options.opset) +
                       ": pt2onnx exports opsets " + std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
+  // As in torch.onnx, parameters count as inputs (after the model's own) for input_names.
   if (options.inputNames.size() > model.numUserInputs + model.paramNames.size())
     throw ExportError(std::to_string(options.inputNames.size()) + " input names given for a model with " +
-                      std::to_string(model.numUserInputs) + " inputs");
-  if (options.outputNames.size() > model.graph->outputs().size())
-    throw ExportError(std::to_string(options.outputNames.size()) + " output names given for a model with " +
-                      std::to_string(model.graph->outputs().size()) + " outputs");
+                      std::to_string(model.numUserInputs) + " inputs and " +
+                      std::to_string(model.paramNames.size()) + " parameters");
   static const std::regex domainRe("^[A-Za-z0-9_.-]+$");
   for (const auto& [domain, version] : options.customOpsets) {
     if (domain.empty() || !std::regex_match(domain, domainRe))
@@ -98,6 +97,13 @@ void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& 
   PhaseTimer timer(summary.secondsByPhase);
   lowerGraph(*model.graph, options);
   timer.done("lower");
+  // Counted after lowering, which flattens returned tuples into separate outputs.
+  if (options.outputNames.size() > model.graph->outputs().size())
+    throw ExportError(std::to_string(options.outputNames.size()) + " output names given for a model with " +
+                      std::to_string(model.graph->outputs().size()) + " outputs");
+  // Names beyond the model's inputs rename its parameters in order, as torch.onnx does.
+  for (size_t k = model.numUserInputs; k < options.inputNames.size(); ++k)
+    model.paramNames[k - model.numUserInputs] = options.inputNames[k];
   SupportReport report = checkGraphSupport(*model.graph, options.opset);
   if (!report.ok() && options.operatorExportType == OperatorExportType::Onnx)
     throw ExportError("unsupported operators: " + report.toText());

@@ -107,4 +107,42 @@ std::string exportError(const std::string& irText, const std::vector<at::Tensor>
   return "";
 }
 
+void expectDynamicAxesConvertLikeTorch(const std::string& irText, const std::vector<at::Tensor>& example,
+                                       const std::map<int64_t, std::string>& dynamicAxes,
+                                       const std::vector<std::vector<at::Tensor>>& runs, int opset) {
+  ExportOptions options;
+  options.opset = opset;
+  for (size_t i = 0; i < example.size(); ++i) options.inputNames.push_back("in_" + std::to_string(i));
+  options.dynamicAxes["in_0"] = dynamicAxes;
+  ModelGraph model =
+      graphFromIR(parse(irText), std::vector<c10::IValue>(example.begin(), example.end()));
+  std::string bytes;
+  try {
+    bytes = exportToBytes(model, options);
+  } catch (const std::exception& e) {
+    FAIL() << "export at opset " << opset << " failed: " << e.what();
+  }
+  std::vector<OrtJob> jobs;
+  std::vector<std::vector<at::Tensor>> expected;
+  for (const std::vector<at::Tensor>& inputs : runs) {
+    torch::jit::Code code(parse(irText), "reference");
+    torch::jit::Stack stack(inputs.begin(), inputs.end());
+    torch::jit::InterpreterState(code).run(stack);
+    std::vector<at::Tensor> outs;
+    for (const c10::IValue& v : stack) outs.push_back(v.toTensor());
+    expected.push_back(outs);
+    jobs.push_back({bytes, options.inputNames, inputs});
+  }
+  std::vector<OrtResult> results = runInOrt(jobs);
+  for (size_t r = 0; r < results.size(); ++r) {
+    SCOPED_TRACE("run " + std::to_string(r));
+    ASSERT_TRUE(results[r].error.empty()) << results[r].error;
+    ASSERT_EQ(results[r].outputs.size(), expected[r].size());
+    for (size_t k = 0; k < expected[r].size(); ++k) {
+      std::string mismatch = compareTensors(expected[r][k], results[r].outputs[k], 1e-4);
+      EXPECT_TRUE(mismatch.empty()) << "output " << k << ": " << mismatch;
+    }
+  }
+}
+
 }  // namespace pt2onnx::testing

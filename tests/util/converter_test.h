@@ -3,6 +3,7 @@
 // and the outputs compared with max |a-b| / (1 + |a|) <= tol.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,12 @@ void expectConvertsLikeTorch(const std::string& irText, const std::vector<at::Te
 // Same, for every opset from 13 to 17.
 void expectConvertsLikeTorchAllOpsets(const std::string& irText,
                                       const std::vector<at::Tensor>& inputs, double tol = 1e-4);
+// Exports `irText` for `example` with `dynamicAxes` of input 0 dynamic, then runs it in TorchScript
+// and in ONNX Runtime on each of `runs` (inputs whose sizes along those axes differ from the
+// example's), comparing every output: the symbolics' run-time shape computations get checked.
+void expectDynamicAxesConvertLikeTorch(const std::string& irText, const std::vector<at::Tensor>& example,
+                                       const std::map<int64_t, std::string>& dynamicAxes,
+                                       const std::vector<std::vector<at::Tensor>>& runs, int opset);
 // The op types of the exported model's nodes, in order (for structural checks).
 std::vector<std::string> exportedOpTypes(const std::string& irText,
                                          const std::vector<at::Tensor>& inputs, int opset);

@@ -1,0 +1,258 @@
+// Indexing ops: slice, narrow, select, index_select, gather, take, advanced indexing
+// (aten::index) and scatter.
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "symbolic/context.h"
+#include "symbolic/families.h"
+#include "symbolic/registry.h"
+
+namespace pt2onnx::symbolic {
+namespace {
+
+using ir::attr::i;
+using ir::attr::ints;
+using ir::attr::s;
+
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+ir::Value* shapeOf(Context& ctx, ir::Value* x) { return ctx.op("Shape", {x}); }
+
+// A number argument (static or dynamic) as a 1-D int64 tensor of one element.
+ir::Value* boundAsTensor(Context& ctx, size_t argIndex) {
+  const Arg& a = ctx.arg(argIndex);
+  if (a.kind == Arg::Kind::Tensor) {  // a 0-d or 1-element index tensor
+    ir::Value* v = ctx.cast(ctx.tensor(argIndex), ir::DType::Int64);
+    return ctx.op("Reshape", {v, ctx.constInt64s({1})});
+  }
+  return ctx.intsAsTensor(argIndex);
+}
+
+// An index argument as a 0-d int64 tensor.
+ir::Value* scalarIndex(Context& ctx, size_t argIndex) {
+  const Arg& a = ctx.arg(argIndex);
+  if (a.isStatic()) return ctx.constInt64(ctx.int64(argIndex));
+  ir::Value* v = ctx.cast(ctx.tensor(argIndex), ir::DType::Int64);
+  return v->type.rank() == 0 ? v : ctx.op("Reshape", {v, ctx.constInt64s({})});
+}
+
+ir::Value* sliceAxis(Context& ctx, ir::Value* x, int64_t dim, ir::Value* start, ir::Value* end,
+                     int64_t step) {
+  return ctx.op("Slice", {x, start, end, ctx.constInt64s({dim}), ctx.constInt64s({step})});
+}
+
+// ---------------------------------------------------------------- slice / narrow / select
+
+Outputs sliceSymbolic(Context& ctx) {  // slice.Tensor(self, dim, start?, end?, step)
+  ir::Value* x = ctx.tensor(0);
+  int64_t dim = ctx.int64(1);
+  int64_t step = ctx.int64(4);
+  if (step <= 0) ctx.fail("slice step must be positive");
+  const Arg& start = ctx.arg(2);
+  const Arg& end = ctx.arg(3);
+  bool fromFirst = start.isNone() || (start.isStatic() && ctx.int64(2) == 0);
+  bool toLast = end.isNone() || (end.isStatic() && ctx.int64(3) == kInt64Max);
+  if (fromFirst && toLast && step == 1) return {x};  // x[:]
+  ir::Value* starts = start.isNone() ? ctx.constInt64s({0}) : boundAsTensor(ctx, 2);
+  ir::Value* ends = end.isNone() ? ctx.constInt64s({kInt64Max}) : boundAsTensor(ctx, 3);
+  return {sliceAxis(ctx, x, dim, starts, ends, step)};
+}
+
+Outputs narrowSymbolic(Context& ctx) {  // narrow(self, dim, start, length), narrow.Tensor
+  ir::Value* x = ctx.tensor(0);
+  int64_t dim = ctx.int64(1);
+  const Arg& length = ctx.arg(3);
+  if (ctx.arg(2).isStatic() && length.isStatic()) {
+    int64_t start = ctx.int64(2), len = ctx.int64(3);
+    // A negative start counts from the end; then start + length == 0 means "to the end".
+    int64_t end = (start < 0 && start + len == 0) ? kInt64Max : start + len;
+    return {sliceAxis(ctx, x, dim, ctx.constInt64s({start}), ctx.constInt64s({end}), 1)};
+  }
+  ir::Value* start = boundAsTensor(ctx, 2);
+  ir::Value* end = ctx.op("Add", {start, boundAsTensor(ctx, 3)});
+  return {sliceAxis(ctx, x, dim, start, end, 1)};
+}
+
+Outputs selectSymbolic(Context& ctx) {  // select.int(self, dim, index): a 0-d index drops the dim
+  return {ctx.op("Gather", {ctx.tensor(0), scalarIndex(ctx, 2)}, {i("axis", ctx.int64(1))})};
+}
+
+Outputs indexSelectSymbolic(Context& ctx) {
+  ir::Value* index = ctx.tensor(2);
+  if (index->type.rank() != 1)  // torch accepts a 0-d index and keeps the dim
+    index = ctx.op("Reshape", {index, ctx.constInt64s({-1})});
+  return {ctx.op("Gather", {ctx.tensor(0), index}, {i("axis", ctx.int64(1))})};
+}
+
+Outputs gatherSymbolic(Context& ctx) {  // gather(self, dim, index, sparse_grad)
+  return {ctx.op("GatherElements", {ctx.tensor(0), ctx.tensor(2)}, {i("axis", ctx.int64(1))})};
+}
+
+Outputs takeSymbolic(Context& ctx) {  // take(self, index): indexes the flattened tensor
+  ir::Value* flat = ctx.op("Reshape", {ctx.tensor(0), ctx.constInt64s({-1})});
+  return {ctx.op("Gather", {flat, ctx.tensor(1)}, {i("axis", 0)})};
+}
+
+// ---------------------------------------------------------------- advanced indexing
+
+// One int64 index tensor for one dim of the indexed tensor.
+struct DimIndex {
+  int64_t dim;
+  ir::Value* index;
+  int64_t rank;  // -1 when unknown
+};
+
+ir::Value* listElementTensor(Context& ctx, const Arg& e) {
+  if (e.value) return e.value;
+  if (e.kind == Arg::Kind::Tensor && e.constTensor) return ctx.constant(*e.constTensor);
+  ctx.fail("index: expected a tensor or None in the index list, got " + e.describe());
+}
+
+// The advanced indices of aten::index, one per indexed dim: a boolean mask over m dims becomes
+// m 1-D index tensors (the rows of NonZero).
+std::vector<DimIndex> advancedIndices(Context& ctx, const Arg& list) {
+  if (list.kind != Arg::Kind::List) ctx.fail("index: expected a list of indices, got " + list.describe());
+  std::vector<DimIndex> out;
+  int64_t dim = 0;
+  for (const Arg& e : list.elems) {
+    if (e.isNone()) {
+      ++dim;
+      continue;
+    }
+    ir::Value* index = listElementTensor(ctx, e);
+    ir::DType type = ctx.dtypeOf(index);
+    if (type == ir::DType::Undefined)
+      ctx.fail("index: the element type of an index tensor is unknown (a mask and an integer index "
+               "convert differently)");
+    if (type == ir::DType::Bool || type == ir::DType::Uint8) {
+      int64_t maskRank = ctx.requireRank(index, "a boolean index mask");
+      if (maskRank == 0) ctx.fail("index: 0-d boolean masks are not supported");
+      ir::Value* nonzero = ctx.op("NonZero", {index});  // [maskRank, n]
+      for (int64_t r = 0; r < maskRank; ++r)
+        out.push_back({dim + r, ctx.op("Gather", {nonzero, ctx.constInt64(r)}, {i("axis", 0)}), 1});
+      dim += maskRank;
+      continue;
+    }
+    if (type != ir::DType::Int64 && type != ir::DType::Int32)
+      ctx.fail(std::string("index: index tensors must be integer or boolean, got ") + ir::dtypeName(type));
+    out.push_back({dim, ctx.cast(index, ir::DType::Int64), ctx.rank(index)});
+    ++dim;
+  }
+  return out;
+}
+
+bool sameStaticShape(const std::vector<DimIndex>& indices) {
+  const ir::TensorType& first = indices[0].index->type;
+  if (!first.isFullyStatic()) return false;
+  for (const DimIndex& d : indices)
+    if (!d.index->type.isFullyStatic() || d.index->type.staticSizes() != first.staticSizes()) return false;
+  return true;
+}
+
+// Broadcasts the index tensors against each other (Expand broadcasts both ways).
+void broadcastIndices(Context& ctx, std::vector<DimIndex>& indices) {
+  if (sameStaticShape(indices)) return;
+  ir::Value* all = indices[0].index;
+  for (size_t k = 1; k < indices.size(); ++k) all = ctx.op("Expand", {all, shapeOf(ctx, indices[k].index)});
+  ir::Value* shape = shapeOf(ctx, all);
+  for (DimIndex& d : indices) d.index = ctx.op("Expand", {d.index, shape});
+}
+
+Outputs indexSymbolic(Context& ctx) {  // index.Tensor(self, Tensor?[] indices)
+  ir::Value* x = ctx.tensor(0);
+  std::vector<DimIndex> indices = advancedIndices(ctx, ctx.arg(1));
+  if (indices.empty()) return {x};
+  if (indices.size() == 1)  // x[..., idx, ...]: the index's dims replace the indexed dim
+    return {ctx.op("Gather", {x, indices[0].index}, {i("axis", indices[0].dim)})};
+
+  int64_t k = static_cast<int64_t>(indices.size());
+  bool adjacent = indices.back().dim - indices.front().dim == k - 1;
+  bool leading = adjacent && indices.front().dim == 0;
+  int64_t rank = leading ? x->type.rank() : ctx.requireRank(x, "the indexed tensor");
+
+  // Move the indexed dims to the front, then GatherND: [broadcast dims..., remaining dims...].
+  if (!leading) {
+    std::vector<int64_t> perm;
+    for (const DimIndex& d : indices) perm.push_back(d.dim);
+    for (int64_t d = 0; d < rank; ++d)
+      if (std::find(perm.begin(), perm.end(), d) == perm.end()) perm.push_back(d);
+    x = ctx.op("Transpose", {x}, {ints("perm", perm)});
+  }
+  broadcastIndices(ctx, indices);
+  std::vector<ir::Value*> columns;
+  for (const DimIndex& d : indices) columns.push_back(ctx.unsqueeze(d.index, {-1}));
+  ir::Value* gathered = ctx.op("GatherND", {x, ctx.op("Concat", columns, {i("axis", -1)})});
+  if (!adjacent || leading) return {gathered};  // torch puts the broadcast dims first here too
+
+  // Adjacent indices after `before` plain dims: torch keeps the broadcast dims in their place.
+  int64_t before = indices.front().dim;
+  int64_t broadcastRank = 0;
+  for (const DimIndex& d : indices) {
+    if (d.rank < 0) ctx.fail("index: the rank of an index tensor is unknown at export time");
+    broadcastRank = std::max(broadcastRank, d.rank);
+  }
+  int64_t remaining = rank - k;
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < before; ++d) perm.push_back(broadcastRank + d);
+  for (int64_t d = 0; d < broadcastRank; ++d) perm.push_back(d);
+  for (int64_t d = before; d < remaining; ++d) perm.push_back(broadcastRank + d);
+  return {ctx.op("Transpose", {gathered}, {ints("perm", perm)})};
+}
+
+// ---------------------------------------------------------------- scatter
+
+// scatter(self, dim, index, src | value): a scalar value fills every indexed position.
+ir::Value* scatterElements(Context& ctx, bool scalarValue, const std::string& reduction) {
+  ir::Value* self = ctx.tensor(0);
+  ir::Value* index = ctx.tensor(2);
+  ir::DType type = ctx.dtypeOf(self) != ir::DType::Undefined ? ctx.dtypeOf(self) : ctx.outputType(0).dtype;
+  if (type == ir::DType::Undefined) ctx.fail("scatter: the element type of self is unknown");
+  ir::Value* updates = scalarValue
+                           ? ctx.op("Expand", {ctx.scalarAsTensor(3, type), shapeOf(ctx, index)})
+                           : ctx.cast(ctx.tensor(3), type);
+  std::vector<ir::Attribute> attrs = {i("axis", ctx.int64(1))};
+  if (!reduction.empty()) attrs.push_back(s("reduction", reduction));
+  return ctx.op("ScatterElements", {self, index, updates}, attrs);
+}
+
+Outputs scatterSrcSymbolic(Context& ctx) { return {scatterElements(ctx, false, "")}; }
+Outputs scatterValueSymbolic(Context& ctx) { return {scatterElements(ctx, true, "")}; }
+
+// Without a reduction, ScatterElements keeps one of several updates to the same position, so
+// scatter_add needs the "add" reduction of opset 16.
+Outputs scatterAddSymbolic(Context& ctx) { return {scatterElements(ctx, false, "add")}; }
+
+// scatter.reduce / scatter.value_reduce: the reductions came with ScatterElements-16.
+SymbolicFn scatterReduceSymbolic(bool scalarValue) {
+  return [scalarValue](Context& ctx) -> Outputs {
+    std::string reduce = ctx.str(4);
+    if (reduce == "add") return {scatterElements(ctx, scalarValue, "add")};
+    if (reduce == "multiply") return {scatterElements(ctx, scalarValue, "mul")};
+    ctx.fail("scatter reduce='" + reduce + "' is not supported");
+  };
+}
+
+}  // namespace
+
+void registerIndexingSymbolics(Registry& r) {
+  r.onOp("aten::slice.Tensor", 13, sliceSymbolic);
+  r.onOp("aten::narrow", 13, narrowSymbolic);
+  r.onOp("aten::narrow_copy", 13, narrowSymbolic);
+  r.onOp("aten::select.int", 13, selectSymbolic);
+  r.onOp("aten::index_select", 13, indexSelectSymbolic);
+  r.onOp("aten::gather", 13, gatherSymbolic);
+  r.onOp("aten::take", 13, takeSymbolic);
+  r.onOp("aten::index.Tensor", 13, indexSymbolic);
+  r.onOp("aten::index.Tensor_hacked_twin", 13, indexSymbolic);
+  r.onOp("aten::scatter.src", 13, scatterSrcSymbolic);
+  r.onOp("aten::scatter.value", 13, scatterValueSymbolic);
+  r.onOp("aten::scatter.reduce", 16, scatterReduceSymbolic(false));
+  r.onOp("aten::scatter.value_reduce", 16, scatterReduceSymbolic(true));
+  r.onOp("aten::scatter_add", 16, scatterAddSymbolic);
+}
+
+}  // namespace pt2onnx::symbolic

@@ -1,0 +1,669 @@
+// Shape and layout ops: view/reshape/flatten, transposes, dtype conversions, (un)squeeze, expand,
+// repeat, cat/stack/split, flip/roll, pixel shuffle, upsampling (Resize) and padding.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "symbolic/context.h"
+#include "symbolic/dtype.h"
+#include "symbolic/families.h"
+#include "symbolic/registry.h"
+
+namespace pt2onnx::symbolic {
+namespace {
+
+using ir::attr::i;
+using ir::attr::ints;
+using ir::attr::s;
+
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+// ---------------------------------------------------------------- helpers
+
+ir::Value* shapeOf(Context& ctx, ir::Value* x) {
+  ir::Value* shape = ctx.op("Shape", {x});
+  ir::TensorType type{ir::DType::Int64, std::nullopt};
+  if (x->type.hasRank()) type.shape = std::vector<ir::Dim>{ir::Dim::fixed(x->type.rank())};
+  ctx.setType(shape, type);
+  return shape;
+}
+
+std::optional<int64_t> staticDim(const ir::Value* x, int64_t dim) {
+  if (!x->type.hasRank() || dim < 0 || dim >= x->type.rank()) return std::nullopt;
+  const ir::Dim& d = (*x->type.shape)[dim];
+  return d.isStatic() ? std::optional<int64_t>(d.size) : std::nullopt;
+}
+
+// Sizes of dims [from, to) of x as a 1-D int64 tensor (a constant when they are static);
+// nullptr when the range is empty.
+ir::Value* dimSizes(Context& ctx, ir::Value* x, int64_t from, int64_t to) {
+  if (from >= to) return nullptr;
+  std::vector<int64_t> sizes;
+  for (int64_t d = from; d < to; ++d) {
+    std::optional<int64_t> size = staticDim(x, d);
+    if (!size) break;
+    sizes.push_back(*size);
+  }
+  if (static_cast<int64_t>(sizes.size()) == to - from) return ctx.constInt64s(sizes);
+  return ctx.op("Slice", {shapeOf(ctx, x), ctx.constInt64s({from}), ctx.constInt64s({to}),
+                          ctx.constInt64s({0})});
+}
+
+// Concat of 1-D int64 pieces, skipping the null (empty) ones.
+ir::Value* concatShape(Context& ctx, const std::vector<ir::Value*>& pieces) {
+  std::vector<ir::Value*> present;
+  for (ir::Value* p : pieces)
+    if (p) present.push_back(p);
+  if (present.size() == 1) return present[0];
+  return ctx.op("Concat", present, {i("axis", 0)});
+}
+
+ir::DType onnxDType(const Context& ctx, int64_t torchCode) {
+  std::optional<ir::DType> t = onnxTypeForTorchScalarType(torchCode);
+  if (!t) ctx.fail("dtype (ScalarType " + std::to_string(torchCode) + ") has no ONNX equivalent");
+  return *t;
+}
+
+// x's element type, or the node's output type when x's is unknown.
+ir::DType elementTypeOf(const Context& ctx, const ir::Value* x) {
+  if (x->type.dtype != ir::DType::Undefined) return x->type.dtype;
+  if (ctx.outputType(0).dtype != ir::DType::Undefined) return ctx.outputType(0).dtype;
+  ctx.fail("the element type of the input is unknown at export time");
+}
+
+ir::Value* transposeBy(Context& ctx, ir::Value* x, const std::vector<int64_t>& perm) {
+  std::vector<int64_t> identity(perm.size());
+  std::iota(identity.begin(), identity.end(), 0);
+  if (perm == identity) return x;
+  return ctx.op("Transpose", {x}, {ints("perm", perm)});
+}
+
+// A dim normalized against `rank` (a 0-d tensor accepts dims -1 and 0, like torch).
+int64_t dimIn(const Context& ctx, int64_t dim, int64_t rank) {
+  int64_t d = normalizeDim(dim, std::max<int64_t>(rank, 1));
+  if (d < 0 || d >= std::max<int64_t>(rank, 1))
+    ctx.fail("dim " + std::to_string(dim) + " is out of range for rank " + std::to_string(rank));
+  return d;
+}
+
+// Number of elements of an int[] argument (static, mixed or a 1-D tensor of known length).
+int64_t listLength(const Context& ctx, size_t argIndex) {
+  const Arg& a = ctx.arg(argIndex);
+  if (a.kind == Arg::Kind::List) return static_cast<int64_t>(a.elems.size());
+  if (a.kind == Arg::Kind::Int) return 1;
+  if (a.kind == Arg::Kind::Tensor && a.value && a.value->type.rank() == 1 &&
+      (*a.value->type.shape)[0].isStatic())
+    return (*a.value->type.shape)[0].size;
+  ctx.fail("the length of argument " + std::to_string(argIndex) + " is unknown at export time");
+}
+
+ir::Value* reshapeTo(Context& ctx, ir::Value* x, ir::Value* shape) {
+  return ctx.op("Reshape", {x, shape});
+}
+
+// ---------------------------------------------------------------- view / reshape / flatten
+
+Outputs reshapeSymbolic(Context& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const Arg& size = ctx.arg(1);
+  if (size.isStatic()) {
+    std::vector<int64_t> dims = ctx.ints(1);
+    // torch's 0 is an empty dim; ONNX Reshape's 0 copies the input dim unless allowzero=1.
+    if (std::find(dims.begin(), dims.end(), 0) != dims.end()) {
+      if (ctx.opset() < 14) ctx.fail("reshape to a zero-size dim needs opset 14 (Reshape allowzero)");
+      return {ctx.op("Reshape", {x, ctx.constInt64s(dims)}, {i("allowzero", 1)})};
+    }
+  }
+  return {reshapeTo(ctx, x, ctx.intsAsTensor(1))};
+}
+
+Outputs viewAsSymbolic(Context& ctx) {  // view_as / reshape_as
+  return {reshapeTo(ctx, ctx.tensor(0), shapeOf(ctx, ctx.tensor(1)))};
+}
+
+Outputs viewDtypeSymbolic(Context& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  if (x->type.dtype == onnxDType(ctx, ctx.int64(1))) return {x};
+  ctx.fail("view(dtype) reinterprets the bytes of a tensor; ONNX has no bitcast");
+}
+
+Outputs flattenSymbolic(Context& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  int64_t rank = ctx.requireRank(x, "the flattened tensor");
+  if (rank == 0) return {reshapeTo(ctx, x, ctx.constInt64s({1}))};
+  int64_t start = dimIn(ctx, ctx.int64(1), rank);
+  int64_t end = dimIn(ctx, ctx.int64(2), rank);
+  if (start > end) ctx.fail("flatten: start_dim comes after end_dim");
+  if (start == end) return {x};
+  if (start == 1 && end == rank - 1) return {ctx.op("Flatten", {x}, {i("axis", 1)})};
+  // Leading dims are copied with Reshape's 0, the flattened run is -1, trailing dims follow.
+  std::vector<int64_t> head(start, 0);
+  head.push_back(-1);
+  ir::Value* shape = concatShape(ctx, {ctx.constInt64s(head), dimSizes(ctx, x, end + 1, rank)});
+  return {reshapeTo(ctx, x, shape)};
+}
+
+Outputs unflattenSymbolic(Context& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  int64_t rank = ctx.requireRank(x, "the unflattened tensor");
+  int64_t dim = dimIn(ctx, ctx.int64(1), rank);
+  ir::Value* head = dim > 0 ? ctx.constInt64s(std::vector<int64_t>(dim, 0)) : nullptr;
+  ir::Value* shape = concatShape(ctx, {head, ctx.intsAsTensor(2), dimSizes(ctx, x, dim + 1, rank)});
+  return {reshapeTo(ctx, x, shape)};
+}
+
+// ---------------------------------------------------------------- transposes
+
+Outputs transposeSymbolic(Context& ctx) {  // transpose.int, swapaxes
+  ir::Value* x = ctx.tensor(0);
+  int64_t rank = ctx.requireRank(x, "the transposed tensor");
+  if (rank == 0) return {x};
+  std::vector<int64_t> perm(rank);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[dimIn(ctx, ctx.int64(1), rank)], perm[dimIn(ctx, ctx.int64(2), rank)]);
+  return {transposeBy(ctx, x, perm)};
+}
+
+Outputs permuteSymbolic(Context& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  std::vector<int64_t> dims = ctx.ints(1);
+  int64_t rank = static_cast<int64_t>(dims.size());
+  if (x->type.hasRank() && x->type.rank() != rank) ctx.fail("permute: dims do not match the rank");
+  for (int64_t& d : dims) d = dimIn(ctx, d, rank);
+  return {transposeBy(ctx, x, dims)};
+}
+
+Outputs movedimSymbolic(Context& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  int64_t rank = ctx.requireRank(x, "the moved tensor");
+  std::vector<int64_t> src = ctx.ints(1), dst = ctx.ints(2);
+  if (src.size() != dst.size()) ctx.fail("movedim: source and destination differ in length");
+  std::vector<int64_t> perm(rank, -1);
+  std::vector<bool> moved(rank, false);
+  for (size_t k = 0; k < src.size(); ++k) {
+    perm[dimIn(ctx, dst[k], rank)] = dimIn(ctx, src[k], rank);
+    moved[dimIn(ctx, src[k], rank)] = true;
+  }
+  int64_t next = 0;
+  for (int64_t& p : perm) {
+    if (p != -1) continue;
+    while (moved[next]) ++next;
+    p = next++;
+  }
+  return {transposeBy(ctx, x, perm)};
+}
+
+Outputs tSymbolic(Context& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  if (ctx.requireRank(x, "the transposed tensor") < 2) return {x};
+  return {ctx.op("Transpose", {x}, {ints("perm", {1, 0})})};
+}
+
+Outputs numpyTSymbolic(Context& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  std::vector<int64_t> perm(ctx.requireRank(x, "the transposed tensor"));
+  std::iota(perm.rbegin(), perm.rend(), 0);
+  return {transposeBy(ctx, x, perm)};
+}
+
+// ---------------------------------------------------------------- identity and dtype conversion
+
+Outputs identitySymbolic(Context& ctx) { return {ctx.tensor(0)}; }
+
+Outputs castToTorchDtype(Context& ctx, size_t dtypeArg) {
+  if (ctx.isNone(dtypeArg)) return {ctx.tensor(0)};
+  return {ctx.cast(ctx.tensor(0), onnxDType(ctx, ctx.int64(dtypeArg)))};
+}
+
+Outputs castLikeSymbolic(Context& ctx) {  // type_as, to.other
+  ir::Value* other = ctx.tensor(1);
+  ir::DType to = other->type.dtype;
+  if (to == ir::DType::Undefined) to = ctx.outputType(0).dtype;
+  if (to == ir::DType::Undefined) ctx.fail("the element type of `other` is unknown at export time");
+  return {ctx.cast(ctx.tensor(0), to)};
+}
+
+// ---------------------------------------------------------------- (un)squeeze, expand, repeat
+
+Outputs unsqueezeSymbolic(Context& ctx) {
+  // ONNX normalizes a negative axis against the output rank, as torch does.
+  return {ctx.unsqueeze(ctx.tensor(0), {ctx.int64(1)})};
+}
+
+Outputs squeezeAllSymbolic(Context& ctx) {
+  if (ctx.numArgs() != 1) ctx.fail("squeeze with a named dim is not supported");
+  ir::Value* x = ctx.tensor(0);
+  if (x->type.isFullyStatic()) {
+    std::vector<int64_t> axes;
+    std::vector<int64_t> sizes = x->type.staticSizes();
+    for (size_t d = 0; d < sizes.size(); ++d)
+      if (sizes[d] == 1) axes.push_back(static_cast<int64_t>(d));
+    return {axes.empty() ? x : ctx.squeeze(x, axes)};
+  }
+  return {ctx.op("Squeeze", {x})};  // no axes: every size-1 dim, like torch
+}
+
+Outputs squeezeDimSymbolic(Context& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  int64_t rank = ctx.requireRank(x, "the squeezed tensor");
+  if (rank == 0) return {x};
+  int64_t dim = dimIn(ctx, ctx.int64(1), rank);
+  if (std::optional<int64_t> size = staticDim(x, dim))
+    return {*size == 1 ? ctx.squeeze(x, {dim}) : x};  // torch ignores a dim that is not 1
+  // Size unknown: keep shape[dim] only when it is not 1, by starting the slice at dim + (size == 1).
+  ir::Value* shape = shapeOf(ctx, x);
+  ir::Value* size = ctx.op("Slice", {shape, ctx.constInt64s({dim}), ctx.constInt64s({dim + 1})});
+  ir::Value* isOne = ctx.cast(ctx.op("Equal", {size, ctx.constInt64s({1})}), ir::DType::Int64);
+  ir::Value* keptStart = ctx.op("Add", {ctx.constInt64s({dim}), isOne});
+  ir::Value* kept = ctx.op("Slice", {shape, keptStart, ctx.constInt64s({dim + 1})});
+  return {reshapeTo(ctx, x, concatShape(ctx, {dimSizes(ctx, x, 0, dim), kept,
+                                              dimSizes(ctx, x, dim + 1, rank)}))};
+}
+
+Outputs expandSymbolic(Context& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  // torch's -1 keeps a dim; Expand broadcasts, so 1 does the same. Sizes are >= 0 otherwise,
+  // which makes Abs a branch-free -1 -> 1 for dynamic sizes.
+  ir::Value* shape;
+  if (ctx.arg(1).isStatic()) {
+    std::vector<int64_t> sizes = ctx.ints(1);
+    for (int64_t& v : sizes) v = v == -1 ? 1 : v;
+    shape = ctx.constInt64s(sizes);
+  } else {
+    shape = ctx.op("Abs", {ctx.intsAsTensor(1)});
+  }
+  return {ctx.op("Expand", {x, shape})};
+}
+
+Outputs expandAsSymbolic(Context& ctx) {
+  return {ctx.op("Expand", {ctx.tensor(0), shapeOf(ctx, ctx.tensor(1))})};
+}
+
+// Tile x by `repeats` (length n >= rank): torch first adds leading dims of size 1.
+ir::Value* tileBy(Context& ctx, ir::Value* x, ir::Value* repeats, int64_t n) {
+  int64_t rank = ctx.requireRank(x, "the repeated tensor");
+  if (n < rank) ctx.fail("repeat: fewer repeats than dimensions");
+  if (n > rank) {
+    std::vector<int64_t> axes(n - rank);
+    std::iota(axes.begin(), axes.end(), 0);
+    x = ctx.unsqueeze(x, axes);
+  }
+  return ctx.op("Tile", {x, repeats});
+}
+
+Outputs repeatSymbolic(Context& ctx) {
+  return {tileBy(ctx, ctx.tensor(0), ctx.intsAsTensor(1), listLength(ctx, 1))};
+}
+
+Outputs tileSymbolic(Context& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  int64_t rank = ctx.requireRank(x, "the tiled tensor");
+  std::vector<int64_t> dims = ctx.ints(1);
+  if (static_cast<int64_t>(dims.size()) < rank) dims.insert(dims.begin(), rank - dims.size(), 1);
+  return {tileBy(ctx, x, ctx.constInt64s(dims), static_cast<int64_t>(dims.size()))};
+}
+
+// ---------------------------------------------------------------- cat / stack / split
+
+Outputs catSymbolic(Context& ctx) {
+  std::vector<ir::Value*> parts = ctx.tensors(0);
+  if (parts.empty()) ctx.fail("cat of an empty list");
+  ir::DType out = ctx.outputType(0).dtype;
+  if (out != ir::DType::Undefined)
+    for (ir::Value*& p : parts) p = ctx.cast(p, out);  // torch.cat promotes mixed dtypes
+  if (parts.size() == 1) return {parts[0]};
+  return {ctx.op("Concat", parts, {i("axis", ctx.int64(1))})};
+}
+
+Outputs stackSymbolic(Context& ctx) {
+  std::vector<ir::Value*> parts = ctx.tensors(0);
+  if (parts.empty()) ctx.fail("stack of an empty list");
+  int64_t dim = ctx.int64(1);  // relative to the output rank, for both Unsqueeze and Concat
+  ir::DType out = ctx.outputType(0).dtype;
+  for (ir::Value*& p : parts) {
+    if (out != ir::DType::Undefined) p = ctx.cast(p, out);
+    p = ctx.unsqueeze(p, {dim});
+  }
+  if (parts.size() == 1) return {parts[0]};
+  return {ctx.op("Concat", parts, {i("axis", dim)})};
+}
+
+int64_t requireStaticDim(Context& ctx, ir::Value* x, int64_t dim, const char* op) {
+  std::optional<int64_t> size = staticDim(x, dim);
+  if (!size)
+    ctx.fail(std::string(op) + " needs the size of dim " + std::to_string(dim) +
+             " at export time to know how many tensors it returns");
+  return *size;
+}
+
+Outputs splitInto(Context& ctx, ir::Value* x, int64_t dim, const std::vector<int64_t>& sizes) {
+  std::vector<ir::Value*> parts =
+      ctx.opMulti("Split", {x, ctx.constInt64s(sizes)}, sizes.size(), {i("axis", dim)});
+  std::vector<Arg> list(parts.begin(), parts.end());
+  return {Arg::ofList(std::move(list))};
+}
+
+// Pieces of `chunk` elements (the last one smaller) covering `total`.
+std::vector<int64_t> evenPieces(int64_t total, int64_t chunk) {
+  if (total == 0) return {0};
+  std::vector<int64_t> sizes;
+  for (int64_t done = 0; done < total; done += chunk) sizes.push_back(std::min(chunk, total - done));
+  return sizes;
+}
+
+Outputs splitSymbolic(Context& ctx) {  // split.Tensor (int), split.sizes / split_with_sizes (int[])
+  ir::Value* x = ctx.tensor(0);
+  int64_t rank = ctx.requireRank(x, "the split tensor");
+  int64_t dim = dimIn(ctx, ctx.int64(2), rank);
+  if (ctx.arg(1).kind == Arg::Kind::List) return splitInto(ctx, x, dim, ctx.ints(1));
+  int64_t splitSize = ctx.int64(1);
+  if (splitSize <= 0) ctx.fail("split_size must be positive");
+  return splitInto(ctx, x, dim, evenPieces(requireStaticDim(ctx, x, dim, "split"), splitSize));
+}
+
+Outputs chunkSymbolic(Context& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  int64_t rank = ctx.requireRank(x, "the chunked tensor");
+  int64_t chunks = ctx.int64(1);
+  int64_t dim = dimIn(ctx, ctx.int64(2), rank);
+  if (chunks <= 0) ctx.fail("chunks must be positive");
+  int64_t total = requireStaticDim(ctx, x, dim, "chunk");
+  return splitInto(ctx, x, dim, evenPieces(total, std::max<int64_t>(1, (total + chunks - 1) / chunks)));
+}
+
+Outputs unbindSymbolic(Context& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  int64_t rank = ctx.requireRank(x, "the unbound tensor");
+  int64_t dim = dimIn(ctx, ctx.int64(1), rank);
+  int64_t n = requireStaticDim(ctx, x, dim, "unbind");
+  if (n == 0) return {Arg::ofList({})};
+  std::vector<Arg> list;
+  std::vector<ir::Value*> parts =
+      ctx.opMulti("Split", {x, ctx.constInt64s(std::vector<int64_t>(n, 1))}, n, {i("axis", dim)});
+  for (ir::Value* p : parts) list.push_back(ctx.squeeze(p, {dim}));
+  return {Arg::ofList(std::move(list))};
+}
+
+// ---------------------------------------------------------------- flip / roll
+
+Outputs flipSymbolic(Context& ctx) {
+  std::vector<int64_t> dims = ctx.ints(1);
+  if (dims.empty()) return {ctx.tensor(0)};
+  size_t n = dims.size();
+  // A step of -1 from the last element down to "before the first" (INT64_MIN).
+  return {ctx.op("Slice", {ctx.tensor(0), ctx.constInt64s(std::vector<int64_t>(n, -1)),
+                           ctx.constInt64s(std::vector<int64_t>(n, std::numeric_limits<int64_t>::min())),
+                           ctx.constInt64s(dims), ctx.constInt64s(std::vector<int64_t>(n, -1))})};
+}
+
+// Rolls x by `shift` along `dim`: the last (shift mod size) elements move to the front.
+ir::Value* rollAlong(Context& ctx, ir::Value* x, int64_t shift, int64_t dim) {
+  ir::Value* cut;  // index where the moved tail starts, as a 1-D tensor
+  if (std::optional<int64_t> staticSize = staticDim(x, dim)) {
+    int64_t n = *staticSize;
+    if (n == 0 || shift % n == 0) return x;
+    cut = ctx.constInt64s({n - ((shift % n) + n) % n});
+  } else {
+    ir::Value* size = ctx.op("Slice", {shapeOf(ctx, x), ctx.constInt64s({dim}), ctx.constInt64s({dim + 1})});
+    ir::Value* moved = ctx.op("Mod", {ctx.constInt64s({shift}), size});  // fmod=0: result >= 0
+    cut = ctx.op("Sub", {size, moved});
+  }
+  ir::Value* axes = ctx.constInt64s({dim});
+  ir::Value* tail = ctx.op("Slice", {x, cut, ctx.constInt64s({kInt64Max}), axes});
+  ir::Value* head = ctx.op("Slice", {x, ctx.constInt64s({0}), cut, axes});
+  return ctx.op("Concat", {tail, head}, {i("axis", dim)});
+}
+
+Outputs rollSymbolic(Context& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  std::vector<int64_t> shifts = ctx.ints(1);
+  std::vector<int64_t> dims = ctx.isNone(2) ? std::vector<int64_t>{} : ctx.ints(2);
+  if (dims.empty()) {  // roll the flattened tensor, then restore the shape
+    if (shifts.size() != 1) ctx.fail("roll without dims takes exactly one shift");
+    ir::Value* flat = reshapeTo(ctx, x, ctx.constInt64s({-1}));
+    return {reshapeTo(ctx, rollAlong(ctx, flat, shifts[0], 0), shapeOf(ctx, x))};
+  }
+  if (shifts.size() != dims.size()) ctx.fail("roll: shifts and dims differ in length");
+  int64_t rank = ctx.requireRank(x, "the rolled tensor");
+  for (size_t k = 0; k < dims.size(); ++k) x = rollAlong(ctx, x, shifts[k], dimIn(ctx, dims[k], rank));
+  return {x};
+}
+
+// ---------------------------------------------------------------- pixel shuffle
+
+Outputs pixelShuffleSymbolic(Context& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  if (x->type.hasRank() && x->type.rank() != 4)
+    ctx.fail("pixel_shuffle is supported for 4-D inputs only (got rank " +
+             std::to_string(x->type.rank()) + ")");
+  // torch's channel order c*r*r + i*r + j is DepthToSpace's column-row-depth mode.
+  return {ctx.op("DepthToSpace", {x}, {i("blocksize", ctx.int64(1)), s("mode", "CRD")})};
+}
+
+Outputs pixelUnshuffleSymbolic(Context& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  int64_t r = ctx.int64(1);
+  if (!x->type.isFullyStatic() || x->type.rank() != 4)
+    ctx.fail("pixel_unshuffle needs a 4-D input with a static shape");
+  std::vector<int64_t> in = x->type.staticSizes();
+  // SpaceToDepth orders channels differently; spell it out as Reshape-Transpose-Reshape.
+  ir::Value* split = reshapeTo(ctx, x, ctx.constInt64s({in[0], in[1], in[2] / r, r, in[3] / r, r}));
+  ir::Value* moved = transposeBy(ctx, split, {0, 1, 3, 5, 2, 4});
+  return {reshapeTo(ctx, moved, ctx.constInt64s({in[0], in[1] * r * r, in[2] / r, in[3] / r}))};
+}
+
+// ---------------------------------------------------------------- upsampling (Resize)
+
+enum class Interp { Nearest, Linear, Cubic };
+
+std::vector<ir::Attribute> resizeAttributes(Interp mode, bool alignCorners) {
+  if (mode == Interp::Nearest)
+    // torch's nearest: src = floor(dst / scale)
+    return {s("mode", "nearest"), s("coordinate_transformation_mode", "asymmetric"),
+            s("nearest_mode", "floor")};
+  std::vector<ir::Attribute> attrs = {
+      s("mode", mode == Interp::Linear ? "linear" : "cubic"),
+      s("coordinate_transformation_mode", alignCorners ? "align_corners" : "pytorch_half_pixel")};
+  if (mode == Interp::Cubic) attrs.push_back(ir::attr::f("cubic_coeff_a", -0.75));
+  return attrs;
+}
+
+// Resize x's last `spatialRank` dims, by full output sizes or by scale factors.
+ir::Value* resize(Context& ctx, ir::Value* x, int64_t spatialRank, Interp mode, bool alignCorners,
+                  std::optional<size_t> sizesArg, std::vector<double> scales) {
+  if (x->type.hasRank() && x->type.rank() != spatialRank + 2)
+    ctx.fail("expected a " + std::to_string(spatialRank + 2) + "-D input, got rank " +
+             std::to_string(x->type.rank()));
+  std::vector<ir::Attribute> attrs = resizeAttributes(mode, alignCorners);
+  if (!scales.empty()) {
+    if (static_cast<int64_t>(scales.size()) != spatialRank) ctx.fail("wrong number of scale factors");
+    scales.insert(scales.begin(), {1.0, 1.0});
+    ir::Value* scaleTensor = ctx.constant(ir::TensorData::fromDoubles(
+        scales, ir::DType::Float, {static_cast<int64_t>(scales.size())}));
+    return ctx.op("Resize", {x, nullptr, scaleTensor}, attrs);
+  }
+  if (!sizesArg) ctx.fail("upsampling needs output_size or scale_factors");
+  if (listLength(ctx, *sizesArg) != spatialRank) ctx.fail("wrong number of output sizes");
+  ir::Value* sizes = concatShape(ctx, {dimSizes(ctx, x, 0, 2), ctx.intsAsTensor(*sizesArg)});
+  return ctx.op("Resize", {x, nullptr, nullptr, sizes}, attrs);
+}
+
+// upsample_*.vec(input, output_size?, [align_corners,] scale_factors?)
+SymbolicFn upsampleVec(int64_t spatialRank, Interp mode) {
+  return [=](Context& ctx) -> Outputs {
+    bool hasAlign = mode != Interp::Nearest;
+    size_t scalesArg = hasAlign ? 3 : 2;
+    bool alignCorners = hasAlign && ctx.boolean(2);
+    if (!ctx.isNone(1))
+      return {resize(ctx, ctx.tensor(0), spatialRank, mode, alignCorners, 1, {})};
+    if (ctx.isNone(scalesArg)) ctx.fail("upsampling needs output_size or scale_factors");
+    return {resize(ctx, ctx.tensor(0), spatialRank, mode, alignCorners, std::nullopt,
+                   ctx.floats(scalesArg))};
+  };
+}
+
+// upsample_*(self, output_size, [align_corners,] scales...?): the output size is given; when
+// every scale is given too, torch maps coordinates with those scales, so Resize uses them.
+SymbolicFn upsampleSized(int64_t spatialRank, Interp mode) {
+  return [=](Context& ctx) -> Outputs {
+    bool hasAlign = mode != Interp::Nearest;
+    size_t firstScale = hasAlign ? 3 : 2;
+    bool alignCorners = hasAlign && ctx.boolean(2);
+    ir::Value* x = ctx.tensor(0);
+    std::vector<double> scales;
+    for (int64_t k = 0; k < spatialRank; ++k) {
+      size_t arg = firstScale + k;
+      if (arg >= ctx.numArgs() || ctx.isNone(arg)) {
+        scales.clear();
+        break;
+      }
+      scales.push_back(ctx.float64(arg));
+    }
+    if (alignCorners) scales.clear();  // align_corners maps coordinates without the scales
+    if (!scales.empty() && x->type.isFullyStatic() && ctx.arg(1).isStatic()) {
+      // Only trust the scales when they reproduce the requested output size.
+      std::vector<int64_t> in = x->type.staticSizes(), out = ctx.ints(1);
+      for (int64_t k = 0; k < spatialRank; ++k)
+        if (static_cast<int64_t>(std::floor(in[k + 2] * scales[k])) != out[k]) scales.clear();
+    } else if (!scales.empty()) {
+      ctx.fail("upsampling with both output_size and scales needs static shapes");
+    }
+    return {resize(ctx, x, spatialRank, mode, alignCorners, scales.empty() ? std::optional<size_t>(1)
+                                                                          : std::nullopt, scales)};
+  };
+}
+
+// ---------------------------------------------------------------- padding
+
+// torch's pad list is (begin, end) pairs starting from the last dim; ONNX wants all begins,
+// then all ends, from the first dim.
+ir::Value* onnxPads(Context& ctx, ir::Value* x, const std::vector<int64_t>& torchPads) {
+  int64_t rank = ctx.requireRank(x, "the padded tensor");
+  if (torchPads.size() % 2 != 0 || static_cast<int64_t>(torchPads.size()) > 2 * rank)
+    ctx.fail("pad list of length " + std::to_string(torchPads.size()) + " does not fit rank " +
+             std::to_string(rank));
+  std::vector<int64_t> pads(2 * rank, 0);
+  for (size_t k = 0; k * 2 < torchPads.size(); ++k) {
+    int64_t dim = rank - 1 - static_cast<int64_t>(k);
+    pads[dim] = torchPads[2 * k];
+    pads[rank + dim] = torchPads[2 * k + 1];
+  }
+  return ctx.constInt64s(pads);
+}
+
+std::vector<int64_t> staticPads(Context& ctx, size_t argIndex) {
+  if (!ctx.arg(argIndex).isStatic()) ctx.fail("padding sizes must be known at export time");
+  return ctx.ints(argIndex);
+}
+
+ir::Value* padConstant(Context& ctx, ir::Value* x, const std::vector<int64_t>& pads,
+                       std::optional<size_t> valueArg) {
+  ir::DType type = elementTypeOf(ctx, x);
+  ir::Value* value = valueArg && !ctx.isNone(*valueArg) ? ctx.scalarAsTensor(*valueArg, type)
+                                                        : ctx.constScalar(0, type);
+  return ctx.op("Pad", {x, onnxPads(ctx, x, pads), value}, {s("mode", "constant")});
+}
+
+ir::Value* padWithMode(Context& ctx, ir::Value* x, const std::vector<int64_t>& pads,
+                       const std::string& torchMode) {
+  std::string mode = torchMode == "reflect" ? "reflect" : torchMode == "replicate" ? "edge" : "";
+  if (mode.empty()) ctx.fail("padding mode '" + torchMode + "' is not supported for opsets <= 18");
+  return ctx.op("Pad", {x, onnxPads(ctx, x, pads)}, {s("mode", mode)});
+}
+
+Outputs constantPadSymbolic(Context& ctx) {
+  return {padConstant(ctx, ctx.tensor(0), staticPads(ctx, 1), 2)};
+}
+
+Outputs padSymbolic(Context& ctx) {  // pad(self, pad, mode="constant", value=None)
+  std::string mode = ctx.isNone(2) ? "constant" : ctx.str(2);
+  if (mode == "constant") return {padConstant(ctx, ctx.tensor(0), staticPads(ctx, 1), 3)};
+  if (!ctx.isNone(3) && ctx.float64(3) != 0) ctx.fail("a pad value is only allowed in constant mode");
+  return {padWithMode(ctx, ctx.tensor(0), staticPads(ctx, 1), mode)};
+}
+
+SymbolicFn padModeSymbolic(const std::string& mode) {  // reflection_padNd / replication_padNd
+  return [mode](Context& ctx) -> Outputs {
+    return {padWithMode(ctx, ctx.tensor(0), staticPads(ctx, 1), mode)};
+  };
+}
+
+}  // namespace
+
+void registerShapeSymbolics(Registry& r) {
+  r.onOp("aten::view", 13, reshapeSymbolic);
+  r.onOp("aten::view.dtype", 13, viewDtypeSymbolic);
+  r.onOp("aten::reshape", 13, reshapeSymbolic);
+  r.onOp("aten::_reshape_alias", 13, reshapeSymbolic);  // the stride argument is layout only
+  r.onOp("aten::view_as", 13, viewAsSymbolic);
+  r.onOp("aten::reshape_as", 13, viewAsSymbolic);
+  r.onOp("aten::flatten.using_ints", 13, flattenSymbolic);
+  r.onOp("aten::unflatten.int", 13, unflattenSymbolic);
+
+  r.onOp("aten::transpose.int", 13, transposeSymbolic);
+  r.onOp("aten::swapaxes", 13, transposeSymbolic);
+  r.onOp("aten::permute", 13, permuteSymbolic);
+  r.onOp("aten::movedim.int", 13, movedimSymbolic);
+  r.onOp("aten::movedim.intlist", 13, movedimSymbolic);
+  r.onOp("aten::t", 13, tSymbolic);
+  r.onOp("aten::numpy_T", 13, numpyTSymbolic);
+
+  for (const char* op : {"aten::contiguous", "aten::clone", "aten::detach", "aten::alias",
+                         "aten::lift_fresh", "aten::detach_copy"})
+    r.onOp(op, 13, identitySymbolic);
+  r.onOp("aten::type_as", 13, castLikeSymbolic);
+  r.onOp("aten::to.other", 13, castLikeSymbolic);
+  r.onOp("aten::to.dtype", 13, [](Context& ctx) { return castToTorchDtype(ctx, 1); });
+  r.onOp("aten::to.device", 13, [](Context& ctx) { return castToTorchDtype(ctx, 2); });
+  r.onOp("aten::to.dtype_layout", 13, [](Context& ctx) { return castToTorchDtype(ctx, 1); });
+  r.onOp("aten::to.prim_Device", 13, [](Context& ctx) { return castToTorchDtype(ctx, 2); });
+  r.onOp("aten::to.prim_dtype", 13, [](Context& ctx) { return castToTorchDtype(ctx, 1); });
+  r.onOp("aten::to.prim_other", 13, identitySymbolic);
+
+  r.onOp("aten::unsqueeze", 13, unsqueezeSymbolic);
+  r.onOp("aten::squeeze", 13, squeezeAllSymbolic);
+  r.onOp("aten::squeeze.dim", 13, squeezeDimSymbolic);
+  r.onOp("aten::expand", 13, expandSymbolic);
+  r.onOp("aten::broadcast_to", 13, expandSymbolic);
+  r.onOp("aten::expand_as", 13, expandAsSymbolic);
+  r.onOp("aten::repeat", 13, repeatSymbolic);
+  r.onOp("aten::tile", 13, tileSymbolic);
+
+  r.onOp("aten::cat", 13, catSymbolic);
+  r.onOp("aten::stack", 13, stackSymbolic);
+  r.onOp("aten::chunk", 13, chunkSymbolic);
+  r.onOp("aten::split", 13, splitSymbolic);  // .Tensor (int), .sizes and the bare int[] form
+  r.onOp("aten::split_with_sizes", 13, splitSymbolic);
+  r.onOp("aten::unbind.int", 13, unbindSymbolic);
+
+  r.onOp("aten::flip", 13, flipSymbolic);
+  r.onOp("aten::roll", 13, rollSymbolic);
+  r.onOp("aten::pixel_shuffle", 13, pixelShuffleSymbolic);
+  r.onOp("aten::pixel_unshuffle", 13, pixelUnshuffleSymbolic);
+
+  struct Upsample { const char* name; int64_t spatialRank; Interp mode; };
+  for (const Upsample& u : {Upsample{"upsample_nearest1d", 1, Interp::Nearest},
+                            Upsample{"upsample_nearest2d", 2, Interp::Nearest},
+                            Upsample{"upsample_nearest3d", 3, Interp::Nearest},
+                            Upsample{"upsample_linear1d", 1, Interp::Linear},
+                            Upsample{"upsample_bilinear2d", 2, Interp::Linear},
+                            Upsample{"upsample_trilinear3d", 3, Interp::Linear},
+                            Upsample{"upsample_bicubic2d", 2, Interp::Cubic}}) {
+    std::string op = std::string("aten::") + u.name;
+    r.onOp(op, 13, upsampleSized(u.spatialRank, u.mode));
+    r.onOp(op + ".vec", 13, upsampleVec(u.spatialRank, u.mode));
+  }
+
+  r.onOp("aten::constant_pad_nd", 13, constantPadSymbolic);
+  r.onOp("aten::pad", 13, padSymbolic);
+  for (const char* n : {"1d", "2d", "3d"}) {
+    r.onOp(std::string("aten::reflection_pad") + n, 13, padModeSymbolic("reflect"));
+    r.onOp(std::string("aten::replication_pad") + n, 13, padModeSymbolic("replicate"));
+  }
+}
+
+}  // namespace pt2onnx::symbolic
