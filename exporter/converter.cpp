@@ -112,6 +112,7 @@ class GraphConverter {
     out_.setScope(scope.empty() ? "" : "/" + scope);
     out_.setDocString(jit::sourceLocation(n));
     symbolic::Context ctx(out_, options_.opset, jit::schemaText(n), std::move(args), outputTypes);
+    ctx.setSourceNode(n);
     symbolic::Outputs outs;
     if (!entry) {
       if (options_.operatorExportType != OperatorExportType::OnnxFallthrough)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -34,6 +35,10 @@ struct ExportOptions {
   bool docStrings = true;  // node doc_string = PyTorch source location
   // Bytes of initializers above which external data is used (default: protobuf's limit).
   std::optional<uint64_t> externalDataThreshold;
+  // Which traced autograd.Function calls (prim::PythonOp) are inlined into their traced ops. Unset:
+  // all of them when exporting to ONNX, none with ONNX_FALLTHROUGH. The Python front end decides
+  // per Function (symbolic / registered symbolic / inline / com.microsoft::PythonOp).
+  std::function<bool(const torch::jit::Node*)> inlineAutogradFunction;
 };
 
 // A graph ready for export: its first `numUserInputs` inputs are the model's inputs, the rest are

@@ -31,6 +31,13 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
   size_t inputsBefore = graph->inputs().size();
   const std::vector<Pass> passes = {
       {"inline", [](auto& g) { torch::jit::Inline(*g); }},
+      {"inline_autograd_functions",
+       [&options](auto& g) {
+         if (options.inlineAutogradFunction)
+           passes::inlineAutogradFunctions(*g, options.inlineAutogradFunction);
+         else if (options.operatorExportType == OperatorExportType::Onnx)
+           passes::inlineAutogradFunctions(*g, nullptr);
+       }},
       {"inline_fork_wait", [](auto& g) { torch::jit::InlineForkWait(g); }},
       {"lower_tuples", [](auto& g) { torch::jit::LowerAllTuples(g); }},
       {"make_functional", [](auto& g) { passes::makeFunctional(*g); }},

@@ -305,6 +305,15 @@ Node* Graph::addNode(const std::string& opType, const std::vector<Value*>& input
 
 void Graph::addOutput(Value* v) { outputs_.push_back(v); }
 
+void Graph::setMetadata(const std::string& key, const std::string& value) {
+  for (auto& kv : metadata_)
+    if (kv.first == key) {
+      kv.second = value;
+      return;
+    }
+  metadata_.emplace_back(key, value);
+}
+
 void Graph::eliminateDeadNodes() {
   std::unordered_set<const Value*> live(outputs_.begin(), outputs_.end());
   std::vector<bool> keep(nodes_.size(), false);

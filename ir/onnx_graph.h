@@ -159,6 +159,10 @@ class Graph {
   std::vector<Initializer>& mutableInitializers() { return initializers_; }
   std::vector<Value*>& mutableInputs() { return inputs_; }
   std::vector<Value*>& mutableOutputs() { return outputs_; }
+  // metadata_props of the model (key, value), in insertion order; keys are unique.
+  void setMetadata(const std::string& key, const std::string& value);
+  const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
+
   // Removes nodes whose outputs are unused (and unused initializers); keeps order.
   void eliminateDeadNodes();
 
@@ -176,6 +180,7 @@ class Graph {
   std::unordered_map<std::string, int> nodeNameCount_;
   std::string scope_;
   std::string doc_;
+  std::vector<std::pair<std::string, std::string>> metadata_;
 };
 
 }  // namespace pt2onnx::ir

@@ -1,5 +1,6 @@
 // The pt2onnx._pt2onnx extension: the Python front end traces the model and hands the
 // torch._C.Graph, its parameters and example inputs to the C++ exporter in the same process.
+#include <optional>
 #include <sstream>
 
 #include <pybind11/pybind11.h>
@@ -10,6 +11,7 @@
 #include "common/errors.h"
 #include "common/logging.h"
 #include "exporter/export.h"
+#include "python/symbolic_bridge.h"
 
 namespace py = pybind11;
 using namespace pt2onnx;
@@ -40,6 +42,8 @@ ExportOptions optionsFromDict(const py::dict& d) {
   if (d.contains("doc_strings")) o.docStrings = d["doc_strings"].cast<bool>();
   if (d.contains("external_data_threshold") && !d["external_data_threshold"].is_none())
     o.externalDataThreshold = d["external_data_threshold"].cast<uint64_t>();
+  if (d.contains("inline_autograd_function") && !d["inline_autograd_function"].is_none())
+    o.inlineAutogradFunction = pt2onnx::python::pythonPredicate(d["inline_autograd_function"]);
   return o;
 }
 
@@ -72,6 +76,23 @@ py::dict summaryToDict(const ExportSummary& s) {
   return d;
 }
 
+bool hasPythonOps(const torch::jit::Block* block) {
+  for (const torch::jit::Node* n : block->nodes()) {
+    if (n->kind() == c10::prim::PythonOp) return true;
+    for (const torch::jit::Block* b : n->blocks())
+      if (hasPythonOps(b)) return true;
+  }
+  return false;
+}
+
+// Releases the GIL for the export, unless the graph holds traced autograd.Function calls: their
+// nodes own Python objects, which copying or destroying them (inlining, DCE) touches.
+std::optional<py::gil_scoped_release> releaseGilUnlessPythonOps(const ModelGraph& model) {
+  std::optional<py::gil_scoped_release> release;
+  if (!hasPythonOps(model.graph->block())) release.emplace();
+  return release;
+}
+
 // Exports to `path`, or returns the bytes when `path` is None.
 py::object runExport(ModelGraph& model, const py::dict& options, const py::object& path) {
   ExportOptions o = optionsFromDict(options);
@@ -79,7 +100,7 @@ py::object runExport(ModelGraph& model, const py::dict& options, const py::objec
     std::string bytes;
     ExportSummary summary;
     {
-      py::gil_scoped_release release;
+      auto release = releaseGilUnlessPythonOps(model);
       bytes = exportToBytes(model, o, &summary);
     }
     return py::make_tuple(py::bytes(bytes), summaryToDict(summary));
@@ -87,7 +108,7 @@ py::object runExport(ModelGraph& model, const py::dict& options, const py::objec
   std::string p = path.cast<std::string>();
   ExportSummary summary;
   {
-    py::gil_scoped_release release;
+    auto release = releaseGilUnlessPythonOps(model);
     summary = exportToFile(model, o, p);
   }
   return py::make_tuple(py::none(), summaryToDict(summary));
@@ -140,8 +161,14 @@ PYBIND11_MODULE(_pt2onnx, m) {
                                        std::move(paramValues), std::move(exampleInputs));
           ExportOptions o;
           o.opset = opset;
+          // autograd.Function calls are inlined where pt2onnx.autograd would inline them.
+          o.inlineAutogradFunction = pt2onnx::python::pythonPredicate(
+              py::module_::import("pt2onnx.autograd").attr("should_inline"));
+          auto release = releaseGilUnlessPythonOps(model);
           return checkSupport(model, o).toJson();
         });
+
+  pt2onnx::python::bindSymbolicBridge(m);
 
   m.def("set_log_level", [](const std::string& level) { setLogLevel(spdlog::level::from_str(level)); });
 }

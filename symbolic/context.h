@@ -108,6 +108,12 @@ class Context {
 
   [[noreturn]] void fail(const std::string& message) const;
 
+  // The TorchScript node being converted, as an opaque pointer. Only front ends that own LibTorch
+  // (the Python binding's symbolics for prim::PythonOp and user-registered Python symbolics) read
+  // it; family files must not.
+  const void* sourceNode() const { return sourceNode_; }
+  void setSourceNode(const void* node) { sourceNode_ = node; }
+
  private:
   ir::Value* materialize(const Arg& a, ir::DType dtypeIfNumber);
 
@@ -116,6 +122,7 @@ class Context {
   std::string schema_;
   std::vector<Arg> args_;
   std::vector<ir::TensorType> outputTypes_;
+  const void* sourceNode_ = nullptr;
 };
 
 // Normalizes a possibly negative dimension against `rank`.

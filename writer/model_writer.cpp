@@ -15,13 +15,15 @@
 #include "common/errors.h"
 #include "common/logging.h"
 #include "common/opsets.h"
+#include "writer/schemas.h"
 
 namespace pt2onnx::writer {
 namespace {
 
-// Tensors up to this size are embedded in the proto itself; larger ones are streamed (or go to
-// external data). Small ones must be in the proto for shape inference to read shape constants.
-constexpr size_t kInlineTensorBytes = 64 * 1024;
+// Integer tensors up to this size are embedded in the proto itself: shape inference reads them as
+// shape constants. Every other initializer is streamed from its owner (or goes to external data),
+// so the proto never holds a second copy of the weights.
+constexpr size_t kInlineIntegerTensorBytes = 64 * 1024;
 // torch.onnx's threshold for moving one initializer to external data.
 constexpr int64_t kExternalMinElements = 1024;
 constexpr uint64_t kExternalAlignment = 4096;
@@ -138,7 +140,8 @@ Encoded encode(const ir::Graph& graph, const WriteOptions& options, bool externa
       add("length", std::to_string(data.nbytes));
       externalOffset += (data.nbytes + kExternalAlignment - 1) / kExternalAlignment * kExternalAlignment;
       out.placement.push_back(Placement::External);
-    } else if (data.nbytes > kInlineTensorBytes) {
+    } else if (!((data.dtype == ir::DType::Int64 || data.dtype == ir::DType::Int32) &&
+                 data.nbytes <= kInlineIntegerTensorBytes)) {
       fillTensorHeader(t, init.value->name, data);  // bytes are streamed when writing
       out.placement.push_back(Placement::Streamed);
     } else {
@@ -158,6 +161,11 @@ Encoded encode(const ir::Graph& graph, const WriteOptions& options, bool externa
     for (const ir::Initializer& init : graph.initializers()) addValueInfo(g->mutable_input(), init.value);
   for (const ir::Value* o : graph.outputs()) addValueInfo(g->mutable_output(), o);
 
+  for (const auto& [k, v] : graph.metadata()) {
+    auto* p = m.add_metadata_props();
+    p->set_key(k);
+    p->set_value(v);
+  }
   for (const auto& [k, v] : options.metadata) {
     auto* p = m.add_metadata_props();
     p->set_key(k);
@@ -184,6 +192,7 @@ void checkModel(const onnx::ModelProto& model) {
 
 // Checks the model as it will be written. Streamed initializers have no bytes in `enc.model`.
 void validate(const Encoded& enc) {
+  registerTrainingSchemas();
   onnx::ModelProto model = enc.model;  // no large tensor bytes in it: cheap to copy
   for (size_t k = 0; k < enc.placement.size(); ++k) {
     if (enc.placement[k] == Placement::Inline) continue;

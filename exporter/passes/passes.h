@@ -2,6 +2,7 @@
 // generic passes) is exporter/lowering.cpp.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,12 @@ struct LiftedParameters {
 // Replaces every `prim::GetAttr` chain rooted at the graph's `self` input by a new graph input
 // (tensors: parameters and buffers) or a constant (other attributes), then removes `self`.
 LiftedParameters liftParameters(torch::jit::Graph& graph, const torch::jit::Module& module);
+
+// Replaces each `prim::PythonOp` (a traced autograd.Function call) for which `shouldInline` holds
+// (every one when it is empty) by the ops traced inside its forward (the node's Subgraph), until
+// none is left to inline: a Function calling another Function is inlined level by level.
+void inlineAutogradFunctions(torch::jit::Graph& graph,
+                             const std::function<bool(const torch::jit::Node*)>& shouldInline);
 
 // Rewrites in-place aten ops (`relu_`, `add_`) to their functional form, redirecting later uses of
 // the mutated tensor to the new result.

@@ -3,10 +3,23 @@
     import pt2onnx
     pt2onnx.export(model, (x,), "model.onnx", opset_version=17, dynamic_axes={"x": {0: "batch"}})
 """
+from . import _pt2onnx
 from ._pt2onnx import ExportError, MIN_OPSET, MAX_OPSET, DEFAULT_OPSET, __version__
 from .exporter import TrainingMode, OperatorExportTypes, export, unconvertible_ops, set_log_level
+from .symbolic_registry import (register_custom_op_symbolic, unregister_custom_op_symbolic,
+                                register_autograd_function_symbolic, unregister_autograd_function_symbolic)
+from . import autograd as _autograd
+
+
+def _convert_python_op(g, *tensor_args):
+    return _autograd.convert(g, g.original_node, tensor_args)
+
+
+# Every traced autograd.Function call (prim::PythonOp) is converted by pt2onnx.autograd.
+_pt2onnx.register_symbolic("prim::PythonOp", MIN_OPSET, _convert_python_op)
 
 __all__ = [
     "export", "unconvertible_ops", "ExportError", "TrainingMode", "OperatorExportTypes",
-    "set_log_level", "MIN_OPSET", "MAX_OPSET", "DEFAULT_OPSET", "__version__",
+    "set_log_level", "register_custom_op_symbolic", "unregister_custom_op_symbolic",
+    "register_autograd_function_symbolic", "unregister_autograd_function_symbolic", "MIN_OPSET", "MAX_OPSET", "DEFAULT_OPSET", "__version__",
 ]

@@ -9,7 +9,7 @@ import warnings
 
 import torch
 
-from . import _pt2onnx
+from . import _pt2onnx, autograd
 
 
 class TrainingMode(enum.Enum):
@@ -142,12 +142,18 @@ def _options(opset_version, export_params, verbose, training, input_names, outpu
 def export(model, args, f, export_params=True, verbose=False, training=TrainingMode.EVAL,
            input_names=None, output_names=None, operator_export_type=OperatorExportTypes.ONNX,
            opset_version=None, do_constant_folding=True, dynamic_axes=None,
-           keep_initializers_as_inputs=None, custom_opsets=None, export_modules_as_functions=False):
+           keep_initializers_as_inputs=None, custom_opsets=None, export_modules_as_functions=False,
+           autograd_functions="auto", autograd_function_overrides=None):
     """Exports `model` to ONNX, like torch.onnx.export (TorchScript path) with the same arguments.
 
     `f` is a path or a binary file-like object. Returns a summary dict (node and initializer
     counts, bytes written, warnings, seconds per phase). Raises pt2onnx.ExportError on any problem;
     no file is left behind then.
+
+    autograd_functions: how torch.autograd.Function calls are exported: "auto" (the Function's
+    symbolic, else a registered symbolic, else its traced ops when all convert, else
+    com.microsoft::PythonOp), "inline" or "python_op". autograd_function_overrides maps Function
+    classes (or "module.QualName" strings) to one of those modes.
     """
     if export_modules_as_functions:
         raise _pt2onnx.ExportError("export_modules_as_functions is not supported by pt2onnx")
@@ -164,15 +170,24 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
         torch.jit.save(model, buffer)
         data, summary = _pt2onnx.export_script_module(buffer.getvalue(), list(args), options, path)
     else:
+        training = options["training"] == "TRAINING" or (
+            options["training"] == "PRESERVE" and getattr(model, "training", False))
+        state = autograd.ExportState(autograd_functions, autograd_function_overrides, options["opset"], training,
+                                     options["operator_export_type"] == "ONNX_FALLTHROUGH")
+        options["inline_autograd_function"] = autograd.should_inline
         # Traced with autograd on, as torch.onnx does: eval-mode fast paths that only run under
         # no_grad (fused transformer kernels) would otherwise replace the standard ops.
         with _training_mode(model, options["training"]):
             graph, names, values = _trace(model, args)
-        data, summary = _pt2onnx.export_graph(graph, len(args), _input_names_of(model, len(args)), names,
-                                              values, list(args), options, path)
+        with autograd.exporting(state):
+            data, summary = _pt2onnx.export_graph(graph, len(args), _input_names_of(model, len(args)), names,
+                                                  values, list(args), options, path)
+        summary["warnings"] = summary["warnings"] + state.warnings
     if path is None:
         f.write(data)
     for w in summary["warnings"]:
+        if not isinstance(model, torch.jit.ScriptModule) and w in state.warnings:
+            continue  # already issued while converting
         warnings.warn(w)
     return summary
 
@@ -186,7 +201,9 @@ def unconvertible_ops(model, args, training=TrainingMode.EVAL, opset_version=Non
     mode = _enum_name(training, TrainingMode, "training") or "EVAL"
     with _training_mode(model, mode):
         graph, names, values = _trace(model, args)
-    report = json.loads(_pt2onnx.check_graph_support(graph, len(args), names, values, list(args), opset))
+    state = autograd.ExportState("auto", None, opset, mode == "TRAINING", False)
+    with autograd.exporting(state):
+        report = json.loads(_pt2onnx.check_graph_support(graph, len(args), names, values, list(args), opset))
     return report["unsupported"]
 
 

@@ -1,0 +1,510 @@
+#!/usr/bin/python3
+"""Benchmark: pt2onnx versus torch.onnx.export (TorchScript path) on the same traced graphs.
+
+Run with /usr/bin/python3 (the interpreter that has torch 1.13):
+
+    /usr/bin/python3 bench/bench_export.py                       # all models, both tools
+    /usr/bin/python3 bench/bench_export.py --models resnet50 --skip-torch-onnx
+    /usr/bin/python3 bench/bench_export.py --timeout-torch-onnx 600 --output-json /tmp/bench.json
+
+Every (tool, model) pair runs in a fresh subprocess of this script ("--_child"), which builds the
+model, runs one no_grad forward, then makes exactly one export call with
+opset_version=14, input_names=["x"], output_names=["y"] and everything else at its default
+(do_constant_folding=True, training=EVAL), writing to a file in a temporary directory.
+
+Measured for that one export call (see bench/README.md for the exact definitions):
+  * conversion time, tracing excluded: torch.jit._get_trace_graph is replaced by a timing wrapper
+    for the duration of the call (both torch.onnx.utils and pt2onnx's front end call it through
+    the attribute on torch.jit); the wrapper must be hit exactly once, else the run is an error.
+      - torch.onnx: (export total) - (trace), wall (perf_counter) and CPU (process_time).
+      - pt2onnx:    sum(summary['seconds_by_phase']) (wall, C++ phases only), and also
+                    (export total) - (trace) in wall and CPU, as for torch.onnx.
+    CPU time is process CPU minus the CPU of the memory-sampling thread; ratios use CPU time.
+  * peak memory: RSS baseline read from /proc/self/status just before the export call; a thread
+    samples VmRSS every 2 ms during the call; the kernel's VmHWM (reset through
+    /proc/self/clear_refs just before the call) is read too, since a Python sampling thread can
+    miss peaks while C++ code holds the GIL. peak increase = max(sampled, VmHWM) - baseline.
+  * serialized size: bytes of every file the export wrote (the .onnx plus any external data).
+
+No timing assertions: the script exits 0 whether or not the targets are met, and prints MISSED.
+"""
+import argparse
+import datetime
+import gc
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+MODELS = {  # name -> (builder in samples.models, kwargs)
+    "resnet50": ("resnet50", {}),
+    "transformer12_distinct": ("transformer_encoder_12x768", {}),
+    "mlp2000": ("linear_relu_chain", {"depth": 2000}),
+}
+TIME_TARGETS = {"resnet50": 10.0, "transformer12_distinct": 10.0, "mlp2000": 100.0}
+MEMORY_TARGET = 2.0  # pt2onnx peak RSS increase <= 2x the serialized model
+TOOLS = ("pt2onnx", "torch.onnx")
+OPSET = 14
+SETUP_TIMEOUT = 900.0  # import torch + build + forward, before the export call starts
+PT2ONNX_TIMEOUT = 900.0  # pt2onnx export call (a safety net only)
+MIB = 1024.0 * 1024.0
+
+
+# ----------------------------------------------------------------------------------------------
+# Child: one (tool, model) export in a fresh process
+# ----------------------------------------------------------------------------------------------
+
+class _StatusReader:
+    """Reads one field (in KiB) of /proc/self/status."""
+
+    def __init__(self):
+        self._f = open("/proc/self/status", "rb", buffering=0)
+
+    def read(self, field=b"VmRSS:"):
+        self._f.seek(0)
+        data = self._f.read(8192)
+        i = data.index(field)
+        return int(data[i + len(field):data.index(b"kB", i)])
+
+
+def _reset_hwm():
+    """Resets VmHWM to the current RSS (Linux >= 4.0). Returns False if not permitted."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+class _Sampler(threading.Thread):
+    """Samples VmRSS every `period` s; tracks its own CPU time so it can be subtracted; writes a
+    progress file about once a second (read by the parent, e.g. on timeout)."""
+
+    def __init__(self, baseline_kib, progress, period=0.002):
+        super().__init__(daemon=True)
+        self.peak_kib = baseline_kib
+        self.samples = 0
+        self.cpu = 0.0  # this thread's CPU seconds so far
+        self._period = period
+        self._progress = progress
+        self._stop_evt = threading.Event()
+
+    def run(self):
+        reader = _StatusReader()
+        c0 = time.thread_time()
+        last_write = 0.0
+        while True:
+            rss = reader.read()
+            if rss > self.peak_kib:
+                self.peak_kib = rss
+            self.samples += 1
+            self.cpu = time.thread_time() - c0
+            now = time.perf_counter()
+            if now - last_write >= 1.0:
+                last_write = now
+                self._progress(self)
+            if self._stop_evt.wait(self._period):
+                break
+        self.cpu = time.thread_time() - c0
+
+    def stop(self):
+        self._stop_evt.set()
+        self.join()
+
+
+def _write_json_atomic(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+    os.replace(tmp, path)
+
+
+def _dir_bytes(path):
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            total += os.path.getsize(os.path.join(root, name))
+    return total
+
+
+def child_main(tool, model_name, workdir, result_path, progress_path):
+    import torch
+    sys.path.insert(0, REPO)
+    sys.path.insert(0, os.path.join(REPO, "python"))
+    from samples import models
+    if tool == "pt2onnx":
+        import pt2onnx
+        export_fn = pt2onnx.export
+    else:
+        import torch.onnx
+        import torch.onnx.utils  # noqa: F401  (calls torch.jit._get_trace_graph)
+        export_fn = torch.onnx.export
+
+    builder, kwargs = MODELS[model_name]
+    model, args = getattr(models, builder)(**kwargs)
+    with torch.no_grad():
+        model(*args)
+    out_dir = os.path.join(workdir, "out")
+    os.makedirs(out_dir, exist_ok=True)
+    out_path = os.path.join(out_dir, "model.onnx")
+
+    # Trace timer, installed on torch.jit for the duration of the export call only.
+    original_trace = torch.jit._get_trace_graph
+    trace = {"calls": 0, "wall": 0.0, "cpu": 0.0, "hwm_peak_kib": None, "sampled_peak_kib": None,
+             "end_rss_kib": None}
+    sampler = None
+    reader = _StatusReader()
+
+    def timed_trace(*a, **k):
+        trace["calls"] += 1
+        s0 = sampler.cpu
+        w0, c0 = time.perf_counter(), time.process_time()
+        try:
+            return original_trace(*a, **k)
+        finally:
+            trace["wall"] += time.perf_counter() - w0
+            trace["cpu"] += (time.process_time() - c0) - (sampler.cpu - s0)
+            # Peak during tracing, then restart the kernel's high-water mark for the rest.
+            trace["hwm_peak_kib"] = reader.read(b"VmHWM:") if hwm_ok else None
+            trace["sampled_peak_kib"] = sampler.peak_kib
+            trace["end_rss_kib"] = reader.read()
+            if hwm_ok:
+                _reset_hwm()
+
+    gc.collect()
+    start = {}
+
+    def progress(s):
+        _write_json_atomic(progress_path, {
+            "export_started_epoch": start["epoch"],
+            "wall_so_far": time.perf_counter() - start["wall"],
+            "cpu_so_far": time.process_time() - start["cpu"] - s.cpu,
+            "peak_rss_increase_so_far": (max(s.peak_kib, reader.read(b"VmHWM:"), trace["hwm_peak_kib"] or 0)
+                                         - start["rss"]) * 1024,
+            "trace_calls": trace["calls"], "trace_wall": trace["wall"], "trace_cpu": trace["cpu"],
+        })
+
+    result = {"tool": tool, "model": model_name, "ok": False, "torch_version": torch.__version__,
+              "torch_threads": torch.get_num_threads()}
+    baseline_kib = reader.read()
+    hwm_ok = _reset_hwm()
+    start.update(epoch=time.time(), wall=time.perf_counter(), cpu=time.process_time(), rss=baseline_kib)
+    sampler = _Sampler(baseline_kib, progress)
+    torch.jit._get_trace_graph = timed_trace
+    sampler.start()
+    summary = None
+    try:
+        try:
+            summary = export_fn(model, args, out_path, opset_version=OPSET,
+                                input_names=["x"], output_names=["y"])
+        finally:
+            total_wall = time.perf_counter() - start["wall"]
+            total_cpu_raw = time.process_time() - start["cpu"]
+            sampler.stop()
+            torch.jit._get_trace_graph = original_trace
+        hwm_kib = reader.read(b"VmHWM:") if hwm_ok else None
+    except BaseException as e:  # noqa: BLE001 -- report the exact error
+        result.update(error=f"{type(e).__module__}.{type(e).__name__}: {e}", traceback=traceback.format_exc())
+        _write_json_atomic(result_path, result)
+        return 1
+
+    total_cpu = total_cpu_raw - sampler.cpu
+    # VmHWM was reset at the end of tracing: the overall peak is the larger of the two windows.
+    hwm_all_kib = None if hwm_kib is None else max(hwm_kib, trace["hwm_peak_kib"] or 0)
+    peak_kib = max(sampler.peak_kib, hwm_all_kib or 0)
+    model_bytes = _dir_bytes(out_dir)
+    result.update(
+        ok=trace["calls"] == 1,
+        trace_calls=trace["calls"],
+        total_wall=total_wall, total_cpu=total_cpu,
+        trace_wall=trace["wall"], trace_cpu=trace["cpu"],
+        conv_wall=total_wall - trace["wall"], conv_cpu=total_cpu - trace["cpu"],
+        sampler_cpu=sampler.cpu, sampler_samples=sampler.samples,
+        baseline_rss=baseline_kib * 1024,
+        peak_rss_increase_sampled=(sampler.peak_kib - baseline_kib) * 1024,
+        peak_rss_increase_hwm=None if hwm_all_kib is None else (hwm_all_kib - baseline_kib) * 1024,
+        peak_rss_increase=(peak_kib - baseline_kib) * 1024,
+        # Split by window (VmHWM): during tracing / after tracing (the conversion proper).
+        trace_peak_rss_increase=None if trace["hwm_peak_kib"] is None else
+        (max(trace["hwm_peak_kib"], trace["sampled_peak_kib"]) - baseline_kib) * 1024,
+        post_trace_peak_rss_increase=None if hwm_kib is None else (hwm_kib - baseline_kib) * 1024,
+        rss_increase_at_trace_end=None if trace["end_rss_kib"] is None else
+        (trace["end_rss_kib"] - baseline_kib) * 1024,
+        # What the conversion itself adds on top of what tracing left behind.
+        conversion_own_peak_rss_increase=None if hwm_kib is None or trace["end_rss_kib"] is None else
+        (hwm_kib - trace["end_rss_kib"]) * 1024,
+        model_bytes=model_bytes,
+        files=sorted(os.listdir(out_dir)),
+    )
+    if trace["calls"] != 1:
+        result["error"] = (f"the torch.jit._get_trace_graph timing wrapper was hit {trace['calls']} times "
+                           "(expected exactly 1): tracing time cannot be excluded")
+    if tool == "pt2onnx":
+        phases = dict(summary["seconds_by_phase"])
+        result.update(phases=phases, phases_sum=sum(phases.values()),
+                      summary={k: v for k, v in summary.items() if k != "seconds_by_phase"})
+        result["conv_wall_reported"] = result["phases_sum"]
+    else:
+        result["conv_wall_reported"] = result["conv_wall"]
+    _write_json_atomic(result_path, result)
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# Parent: runs the children, prints the tables
+# ----------------------------------------------------------------------------------------------
+
+def _read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def run_one(tool, model_name, timeout, keep_logs_dir):
+    workdir = tempfile.mkdtemp(prefix=f"bench_{tool.replace('.', '_')}_{model_name}_")
+    result_path = os.path.join(workdir, "result.json")
+    progress_path = os.path.join(workdir, "progress.json")
+    log_path = os.path.join(workdir, "child.log")
+    cmd = [sys.executable, os.path.abspath(__file__), "--_child", tool, model_name, workdir,
+           result_path, progress_path]
+    t0 = time.time()
+    timed_out = False
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        while proc.poll() is None:
+            time.sleep(0.5)
+            prog = _read_json(progress_path)
+            now = time.time()
+            if prog is not None:
+                over = now - prog["export_started_epoch"] > timeout
+            else:
+                over = now - t0 > SETUP_TIMEOUT
+            if over and proc.poll() is None:
+                timed_out = True
+                os.killpg(proc.pid, signal.SIGKILL)  # our own child's process group
+                proc.wait()
+    res = _read_json(result_path)
+    if timed_out:
+        prog = _read_json(progress_path) or {}
+        res = {"tool": tool, "model": model_name, "ok": False, "timed_out": True, "timeout": timeout,
+               "progress_at_kill": prog}
+        if prog:
+            # Lower bounds: the export was still running when it was killed.
+            res["conv_wall_lower_bound"] = max(0.0, prog["wall_so_far"] - prog["trace_wall"])
+            res["conv_cpu_lower_bound"] = max(0.0, prog["cpu_so_far"] - prog["trace_cpu"])
+            res["trace_wall"], res["trace_cpu"] = prog["trace_wall"], prog["trace_cpu"]
+            res["peak_rss_increase_lower_bound"] = prog["peak_rss_increase_so_far"]
+    elif res is None:
+        with open(log_path, "rb") as f:
+            tail = f.read()[-4000:].decode(errors="replace")
+        res = {"tool": tool, "model": model_name, "ok": False,
+               "error": f"child exited with code {proc.returncode} without a result; log tail:\n{tail}"}
+    res["process_seconds"] = time.time() - t0
+    res["loadavg_after"] = os.getloadavg()
+    if keep_logs_dir:
+        os.makedirs(keep_logs_dir, exist_ok=True)
+        shutil.copy(log_path, os.path.join(keep_logs_dir, f"{tool}_{model_name}.log"))
+    shutil.rmtree(workdir, ignore_errors=True)
+    return res
+
+
+def _fmt_s(x):
+    return "n/a" if x is None else f"{x:.2f}" if x < 100 else f"{x:.1f}"
+
+
+def _fmt_mib(b):
+    return "n/a" if b is None else f"{b / MIB:.1f}"
+
+
+def _time_cells(r):
+    """(wall, cpu) display strings and the CPU value / lower-bound flag for ratios."""
+    if r is None:
+        return "not run", "not run", None, False
+    if r.get("timed_out"):
+        lw, lc = r.get("conv_wall_lower_bound"), r.get("conv_cpu_lower_bound")
+        return f"> {_fmt_s(lw)}", f"> {_fmt_s(lc)}", lc, True
+    if not r.get("ok"):
+        return "FAILED", "FAILED", None, False
+    return _fmt_s(r["conv_wall_reported"]), _fmt_s(r["conv_cpu"]), r["conv_cpu"], False
+
+
+def build_report(results, models, skip_torch):
+    lines = []
+    out = lines.append
+    out("")
+    out("=== Per run (conversion = export call minus tracing; CPU = process CPU minus the sampler thread) ===")
+    out("| model | tool | conv wall s | conv CPU s | trace wall s | trace CPU s | peak dRSS MiB "
+        "(sampled / VmHWM) | of which: trace peak / conversion's own MiB | serialized MiB | peak dRSS / size |")
+    out("|---|---|---|---|---|---|---|---|---|---|")
+    for m in models:
+        for tool in TOOLS:
+            r = results.get((tool, m))
+            if r is None:
+                continue
+            wall, cpu, _, _ = _time_cells(r)
+            if r.get("timed_out"):
+                lb = r.get("peak_rss_increase_lower_bound")
+                out(f"| {m} | {tool} | {wall} (timeout {r['timeout']:.0f} s) | {cpu} | {_fmt_s(r.get('trace_wall'))} "
+                    f"| {_fmt_s(r.get('trace_cpu'))} | >= {_fmt_mib(lb)} (at kill) | n/a | n/a | n/a |")
+                continue
+            if not r.get("ok"):
+                out(f"| {m} | {tool} | FAILED | | | | | | | |")
+                continue
+            pk = r["peak_rss_increase"]
+            out(f"| {m} | {tool} | {wall} | {cpu} | {_fmt_s(r['trace_wall'])} | {_fmt_s(r['trace_cpu'])} | "
+                f"{_fmt_mib(pk)} ({_fmt_mib(r['peak_rss_increase_sampled'])} / "
+                f"{_fmt_mib(r['peak_rss_increase_hwm'])}) | {_fmt_mib(r['trace_peak_rss_increase'])} / "
+                f"{_fmt_mib(r['conversion_own_peak_rss_increase'])} | {_fmt_mib(r['model_bytes'])} | "
+                f"{pk / r['model_bytes']:.2f}x |")
+    out("pt2onnx 'conv wall' = sum(seconds_by_phase); torch.onnx 'conv wall' = export wall - trace wall.")
+    out("peak dRSS = peak RSS during the whole export call (tracing included) - RSS just before it; "
+        "'conversion's own' = VmHWM after tracing - RSS at the end of tracing.")
+
+    out("")
+    out("=== pt2onnx phases (wall s, from summary['seconds_by_phase']) ===")
+    for m in models:
+        r = results.get(("pt2onnx", m))
+        if not r or not r.get("ok"):
+            continue
+        ph = r["phases"]
+        dom = max(ph, key=ph.get)
+        parts = ", ".join(f"{k} {v:.3f}" for k, v in sorted(ph.items(), key=lambda kv: -kv[1]))
+        glue = r["conv_wall"] - r["phases_sum"]
+        out(f"{m}: {parts}; sum {r['phases_sum']:.3f}; dominant: {dom} ({100 * ph[dom] / r['phases_sum']:.0f}%); "
+            f"export-minus-trace wall {r['conv_wall']:.3f} (Python/binding glue outside the phases "
+            f"{glue:.3f}); {r['summary']['onnx_nodes']} nodes / {r['summary']['initializers']} initializers")
+
+    out("")
+    out("=== Ratios torch.onnx / pt2onnx and targets ===")
+    out("| model | time ratio (CPU) | time ratio (wall) | target | time | memory ratio (peak dRSS) "
+        "| pt2onnx dRSS / size (conversion's own / size) | memory target (<= 2x) |")
+    out("|---|---|---|---|---|---|---|---|")
+    verdicts = {}
+    for m in models:
+        p = results.get(("pt2onnx", m))
+        t = results.get(("torch.onnx", m))
+        target = TIME_TARGETS[m]
+        p_ok = p is not None and p.get("ok")
+        # Time.
+        if not p_ok:
+            tr_cpu = tr_wall = "n/a (pt2onnx failed)"
+            tverdict = "MISSED (pt2onnx failed)"
+        elif skip_torch or t is None:
+            tr_cpu = tr_wall = "n/a"
+            tverdict = "not measured (--skip-torch-onnx)"
+        else:
+            _, _, t_cpu, lower = _time_cells(t)
+            if t_cpu is None:
+                tr_cpu = tr_wall = "n/a (torch.onnx failed)"
+                tverdict = "not measured (torch.onnx failed)"
+            else:
+                rc = t_cpu / p["conv_cpu"]
+                t_wall = t["conv_wall_lower_bound"] if lower else t["conv_wall"]
+                rw = t_wall / p["conv_wall_reported"]
+                pre = "> " if lower else ""
+                tr_cpu = f"{pre}{rc:.1f}x" + (" (lower bound: torch.onnx killed at timeout)" if lower else "")
+                tr_wall = f"{pre}{rw:.1f}x"
+                if rc >= target:
+                    tverdict = "PASS"
+                elif lower:
+                    tverdict = "UNDECIDED (lower bound below target; raise --timeout-torch-onnx)"
+                else:
+                    tverdict = "MISSED"
+        # Memory.
+        if not p_ok:
+            mem_ratio, p_rel, mverdict = "n/a", "n/a", "MISSED (pt2onnx failed)"
+        else:
+            p_rel_v = p["peak_rss_increase"] / p["model_bytes"]
+            p_rel = f"{p_rel_v:.2f}x"
+            if p.get("conversion_own_peak_rss_increase") is not None:
+                p_rel += f" ({p['conversion_own_peak_rss_increase'] / p['model_bytes']:.2f}x)"
+            mverdict = "PASS" if p_rel_v <= MEMORY_TARGET else "MISSED"
+            if t is not None and t.get("ok"):
+                mem_ratio = f"{t['peak_rss_increase'] / max(p['peak_rss_increase'], 1):.1f}x"
+            elif t is not None and t.get("timed_out") and t.get("peak_rss_increase_lower_bound"):
+                mem_ratio = (f">= {t['peak_rss_increase_lower_bound'] / max(p['peak_rss_increase'], 1):.1f}x "
+                             "(at kill)")
+            else:
+                mem_ratio = "n/a"
+        verdicts[m] = {"time": tverdict, "memory": mverdict}
+        out(f"| {m} | {tr_cpu} | {tr_wall} | >= {target:.0f}x | {tverdict} | {mem_ratio} | {p_rel} | {mverdict} |")
+
+    errors = [(k, r) for k, r in results.items() if not r.get("ok") and not r.get("timed_out")]
+    if errors:
+        out("")
+        out("=== Errors ===")
+        for (tool, m), r in errors:
+            out(f"{tool} on {m}: {r.get('error')}")
+            if r.get("traceback"):
+                out(r["traceback"].rstrip())
+    timeouts = [(k, r) for k, r in results.items() if r.get("timed_out")]
+    for (tool, m), r in timeouts:
+        out(f"NOTE: {tool} on {m} exceeded --timeout-torch-onnx={r['timeout']:.0f} s and was killed; its "
+            "conversion time is a lower bound ('> N s') and so is the time ratio.")
+    missed = [f"{m} {kind}" for m, v in verdicts.items() for kind, s in v.items() if s.startswith("MISSED")]
+    out("")
+    out("MISSED targets: " + ", ".join(missed) if missed else "All measured targets: PASS")
+    return "\n".join(lines), verdicts
+
+
+def parent_main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS),
+                    help="subset of models (default: all)")
+    ap.add_argument("--skip-torch-onnx", action="store_true", help="run pt2onnx only")
+    ap.add_argument("--timeout-torch-onnx", type=float, default=900.0, metavar="SECONDS",
+                    help="wall-clock limit for one torch.onnx.export call (default 900); on timeout the "
+                         "run is killed and its time is reported as a lower bound")
+    ap.add_argument("--output-json", metavar="PATH", help="write all raw results and verdicts here")
+    ap.add_argument("--keep-logs", metavar="DIR", help="copy each child's stdout/stderr log into DIR")
+    a = ap.parse_args(argv)
+
+    tools = ["pt2onnx"] + ([] if a.skip_torch_onnx else ["torch.onnx"])
+    runs = [(tool, m) for m in a.models for tool in tools]
+    print(f"pt2onnx benchmark, {datetime.datetime.now().isoformat(timespec='seconds')}, python {sys.executable}, "
+          f"{os.cpu_count()} CPUs, loadavg {os.getloadavg()[0]:.2f}, opset {OPSET}", flush=True)
+    results = {}
+    for i, (tool, m) in enumerate(runs, 1):
+        timeout = a.timeout_torch_onnx if tool == "torch.onnx" else PT2ONNX_TIMEOUT
+        hint = " (torch.onnx on mlp2000 is quadratic: expect ~6-10 min)" if (tool, m) == ("torch.onnx", "mlp2000") else ""
+        print(f"[{i}/{len(runs)}] {datetime.datetime.now().strftime('%H:%M:%S')} {tool} on {m}: running in a "
+              f"fresh process (export timeout {timeout:.0f} s, loadavg {os.getloadavg()[0]:.2f}){hint} ...",
+              flush=True)
+        r = run_one(tool, m, timeout, a.keep_logs)
+        results[(tool, m)] = r
+        if r.get("timed_out"):
+            status = f"TIMED OUT after {timeout:.0f} s (killed)"
+        elif r.get("ok"):
+            status = (f"conversion {_fmt_s(r['conv_wall_reported'])} s wall / {_fmt_s(r['conv_cpu'])} s CPU, "
+                      f"trace {_fmt_s(r['trace_cpu'])} s CPU, peak dRSS {_fmt_mib(r['peak_rss_increase'])} MiB, "
+                      f"{_fmt_mib(r['model_bytes'])} MiB written")
+        else:
+            status = "FAILED: " + str(r.get("error")).splitlines()[0]
+        print(f"      done in {r['process_seconds']:.1f} s: {status}", flush=True)
+
+    report, verdicts = build_report(results, a.models, a.skip_torch_onnx)
+    print(report, flush=True)
+    if a.output_json:
+        with open(a.output_json, "w") as f:
+            json.dump({"date": datetime.datetime.now().isoformat(timespec="seconds"), "opset": OPSET,
+                       "argv": argv, "cpus": os.cpu_count(),
+                       "runs": [r for r in results.values()], "verdicts": verdicts}, f, indent=1)
+        print(f"raw results written to {a.output_json}")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--_child":
+        sys.exit(child_main(*sys.argv[2:7]))
+    sys.exit(parent_main(sys.argv[1:]))

@@ -1,0 +1,303 @@
+"""Export of torch.autograd.Function calls (traced as prim::PythonOp).
+
+Per call, in this order of precedence (mode "auto"):
+  1. the Function's static `symbolic(g, *args)` method;
+  2. a symbolic registered for the class (register_autograd_function_symbolic) or for
+     "prim::PythonOp" (register_custom_op_symbolic);
+  3. inlining of the ops traced inside forward, when every one of them converts;
+  4. com.microsoft::PythonOp, which a runtime executes by calling the Function back.
+Modes "inline" and "python_op" force 3 or 4; per-class overrides take precedence over the global
+mode. With ONNX_FALLTHROUGH, a call without symbolic is kept as a prim::PythonOp node.
+
+PythonOp attributes follow ONNX Runtime's schema (docs/autograd_functions.md). Non-tensor
+arguments ONNX Runtime can only pass as in-process object addresses are also recorded in a
+portable JSON form in metadata_props under "pt2onnx.python_op:<node name>".
+"""
+import json
+import threading
+import warnings
+
+import torch
+
+from . import _pt2onnx, symbolic_registry
+
+MODES = ("auto", "inline", "python_op")
+METADATA_PREFIX = "pt2onnx.python_op:"
+
+# ONNX element types of torch scalar type names (TensorProto.DataType).
+ONNX_TYPES = {"Byte": 2, "Char": 3, "Double": 11, "Float": 1, "Half": 10, "Int": 6, "Long": 7, "Short": 5,
+              "Bool": 9, "ComplexFloat": 14, "ComplexDouble": 15, "BFloat16": 16}
+
+# Functions seen by the exporter in this process, by fully qualified name (the runtime's registry).
+_functions = {}
+# Objects passed by address (input_pointer_scalars) must outlive the model in this process.
+_keep_alive = []
+
+_state = threading.local()
+
+
+class ExportState:
+    """The options of the export in progress on this thread."""
+
+    def __init__(self, mode, overrides, opset, training, fallthrough):
+        if mode not in MODES:
+            raise ValueError(f"autograd_functions must be one of {MODES}, got {mode!r}")
+        self.mode = mode
+        self.overrides = {}
+        for key, value in (overrides or {}).items():
+            if value not in MODES:
+                raise ValueError(f"autograd function mode for {key!r} must be one of {MODES}, got {value!r}")
+            self.overrides[key if isinstance(key, str) else qualified_name(key)] = value
+        self.opset = opset
+        self.training = training
+        self.fallthrough = fallthrough
+        self.warnings = []
+        self.decisions = {}
+
+    def mode_for(self, cls, name):
+        if name in self.overrides:
+            return self.overrides[name]
+        if cls is not None and cls.__qualname__ in self.overrides:
+            return self.overrides[cls.__qualname__]
+        return self.mode
+
+
+class exporting:
+    """Context manager installing the export state for this thread."""
+
+    def __init__(self, state):
+        self.state = state
+
+    def __enter__(self):
+        self.previous = getattr(_state, "current", None)
+        _state.current = self.state
+        return self.state
+
+    def __exit__(self, *exc):
+        _state.current = self.previous
+
+
+def current():
+    state = getattr(_state, "current", None)
+    if state is None:
+        raise RuntimeError("no pt2onnx export in progress")
+    return state
+
+
+def qualified_name(cls):
+    module = getattr(cls, "__module__", "builtins")
+    return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
+
+
+def function_class(node):
+    """The torch.autograd.Function subclass a traced prim::PythonOp calls (None for legacy ones)."""
+    cls = getattr(node.pyobj(), "__self__", None)
+    if isinstance(cls, type) and issubclass(cls, torch.autograd.Function):
+        return cls
+    return None
+
+
+def node_function_name(node):
+    cls = function_class(node)
+    return qualified_name(cls) if cls is not None else f"{node.s('module')}.{node.pyname()}"
+
+
+def decide(node):
+    """How a prim::PythonOp is exported: 'symbolic', 'registered', 'inline', 'python_op' or
+    'fallthrough'. Cached per node for the export."""
+    state = current()
+    key = id(node)
+    if key in state.decisions:
+        return state.decisions[key][1]
+    cls = function_class(node)
+    name = node_function_name(node)
+    mode = state.mode_for(cls, name)
+    if mode == "inline":
+        decision = "inline"
+    elif mode == "python_op":
+        decision = "python_op"
+    elif cls is not None and callable(getattr(cls, "symbolic", None)):
+        decision = "symbolic"
+    elif cls in symbolic_registry._function_symbolics or symbolic_registry.python_op_symbolic(state.opset):
+        decision = "registered"
+    elif state.fallthrough:
+        decision = "fallthrough"
+    elif _pt2onnx.subgraph_converts(node, state.opset):
+        decision = "inline"
+    else:
+        decision = "python_op"
+    state.decisions[key] = (node, decision)  # keep the node alive so its id stays unique
+    return decision
+
+
+def should_inline(node):
+    return decide(node) == "inline"
+
+
+def apply_arguments(node, tensor_args):
+    """Function.apply's arguments in call order: graph values for 'd', Python objects for 'c'."""
+    scalars = iter(node.scalar_args())
+    tensors = iter(tensor_args)
+    return [next(tensors) if c == "d" else next(scalars) for c in node.cconv()]
+
+
+def convert(g, node, tensor_args):
+    """The prim::PythonOp symbolic the C++ exporter calls for calls that were not inlined."""
+    decision = decide(node)
+    cls = function_class(node)
+    args = apply_arguments(node, tensor_args)
+    name = node_function_name(node)
+    if decision == "symbolic":
+        try:
+            return cls.symbolic(g, *args)
+        except TypeError as e:
+            raise TypeError(f"{e} (occurred when translating {name})") from e
+    if decision == "registered":
+        fn = symbolic_registry._function_symbolics.get(cls)
+        if fn is not None:
+            return fn(g, *args)
+        fn = symbolic_registry.python_op_symbolic(g.opset)
+        result = fn(g, *args, inplace=node.i("inplace"), module=node.s("module"), name=node.pyname())
+        if result is None:
+            raise RuntimeError(f"the symbolic registered for prim::PythonOp returned None for {name}")
+        return result
+    if decision == "fallthrough":
+        return _fallthrough(g, node, tensor_args)
+    if decision == "python_op":
+        return python_op(g, node, tensor_args, name, cls)
+    raise AssertionError(f"internal error in pt2onnx: PythonOp {name} decided '{decision}' was not inlined")
+
+
+def _output_types(node):
+    outs = list(node.outputs())
+    if len(outs) == 1 and isinstance(outs[0].type(), torch._C.TupleType):
+        return list(outs[0].type().elements())
+    return [o.type() for o in outs]  # lowering may have flattened a returned tuple
+
+
+def _onnx_type(t, what):
+    name = t.scalarType()
+    if name not in ONNX_TYPES:
+        raise TypeError(f"{what} has dtype {name}, which ONNX cannot hold")
+    return ONNX_TYPES[name]
+
+
+def _scalar_attributes(args, cconv):
+    """ONNX Runtime's encoding of non-tensor arguments, plus the portable record and the names of
+    arguments that have no portable form."""
+    attrs = {k: [] for k in ("bool_scalars", "bool_scalar_positions", "int_scalars", "int_scalar_positions",
+                             "float_scalars", "float_scalar_positions", "bool_tuples", "bool_tuple_positions",
+                             "bool_tuple_begins", "int_tuples", "int_tuple_positions", "int_tuple_begins",
+                             "float_tuples", "float_tuple_positions", "float_tuple_begins",
+                             "pointer_scalars", "pointer_scalar_positions")}
+    portable, unportable = [], []
+    for pos, (c, arg) in enumerate(zip(cconv, args)):
+        if c != "c":
+            continue
+        record = portable_value(arg)
+        if record is None:
+            unportable.append((pos, type(arg).__name__))
+            record = {"type": "object", "class": f"{type(arg).__module__}.{type(arg).__qualname__}",
+                      "repr": repr(arg)[:200]}
+        portable.append({"position": pos, **record})
+        if isinstance(arg, bool):
+            attrs["bool_scalars"].append(int(arg))
+            attrs["bool_scalar_positions"].append(pos)
+        elif isinstance(arg, int):
+            attrs["int_scalars"].append(arg)
+            attrs["int_scalar_positions"].append(pos)
+        elif isinstance(arg, float):
+            attrs["float_scalars"].append(arg)
+            attrs["float_scalar_positions"].append(pos)
+        elif isinstance(arg, tuple) and arg and all(isinstance(v, bool) for v in arg):
+            attrs["bool_tuple_begins"].append(len(attrs["bool_tuples"]))
+            attrs["bool_tuples"].extend(int(v) for v in arg)
+            attrs["bool_tuple_positions"].append(pos)
+        elif isinstance(arg, tuple) and arg and all(isinstance(v, int) for v in arg):
+            attrs["int_tuple_begins"].append(len(attrs["int_tuples"]))
+            attrs["int_tuples"].extend(int(v) for v in arg)
+            attrs["int_tuple_positions"].append(pos)
+        elif isinstance(arg, tuple) and arg and all(isinstance(v, float) for v in arg):
+            attrs["float_tuple_begins"].append(len(attrs["float_tuples"]))
+            attrs["float_tuples"].extend(arg)
+            attrs["float_tuple_positions"].append(pos)
+        else:
+            _keep_alive.append(arg)
+            attrs["pointer_scalars"].append(id(arg))
+            attrs["pointer_scalar_positions"].append(pos)
+    return attrs, portable, unportable
+
+
+def portable_value(v):
+    """A JSON-able description of `v` from which a fresh process rebuilds it exactly, or None."""
+    if v is None:
+        return {"type": "none"}
+    if isinstance(v, bool):
+        return {"type": "bool", "value": v}
+    if isinstance(v, int):
+        return {"type": "int", "value": v}
+    if isinstance(v, float):
+        return {"type": "float", "value": v.hex()}  # exact double
+    if isinstance(v, str):
+        return {"type": "str", "value": v}
+    if isinstance(v, torch.dtype):
+        return {"type": "dtype", "value": str(v).replace("torch.", "")}
+    if isinstance(v, torch.device):
+        return {"type": "device", "value": str(v)}
+    if isinstance(v, (tuple, list)):
+        items = [portable_value(e) for e in v]
+        if any(i is None for i in items):
+            return None
+        return {"type": "tuple" if isinstance(v, tuple) else "list", "items": items}
+    return None
+
+
+def python_op(g, node, tensor_args, name, cls):
+    state = current()
+    cconv = node.cconv()
+    args = apply_arguments(node, tensor_args)
+    inputs = list(node.inputs())
+    outputs = _output_types(node)
+    training = state.training
+    requires = iter([training and i.requires_grad() for i in inputs])
+    input_requires_grads = [int(next(requires)) if c == "d" else 0 for c in cconv]
+    scalar_attrs, portable, unportable = _scalar_attributes(args, cconv)
+    attrs = {
+        "name_s": name,
+        "inplace_i": node.i("inplace"),
+        "input_convention_s": cconv,
+        "input_requires_grads_i": input_requires_grads,
+        "input_tensor_types_i": [_onnx_type(i.type(), f"input {k} of {name}") for k, i in enumerate(inputs)],
+        "input_tensor_ranks_i": [i.type().dim() for i in inputs],
+        "output_tensor_types_i": [_onnx_type(t, f"output {k} of {name}") for k, t in enumerate(outputs)],
+        "output_tensor_ranks_i": [t.dim() for t in outputs],
+        "output_tensor_requires_grads_i": [int(bool(training and t.requires_grad())) for t in outputs],
+        "training_mode_i": int(training),
+    }
+    for key, values in scalar_attrs.items():
+        if values:
+            attrs[f"input_{key}_{'f' if key.startswith('float_') and not key.endswith(('positions', 'begins')) else 'i'}"] = values
+    if cls is not None:
+        _functions.setdefault(name, cls)
+    values = g.op("com.microsoft::PythonOp", *tensor_args, outputs=1 + len(outputs), **attrs)
+    node_name = values[0].node_name()
+    g.set_metadata(METADATA_PREFIX + node_name, json.dumps(
+        {"function": name, "input_convention": cconv, "args": portable}, sort_keys=True))
+    for pos, type_name in unportable:
+        message = (f"argument {pos} of {name} (node {node_name}) is a {type_name}, which has no portable form: "
+                   "the exported PythonOp only runs in this process")
+        state.warnings.append(message)
+        warnings.warn(message)
+    return list(values[1:])
+
+
+def _fallthrough(g, node, tensor_args):
+    outputs = _output_types(node)
+    values = g.op("prim::PythonOp", *tensor_args, outputs=len(outputs), name_s=node_function_name(node),
+                  input_convention_s=node.cconv(), inplace_i=node.i("inplace"))
+    return list(values) if len(outputs) > 1 else [values]
+
+
+def function_for(name):
+    """The Function class registered under `name` by an export in this process, or None."""
+    return _functions.get(name)
