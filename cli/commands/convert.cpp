@@ -4,6 +4,7 @@
 
 #include "cli/commands/commands.h"
 #include "cli/commands/model_source.h"
+#include "cli/commands/python_source.h"
 #include "common/errors.h"
 #include "common/logging.h"
 
@@ -21,6 +22,8 @@ struct ConvertOptions {
   bool noDocStrings = false;
   std::vector<std::string> customOpsets;
   uint64_t externalDataThreshold = 0;
+  std::string training = "eval";
+  std::string autogradFunctions = "auto";
 };
 
 std::map<std::string, int> parseCustomOpsets(const std::vector<std::string>& specs) {
@@ -38,7 +41,29 @@ std::map<std::string, int> parseCustomOpsets(const std::vector<std::string>& spe
   return out;
 }
 
+void runPythonConvert(const ConvertOptions& o) {
+  PythonConvertRequest r;
+  r.spec = o.source.python;
+  r.output = o.output;
+  r.opset = o.source.opset;
+  r.training = o.training == "train" ? "TRAINING" : o.training == "preserve" ? "PRESERVE" : "EVAL";
+  r.autogradFunctions = o.autogradFunctions;
+  r.inputNames = o.inputNames;
+  r.outputNames = o.outputNames;
+  r.dynamicAxes = dynamicAxesOf(o.source);
+  r.exportParams = !o.noExportParams;
+  r.keepInitializersAsInputs = o.keepInitializersAsInputs;
+  r.fallthrough = o.fallthrough;
+  r.customOpsets = parseCustomOpsets(o.customOpsets);
+  r.externalDataThreshold = o.externalDataThreshold;
+  convertPythonModel(r);
+}
+
 void runConvert(const ConvertOptions& o) {
+  if (validateModelSource(o.source)) return runPythonConvert(o);
+  if (o.training != "eval" || o.autogradFunctions != "auto")
+    throw ExportError("--training and --autograd-functions apply to --python models; archives are exported in eval "
+                      "mode and cannot hold autograd.Functions");
   auto start = std::chrono::steady_clock::now();
   ModelGraph model = loadModel(o.source);
   ExportOptions options;
@@ -94,6 +119,14 @@ void addConvertCommand(CLI::App& app, int& exitCode) {
   cmd->add_option("--external-data-threshold", opts->externalDataThreshold,
                   "Write weights as external data (one <output>.data file) when they total more than "
                   "this many bytes (default: just under protobuf's 2 GiB limit)");
+  cmd->add_option("--training", opts->training, "Export mode of a --python model (torch.onnx's training)")
+      ->check(CLI::IsMember({"eval", "train", "preserve"}))
+      ->capture_default_str();
+  cmd->add_option("--autograd-functions", opts->autogradFunctions,
+                  "How torch.autograd.Function calls of a --python model are exported: auto (symbolic, registered "
+                  "symbolic, inlining, else com.microsoft::PythonOp), inline, or python_op")
+      ->check(CLI::IsMember({"auto", "inline", "python_op"}))
+      ->capture_default_str();
   cmd->callback([opts, &exitCode] {
     runConvert(*opts);
     exitCode = 0;

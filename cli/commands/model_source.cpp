@@ -9,8 +9,11 @@
 namespace pt2onnx::cli {
 
 void addModelSourceOptions(CLI::App& cmd, ModelSourceOptions& opts) {
-  cmd.add_option("model", opts.modelPath, "TorchScript archive (torch.jit.save of a traced or scripted module)")
-      ->required();
+  cmd.add_option("model", opts.modelPath, "TorchScript archive (torch.jit.save of a traced or scripted module)");
+  cmd.add_option("--python", opts.python,
+                 "Instead of an archive: MODULE:FUNCTION, a Python function returning (model, example_args); "
+                 "Python is embedded and the model traced and converted in this process (the way to export "
+                 "models with torch.autograd.Functions, which archives cannot hold)");
   cmd.add_option("--input-shape,-i", opts.inputShapes,
                  "Shape (and dtype) of a forward() input: NAME:1x3x224x224[:float32]; repeat per input. "
                  "Floats are filled with seeded random normals, integers with zeros.")
@@ -21,6 +24,14 @@ void addModelSourceOptions(CLI::App& cmd, ModelSourceOptions& opts) {
   cmd.add_option("--opset", opts.opset, "ai.onnx opset to export to")
       ->check(CLI::Range(kMinOpset, kMaxOpset))
       ->capture_default_str();
+}
+
+bool validateModelSource(const ModelSourceOptions& opts) {
+  if (opts.modelPath.empty() == opts.python.empty())
+    throw ExportError("give either a TorchScript archive or --python MODULE:FUNCTION (exactly one)");
+  if (!opts.python.empty() && !opts.inputShapes.empty())
+    throw ExportError("--input-shape applies to archives; with --python the function returns the example inputs");
+  return !opts.python.empty();
 }
 
 ModelGraph loadModel(const ModelSourceOptions& opts) {

@@ -12,12 +12,16 @@ namespace pt2onnx::cli {
 
 struct ModelSourceOptions {
   std::string modelPath;
+  std::string python;  // MODULE:FUNCTION instead of an archive
   std::vector<std::string> inputShapes;
   std::vector<std::string> dynamicAxes;
   int opset = kDefaultOpset;
 };
 
 void addModelSourceOptions(CLI::App& cmd, ModelSourceOptions& opts);
+// Checks that exactly one of the archive and --python is given (and --input-shape only with an
+// archive); returns true for --python.
+bool validateModelSource(const ModelSourceOptions& opts);
 // Loads the archive and builds example inputs from --input-shape.
 ModelGraph loadModel(const ModelSourceOptions& opts);
 // --dynamic-axis values as the exporter's map.

@@ -2,6 +2,7 @@
 
 #include "cli/commands/commands.h"
 #include "cli/commands/model_source.h"
+#include "cli/commands/python_source.h"
 
 namespace pt2onnx::cli {
 
@@ -15,6 +16,10 @@ void addReportCommand(CLI::App& app, int& exitCode) {
   addModelSourceOptions(*cmd, *opts);
   cmd->add_option("--format", *format, "Output format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   cmd->callback([opts, format, &exitCode] {
+    if (validateModelSource(*opts)) {
+      exitCode = reportPythonModel(opts->python, opts->opset, *format, "EVAL") ? 0 : kExitFindings;
+      return;
+    }
     ModelGraph model = loadModel(*opts);
     ExportOptions options;
     options.opset = opts->opset;

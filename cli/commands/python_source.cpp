@@ -1,0 +1,77 @@
+#include "cli/commands/python_source.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include <pybind11/embed.h>
+#include <pybind11/stl.h>
+
+#include "common/errors.h"
+
+namespace py = pybind11;
+
+namespace pt2onnx::cli {
+namespace {
+
+// The build tree keeps the package (with its extension) in <source>/python: use it when the CLI
+// runs from build/, so tests work before installing.
+void addBuildTreePackagePath() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return;
+  auto candidate = exe.parent_path().parent_path() / "python";
+  if (std::filesystem::exists(candidate / "pt2onnx" / "__init__.py")) {
+    py::module_::import("sys").attr("path").attr("insert")(0, candidate.string());
+  }
+}
+
+// Runs `body` with an interpreter; Python exceptions become one-line ExportErrors.
+template <typename Body>
+auto withPython(const Body& body) {
+  py::scoped_interpreter interpreter;
+  try {
+    addBuildTreePackagePath();
+    return body(py::module_::import("pt2onnx.cli_entry"));
+  } catch (py::error_already_set& e) {
+    std::string type = py::str(e.type().attr("__name__"));
+    std::string message = py::str(e.value());
+    throw ExportError(type == "ExportError" || type == "ValueError" ? message : type + ": " + message);
+  }
+}
+
+}  // namespace
+
+void convertPythonModel(const PythonConvertRequest& r) {
+  withPython([&](py::module_ entry) {
+    py::module_ exporter = py::module_::import("pt2onnx.exporter");
+    py::dict options;
+    options["opset_version"] = r.opset;
+    options["training"] = exporter.attr("TrainingMode").attr(r.training.c_str());
+    options["autograd_functions"] = r.autogradFunctions;
+    if (!r.inputNames.empty()) options["input_names"] = r.inputNames;
+    if (!r.outputNames.empty()) options["output_names"] = r.outputNames;
+    if (!r.dynamicAxes.empty()) options["dynamic_axes"] = r.dynamicAxes;
+    options["export_params"] = r.exportParams;
+    if (r.keepInitializersAsInputs) options["keep_initializers_as_inputs"] = true;
+    if (r.fallthrough) options["operator_export_type"] = exporter.attr("OperatorExportTypes").attr("ONNX_FALLTHROUGH");
+    if (!r.customOpsets.empty()) options["custom_opsets"] = r.customOpsets;
+    py::dict summary = entry.attr("convert")(r.spec, r.output, options);
+    std::cout << "wrote " << r.output << ": opset " << r.opset << ", " << summary["onnx_nodes"].cast<size_t>()
+              << " nodes, " << summary["initializers"].cast<size_t>() << " initializers, "
+              << summary["model_bytes"].cast<uint64_t>() << " bytes\n";
+    return 0;
+  });
+}
+
+bool reportPythonModel(const std::string& spec, int opset, const std::string& format, const std::string& training) {
+  return withPython([&](py::module_ entry) {
+    py::tuple result = entry.attr("report")(spec, opset, format, training);
+    std::cout << result[0].cast<std::string>();
+    if (format == "json") std::cout << "\n";
+    return result[1].cast<bool>();
+  });
+}
+
+}  // namespace pt2onnx::cli

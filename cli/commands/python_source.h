@@ -1,0 +1,31 @@
+// Models defined in Python (`--python MODULE:FUNCTION`): autograd.Functions cannot be saved in a
+// TorchScript archive, so the CLI embeds Python, calls the function and exports in one process.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace pt2onnx::cli {
+
+struct PythonConvertRequest {
+  std::string spec;    // MODULE:FUNCTION returning (model, example_args)
+  std::string output;  // .onnx path
+  int opset = 14;
+  std::string training = "EVAL";            // EVAL | TRAINING | PRESERVE
+  std::string autogradFunctions = "auto";   // auto | inline | python_op
+  std::vector<std::string> inputNames, outputNames;
+  std::map<std::string, std::map<int64_t, std::string>> dynamicAxes;
+  bool exportParams = true;
+  bool keepInitializersAsInputs = false;
+  bool fallthrough = false;
+  std::map<std::string, int> customOpsets;
+  uint64_t externalDataThreshold = 0;
+};
+
+// Runs the export in an embedded interpreter and prints its summary. Throws ExportError.
+void convertPythonModel(const PythonConvertRequest& request);
+// Prints the unconvertible-op report; returns whether everything converts. Throws ExportError.
+bool reportPythonModel(const std::string& spec, int opset, const std::string& format, const std::string& training);
+
+}  // namespace pt2onnx::cli

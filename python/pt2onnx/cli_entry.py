@@ -1,0 +1,51 @@
+"""What `pt2onnx convert/report --python MODULE:FUNCTION` runs inside the CLI's embedded
+interpreter: import the module, call the function (which returns the model and its example
+arguments), then export or report in this same process."""
+import importlib
+import os
+import sys
+
+from . import exporter
+
+
+def load_model(spec):
+    module_name, sep, function_name = spec.partition(":")
+    if not sep or not module_name or not function_name:
+        raise ValueError(f"--python expects MODULE:FUNCTION, got '{spec}'")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # like `python -m`: modules of the current directory
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ValueError(f"cannot import module '{module_name}': {e}") from e
+    fn = getattr(module, function_name, None)
+    if not callable(fn):
+        raise ValueError(f"module '{module_name}' has no function '{function_name}'")
+    result = fn()
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise ValueError(f"{spec} must return (model, example_args), got {type(result).__name__}")
+    return result
+
+
+def convert(spec, output, options):
+    model, args = load_model(spec)
+    return exporter.export(model, args, output, **options)
+
+
+def report(spec, opset, output_format, training):
+    import json
+    model, args = load_model(spec)
+    ops = exporter.unconvertible_ops(model, args, training=exporter.TrainingMode[training], opset_version=opset)
+    if output_format == "json":
+        return json.dumps({"opset": opset, "convertible": not ops, "unsupported": ops}), not ops
+    if not ops:
+        return f"everything converts to ONNX opset {opset}\n", True
+    total = sum(op["count"] for op in ops)
+    lines = [f"{len(ops)} operator kind(s) ({total} node(s)) cannot be converted to ONNX opset {opset}:"]
+    for op in ops:
+        hint = f"  (supported from opset {op['supported_from_opset']})" if op["supported_from_opset"] else ""
+        lines.append(f"  {op['op']}  x{op['count']}{hint}")
+        lines.append(f"    schema: {op['schema']}")
+        lines += [f"    at {loc}" for loc in op["locations"]]
+        lines += [f"    in module {s}" for s in op["scopes"]]
+    return "\n".join(lines) + "\n", False
