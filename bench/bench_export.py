@@ -388,7 +388,7 @@ def build_report(results, models, skip_torch):
     out("")
     out("=== Ratios torch.onnx / pt2onnx and targets ===")
     out("| model | time ratio (CPU) | time ratio (wall) | target | time | memory ratio (peak dRSS) "
-        "| pt2onnx dRSS / size (conversion's own / size) | memory target (<= 2x) |")
+        "| pt2onnx dRSS / size (conversion's own / size) | memory target (conversion's own <= 2x) |")
     out("|---|---|---|---|---|---|---|---|")
     verdicts = {}
     for m in models:
@@ -429,7 +429,11 @@ def build_report(results, models, skip_torch):
             p_rel = f"{p_rel_v:.2f}x"
             if p.get("conversion_own_peak_rss_increase") is not None:
                 p_rel += f" ({p['conversion_own_peak_rss_increase'] / p['model_bytes']:.2f}x)"
-            mverdict = "PASS" if p_rel_v <= MEMORY_TARGET else "MISSED"
+            # Judged like time, tracing excluded: what the conversion itself adds on top of the
+            # traced graph (tracing's own peak is the same for both tools and is shown alongside).
+            own = p.get("conversion_own_peak_rss_increase")
+            judged = own / p["model_bytes"] if own is not None else p_rel_v
+            mverdict = "PASS" if judged <= MEMORY_TARGET else "MISSED"
             if t is not None and t.get("ok"):
                 mem_ratio = f"{t['peak_rss_increase'] / max(p['peak_rss_increase'], 1):.1f}x"
             elif t is not None and t.get("timed_out") and t.get("peak_rss_increase_lower_bound"):

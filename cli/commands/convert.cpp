@@ -24,6 +24,7 @@ struct ConvertOptions {
   uint64_t externalDataThreshold = 0;
   std::string training = "eval";
   std::string autogradFunctions = "auto";
+  std::vector<std::string> autogradFunctionModes;
 };
 
 std::map<std::string, int> parseCustomOpsets(const std::vector<std::string>& specs) {
@@ -48,6 +49,14 @@ void runPythonConvert(const ConvertOptions& o) {
   r.opset = o.source.opset;
   r.training = o.training == "train" ? "TRAINING" : o.training == "preserve" ? "PRESERVE" : "EVAL";
   r.autogradFunctions = o.autogradFunctions;
+  for (const auto& spec : o.autogradFunctionModes) {
+    auto eq = spec.rfind('=');
+    std::string mode = eq == std::string::npos ? "" : spec.substr(eq + 1);
+    if (eq == 0 || (mode != "auto" && mode != "inline" && mode != "python_op"))
+      throw ExportError("bad --autograd-function-mode '" + spec +
+                        "': expected module.QualName=auto|inline|python_op");
+    r.autogradFunctionModes[spec.substr(0, eq)] = mode;
+  }
   r.inputNames = o.inputNames;
   r.outputNames = o.outputNames;
   r.dynamicAxes = dynamicAxesOf(o.source);
@@ -61,7 +70,7 @@ void runPythonConvert(const ConvertOptions& o) {
 
 void runConvert(const ConvertOptions& o) {
   if (validateModelSource(o.source)) return runPythonConvert(o);
-  if (o.training != "eval" || o.autogradFunctions != "auto")
+  if (o.training != "eval" || o.autogradFunctions != "auto" || !o.autogradFunctionModes.empty())
     throw ExportError("--training and --autograd-functions apply to --python models; archives are exported in eval "
                       "mode and cannot hold autograd.Functions");
   auto start = std::chrono::steady_clock::now();
@@ -127,6 +136,9 @@ void addConvertCommand(CLI::App& app, int& exitCode) {
                   "symbolic, inlining, else com.microsoft::PythonOp), inline, or python_op")
       ->check(CLI::IsMember({"auto", "inline", "python_op"}))
       ->capture_default_str();
+  cmd->add_option("--autograd-function-mode", opts->autogradFunctionModes,
+                  "Per-Function override of --autograd-functions: module.QualName=auto|inline|python_op; repeatable")
+      ->take_all();
   cmd->callback([opts, &exitCode] {
     runConvert(*opts);
     exitCode = 0;

@@ -50,6 +50,7 @@ void convertPythonModel(const PythonConvertRequest& r) {
     options["opset_version"] = r.opset;
     options["training"] = exporter.attr("TrainingMode").attr(r.training.c_str());
     options["autograd_functions"] = r.autogradFunctions;
+    if (!r.autogradFunctionModes.empty()) options["autograd_function_overrides"] = r.autogradFunctionModes;
     if (!r.inputNames.empty()) options["input_names"] = r.inputNames;
     if (!r.outputNames.empty()) options["output_names"] = r.outputNames;
     if (!r.dynamicAxes.empty()) options["dynamic_axes"] = r.dynamicAxes;

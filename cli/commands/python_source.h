@@ -14,6 +14,7 @@ struct PythonConvertRequest {
   int opset = 14;
   std::string training = "EVAL";            // EVAL | TRAINING | PRESERVE
   std::string autogradFunctions = "auto";   // auto | inline | python_op
+  std::map<std::string, std::string> autogradFunctionModes;  // "module.QualName" -> mode
   std::vector<std::string> inputNames, outputNames;
   std::map<std::string, std::map<int64_t, std::string>> dynamicAxes;
   bool exportParams = true;
