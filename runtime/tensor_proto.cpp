@@ -1,0 +1,102 @@
+#include "runtime/tensor_proto.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <onnx/onnx_pb.h>
+
+#include "common/errors.h"
+#include "runtime/kernel.h"
+
+namespace pt2onnx::runtime {
+namespace {
+
+std::string externalBytes(const onnx::TensorProto& proto, const std::string& baseDir, size_t expected) {
+  std::string location;
+  uint64_t offset = 0;
+  int64_t length = -1;
+  for (const auto& e : proto.external_data()) {
+    if (e.key() == "location") location = e.value();
+    else if (e.key() == "offset") offset = std::stoull(e.value());
+    else if (e.key() == "length") length = std::stoll(e.value());
+  }
+  if (location.empty()) throw ExportError("tensor '" + proto.name() + "' has external data without a location");
+  if (baseDir.empty())
+    throw ExportError("tensor '" + proto.name() + "' has external data (" + location +
+                      "): load the model from a file path so it can be found");
+  std::filesystem::path path = std::filesystem::path(baseDir) / location;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ExportError("external data file '" + path.string() + "' of tensor '" + proto.name() + "' not found");
+  size_t size = length >= 0 ? static_cast<size_t>(length) : expected;
+  if (size != expected)
+    throw ExportError("external data of tensor '" + proto.name() + "' has " + std::to_string(size) + " bytes, expected " +
+                      std::to_string(expected));
+  std::string bytes(size, '\0');
+  in.seekg(static_cast<std::streamoff>(offset));
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  if (static_cast<size_t>(in.gcount()) != size)
+    throw ExportError("external data file '" + path.string() + "' is too short for tensor '" + proto.name() + "'");
+  return bytes;
+}
+
+template <typename T, typename Field>
+void copyTyped(const Field& field, at::Tensor& out) {
+  auto* dst = out.data_ptr<T>();
+  for (int i = 0; i < field.size(); ++i) dst[i] = static_cast<T>(field.Get(i));
+}
+
+}  // namespace
+
+at::Tensor tensorFromProto(const onnx::TensorProto& proto, const std::string& baseDir) {
+  auto type = atenType(proto.data_type());
+  if (!type) throw ExportError("tensor '" + proto.name() + "' has unsupported element type " + std::to_string(proto.data_type()));
+  std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
+  at::Tensor out = at::empty(dims, at::TensorOptions().dtype(*type));
+  size_t nbytes = out.nbytes();
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string bytes = externalBytes(proto, baseDir, nbytes);
+    std::memcpy(out.data_ptr(), bytes.data(), nbytes);
+    return out;
+  }
+  if (proto.has_raw_data()) {
+    if (proto.raw_data().size() != nbytes)
+      throw ExportError("tensor '" + proto.name() + "' has " + std::to_string(proto.raw_data().size()) +
+                        " bytes of data for " + std::to_string(nbytes));
+    std::memcpy(out.data_ptr(), proto.raw_data().data(), nbytes);
+    return out;
+  }
+  int64_t n = out.numel();
+  auto check = [&](int size) {
+    if (size != n)
+      throw ExportError("tensor '" + proto.name() + "' has " + std::to_string(size) + " values for " + std::to_string(n) +
+                        " elements");
+  };
+  switch (*type) {
+    case at::kFloat: check(proto.float_data_size()); copyTyped<float>(proto.float_data(), out); break;
+    case at::kDouble: check(proto.double_data_size()); copyTyped<double>(proto.double_data(), out); break;
+    case at::kLong: check(proto.int64_data_size()); copyTyped<int64_t>(proto.int64_data(), out); break;
+    case at::kInt: check(proto.int32_data_size()); copyTyped<int32_t>(proto.int32_data(), out); break;
+    case at::kShort: check(proto.int32_data_size()); copyTyped<int16_t>(proto.int32_data(), out); break;
+    case at::kChar: check(proto.int32_data_size()); copyTyped<int8_t>(proto.int32_data(), out); break;
+    case at::kByte: check(proto.int32_data_size()); copyTyped<uint8_t>(proto.int32_data(), out); break;
+    case at::kBool: check(proto.int32_data_size()); copyTyped<bool>(proto.int32_data(), out); break;
+    case at::kHalf: {
+      check(proto.int32_data_size());
+      auto* dst = static_cast<uint16_t*>(out.data_ptr());
+      for (int i = 0; i < proto.int32_data_size(); ++i) dst[i] = static_cast<uint16_t>(proto.int32_data(i));
+      break;
+    }
+    default: throw ExportError("tensor '" + proto.name() + "': typed data of this element type is not supported");
+  }
+  return out;
+}
+
+void tensorToProto(const at::Tensor& tensor, onnx::TensorProto& proto) {
+  at::Tensor t = tensor.contiguous();
+  proto.set_data_type(onnxType(t.scalar_type()));
+  proto.clear_dims();
+  for (int64_t d : t.sizes()) proto.add_dims(d);
+  proto.set_raw_data(t.data_ptr(), t.nbytes());
+}
+
+}  // namespace pt2onnx::runtime

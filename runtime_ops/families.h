@@ -1,0 +1,13 @@
+// One register function per runtime kernel family; registerAllKernels() calls each, in order.
+#pragma once
+
+namespace pt2onnx::runtime {
+
+class KernelRegistry;
+
+void registerElementwiseKernels(KernelRegistry& r);  // elementwise.cpp: arithmetic, comparison, math, activations
+void registerReductionKernels(KernelRegistry& r);    // reduction.cpp: Reduce*, ArgMax/Min, CumSum, Softmax family
+void registerTensorKernels(KernelRegistry& r);       // tensor.cpp: shape, slicing, gather/scatter, concat, creation
+void registerNnKernels(KernelRegistry& r);           // nn.cpp: Conv, pools, norms, Gemm/MatMul, Resize, Dropout
+
+}  // namespace pt2onnx::runtime

@@ -1,0 +1,8 @@
+#include "runtime/kernel.h"
+#include "runtime_ops/families.h"
+
+namespace pt2onnx::runtime {
+
+void registerTensorKernels(KernelRegistry& r) {}
+
+}  // namespace pt2onnx::runtime

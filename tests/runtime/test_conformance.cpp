@@ -1,0 +1,124 @@
+// ONNX's own conformance data (Debian's libonnx-testdata): every test whose ops all have runtime
+// kernels is run and compared with the expected outputs (rtol 1e-3, atol 1e-7, as onnx's backend
+// tests). Known failures are listed with their reasons in conformance_xfail.txt; a listed test that
+// passes fails too, so the table stays true.
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include "runtime/kernel.h"
+#include "runtime/session.h"
+#include "runtime/tensor_proto.h"
+#include "tests/util/golden.h"
+
+namespace pt2onnx::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kDataRoot = "/usr/share/libonnx-testdata/data";
+
+std::map<std::string, std::string> expectedFailures() {
+  std::map<std::string, std::string> out;
+  std::ifstream in(testing::sourcePath("tests/runtime/conformance_xfail.txt"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    auto space = line.find(' ');
+    out[line.substr(0, space)] = space == std::string::npos ? "" : line.substr(space + 1);
+  }
+  return out;
+}
+
+onnx::TensorProto readTensor(const fs::path& p) {
+  onnx::TensorProto t;
+  std::ifstream in(p, std::ios::binary);
+  t.ParseFromIstream(&in);
+  return t;
+}
+
+bool allOpsImplemented(const onnx::ModelProto& m) {
+  std::map<std::string, int> opsets;
+  for (const auto& imp : m.opset_import()) opsets[imp.domain() == "ai.onnx" ? "" : imp.domain()] = static_cast<int>(imp.version());
+  for (const auto& n : m.graph().node())
+    if (!defaultKernels().find(n.domain(), n.op_type(), opsets[n.domain()])) return false;
+  return true;
+}
+
+// "" when every output of every data set matches.
+std::string runCase(const fs::path& dir) {
+  try {
+    auto session = Session::fromFile((dir / "model.onnx").string());
+    for (const auto& set : fs::directory_iterator(dir)) {
+      if (!set.is_directory()) continue;
+      std::map<std::string, at::Tensor> feeds;
+      for (size_t i = 0; i < session->inputs().size(); ++i)
+        feeds[session->inputs()[i].name] =
+            tensorFromProto(readTensor(set.path() / ("input_" + std::to_string(i) + ".pb")), "");
+      std::vector<at::Tensor> outs = session->run(feeds);
+      for (size_t k = 0; k < outs.size(); ++k) {
+        at::Tensor expected = tensorFromProto(readTensor(set.path() / ("output_" + std::to_string(k) + ".pb")), "");
+        const at::Tensor& actual = outs[k];
+        if (!actual.defined()) return "output " + std::to_string(k) + " missing";
+        if (actual.scalar_type() != expected.scalar_type())
+          return "output " + std::to_string(k) + " dtype " + std::string(c10::toString(actual.scalar_type())) +
+                 " != " + c10::toString(expected.scalar_type());
+        if (actual.sizes() != expected.sizes())
+          return "output " + std::to_string(k) + " shape " + c10::str(actual.sizes()) + " != " + c10::str(expected.sizes());
+        if (expected.is_floating_point()) {
+          at::Tensor e = expected.to(at::kDouble), a = actual.to(at::kDouble);
+          bool ok = at::allclose(a, e, 1e-3, 1e-7, /*equal_nan=*/true);
+          if (!ok) return "output " + std::to_string(k) + " values differ (max abs diff " +
+                          std::to_string((a - e).abs().nan_to_num(0).max().item<double>()) + ")";
+        } else if (!at::equal(actual, expected)) {
+          return "output " + std::to_string(k) + " values differ";
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    return what.substr(0, 300);
+  }
+  return "";
+}
+
+TEST(RuntimeConformance, OnnxBackendNodeTestsPassForEveryImplementedOp) {
+  if (!fs::exists(kDataRoot)) GTEST_FAIL() << kDataRoot << " missing: install libonnx-testdata (scripts/setup.sh does)";
+  auto xfail = expectedFailures();
+  int passed = 0, expectedFailed = 0, notImplemented = 0;
+  std::vector<std::string> unexpected;
+  for (const char* suite : {"node", "pytorch-operator", "pytorch-converted"}) {
+    std::vector<fs::path> dirs;
+    for (const auto& d : fs::directory_iterator(fs::path(kDataRoot) / suite)) dirs.push_back(d.path());
+    std::sort(dirs.begin(), dirs.end());
+    for (const fs::path& dir : dirs) {
+      onnx::ModelProto m;
+      std::ifstream in(dir / "model.onnx", std::ios::binary);
+      if (!m.ParseFromIstream(&in) || !allOpsImplemented(m)) {
+        ++notImplemented;
+        continue;
+      }
+      std::string name = std::string(suite) + "/" + dir.filename().string();
+      // PT2ONNX_CONFORMANCE_FILTER=substring runs only matching cases (while developing kernels).
+      if (const char* filter = std::getenv("PT2ONNX_CONFORMANCE_FILTER"))
+        if (name.find(filter) == std::string::npos) continue;
+      std::string failure = runCase(dir);
+      bool listed = xfail.count(name) > 0;
+      if (failure.empty() && !listed) ++passed;
+      else if (!failure.empty() && listed) ++expectedFailed;
+      else if (listed) unexpected.push_back(name + ": passes but is listed in conformance_xfail.txt");
+      else unexpected.push_back(name + ": " + failure);
+    }
+  }
+  std::cout << "[conformance] " << passed << " passed, " << expectedFailed << " expected failures, "
+            << notImplemented << " not run (ops without kernels)\n";
+  for (const auto& u : unexpected) ADD_FAILURE() << u;
+  if (!std::getenv("PT2ONNX_CONFORMANCE_FILTER")) EXPECT_GT(passed, 0);
+}
+
+}  // namespace
+}  // namespace pt2onnx::runtime
