@@ -31,6 +31,7 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
   size_t inputsBefore = graph->inputs().size();
   const std::vector<Pass> passes = {
       {"inline", [](auto& g) { torch::jit::Inline(*g); }},
+      {"drop_dead_autograd_calls", [](auto& g) { passes::dropDeadAutogradCalls(*g); }},
       {"inline_autograd_functions",
        [&options](auto& g) {
          if (options.inlineAutogradFunction)

@@ -9,16 +9,16 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-try:
-    import pt2onnx  # noqa: F401  (installed by scripts/setup.sh)
-except ImportError:
+# The build tree (python/ holds the package with its freshly built extension) wins over an install,
+# which may be older; scripts/setup.sh builds and installs both.
+if list((ROOT / "python" / "pt2onnx").glob("_pt2onnx*.so")):
     sys.path.insert(0, str(ROOT / "python"))
 
 
 @pytest.fixture(scope="session")
 def cli():
-    """Path of the pt2onnx CLI: the installed one, else the build tree's."""
-    found = shutil.which("pt2onnx")
-    path = found or str(ROOT / "build" / "pt2onnx")
-    assert os.path.exists(path), "pt2onnx CLI not found: run scripts/setup.sh"
+    """Path of the pt2onnx CLI: the build tree's, else the installed one."""
+    built = ROOT / "build" / "pt2onnx"
+    path = str(built) if built.exists() else shutil.which("pt2onnx")
+    assert path and os.path.exists(path), "pt2onnx CLI not found: run scripts/setup.sh"
     return path

@@ -16,7 +16,10 @@ bool inlineOnce(torch::jit::Block* block, const std::function<bool(const torch::
     for (torch::jit::Block* b : n->blocks()) changed = inlineOnce(b, shouldInline) || changed;
     if (n->kind() != c10::prim::PythonOp || !n->hasAttribute(c10::attr::Subgraph)) continue;
     if (shouldInline && !shouldInline(n)) continue;
-    std::shared_ptr<torch::jit::Graph> body = n->g(c10::attr::Subgraph);
+    // The body's in-place ops are made functional within the body: the tracer already replays a
+    // Function's mutation of its inputs (mark_dirty) as separate ops in the outer graph.
+    std::shared_ptr<torch::jit::Graph> body = n->g(c10::attr::Subgraph)->copy();
+    makeFunctional(*body);
     if (body->inputs().size() != n->inputs().size())
       throw ExportError("cannot inline " + jit::describeNode(n) + ": its traced body takes " +
                         std::to_string(body->inputs().size()) + " inputs for " +

@@ -21,6 +21,11 @@ struct LiftedParameters {
 // (tensors: parameters and buffers) or a constant (other attributes), then removes `self`.
 LiftedParameters liftParameters(torch::jit::Graph& graph, const torch::jit::Module& module);
 
+// Removes autograd.Function calls whose results are unused. The tracer records a Function called
+// inside another Function's forward both in that Function's body and, dead, in the outer graph;
+// LibTorch's DCE keeps such nodes because a Python call may have side effects.
+void dropDeadAutogradCalls(torch::jit::Graph& graph);
+
 // Replaces each `prim::PythonOp` (a traced autograd.Function call) for which `shouldInline` holds
 // (every one when it is empty) by the ops traced inside its forward (the node's Subgraph), until
 // none is left to inline: a Function calling another Function is inlined level by level.

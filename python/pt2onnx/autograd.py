@@ -55,11 +55,9 @@ class ExportState:
         self.decisions = {}
 
     def mode_for(self, cls, name):
-        if name in self.overrides:
-            return self.overrides[name]
-        if cls is not None and cls.__qualname__ in self.overrides:
-            return self.overrides[cls.__qualname__]
-        return self.mode
+        # Keys are fully qualified names (a class object is qualified when stored): two classes
+        # with one name in different modules are never confused.
+        return self.overrides.get(name, self.mode)
 
 
 class exporting:
@@ -155,7 +153,10 @@ def convert(g, node, tensor_args):
     if decision == "registered":
         fn = symbolic_registry._function_symbolics.get(cls)
         if fn is not None:
-            return fn(g, *args)
+            result = fn(g, *args)
+            if result is None:
+                raise RuntimeError(f"the symbolic registered for {name} returned None")
+            return result
         fn = symbolic_registry.python_op_symbolic(g.opset)
         result = fn(g, *args, inplace=node.i("inplace"), module=node.s("module"), name=node.pyname())
         if result is None:
@@ -203,7 +204,7 @@ def _scalar_attributes(args, cconv):
         if isinstance(arg, bool):
             attrs["bool_scalars"].append(int(arg))
             attrs["bool_scalar_positions"].append(pos)
-        elif isinstance(arg, int):
+        elif isinstance(arg, int) and -2**63 <= arg < 2**63:
             attrs["int_scalars"].append(arg)
             attrs["int_scalar_positions"].append(pos)
         elif isinstance(arg, float):
@@ -213,7 +214,7 @@ def _scalar_attributes(args, cconv):
             attrs["bool_tuple_begins"].append(len(attrs["bool_tuples"]))
             attrs["bool_tuples"].extend(int(v) for v in arg)
             attrs["bool_tuple_positions"].append(pos)
-        elif isinstance(arg, tuple) and arg and all(isinstance(v, int) for v in arg):
+        elif isinstance(arg, tuple) and arg and all(isinstance(v, int) and -2**63 <= v < 2**63 for v in arg):
             attrs["int_tuple_begins"].append(len(attrs["int_tuples"]))
             attrs["int_tuples"].extend(int(v) for v in arg)
             attrs["int_tuple_positions"].append(pos)
@@ -255,6 +256,9 @@ def portable_value(v):
 def python_op(g, node, tensor_args, name, cls):
     state = current()
     cconv = node.cconv()
+    if "d" not in cconv:
+        raise ValueError(f"{name} is called without tensor arguments: com.microsoft::PythonOp needs at least one "
+                         "tensor input (give the Function a symbolic, or export it inlined)")
     args = apply_arguments(node, tensor_args)
     inputs = list(node.inputs())
     outputs = _output_types(node)
