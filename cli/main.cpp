@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
   cli::addConvertCommand(app, exitCode);
   cli::addReportCommand(app, exitCode);
   cli::addOpsCommand(app, exitCode);
+  cli::addRunCommand(app, exitCode);
+  cli::addVerifyCommand(app, exitCode);
   app.parse_complete_callback([&] {
     if (quiet) setLogLevel(spdlog::level::err);
     else if (verbose >= 3) setLogLevel(spdlog::level::trace);

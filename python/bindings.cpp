@@ -12,6 +12,8 @@
 #include "common/logging.h"
 #include "exporter/export.h"
 #include "python/symbolic_bridge.h"
+#include "runtime/session.h"
+#include "runtime_ops/python/python_ops.h"
 
 namespace py = pybind11;
 using namespace pt2onnx;
@@ -169,6 +171,38 @@ PYBIND11_MODULE(_pt2onnx, m) {
         });
 
   pt2onnx::python::bindSymbolicBridge(m);
+
+  // The builtin runtime.
+  runtime::registerPythonKernels(runtime::defaultKernels());
+  py::class_<runtime::ValueInfo>(m, "ValueInfo")
+      .def_readonly("name", &runtime::ValueInfo::name)
+      .def_readonly("onnx_type", &runtime::ValueInfo::onnxType)
+      .def_readonly("shape", &runtime::ValueInfo::shape)
+      .def_readonly("dim_params", &runtime::ValueInfo::dimParams);
+  py::class_<runtime::Session>(m, "RuntimeSession")
+      .def(py::init([](const py::object& model, int threads) {
+             runtime::SessionOptions options;
+             options.intraOpThreads = threads;
+             if (py::isinstance<py::bytes>(model)) {
+               std::string bytes = model.cast<std::string>();
+               py::gil_scoped_release release;
+               return runtime::Session::fromBytes(bytes, options);
+             }
+             std::string path = py::str(model);
+             py::gil_scoped_release release;
+             return runtime::Session::fromFile(path, options);
+           }),
+           py::arg("model"), py::arg("threads") = 0)
+      .def_property_readonly("inputs", &runtime::Session::inputs)
+      .def_property_readonly("outputs", &runtime::Session::outputs)
+      .def_property_readonly("metadata", &runtime::Session::metadata)
+      .def("run",
+           [](const runtime::Session& s, const std::map<std::string, at::Tensor>& feeds,
+              const std::vector<std::string>& outputNames) {
+             py::gil_scoped_release release;  // kernels that need Python take the GIL back
+             return s.run(feeds, outputNames);
+           },
+           py::arg("feeds"), py::arg("output_names") = std::vector<std::string>{});
 
   m.def("set_log_level", [](const std::string& level) { setLogLevel(spdlog::level::from_str(level)); });
 }

@@ -41,6 +41,8 @@ class KernelContext {
 
   int opset() const { return opset_; }
   const std::string& opType() const { return opType_; }
+  const std::string& nodeName() const { return nodeName_; }
+  const std::unordered_map<std::string, Attribute>& attributes() const { return attributes_; }
   size_t numInputs() const { return inputs_.size(); }
   size_t numOutputs() const { return numOutputs_; }
   // Input i; fails when it is missing (an omitted optional input is an undefined tensor).

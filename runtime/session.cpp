@@ -1,5 +1,6 @@
 #include "runtime/session.h"
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -132,12 +133,27 @@ void Session::build(const onnx::ModelProto& model, const std::string& baseDir, c
     if (opset == opsets.end()) throw ExportError(describe(n) + ": the model imports no opset for its domain");
     step.opset = opset->second;
     step.kernel = kernels.find(step.domain, step.opType, step.opset);
+    // PyOp lives in a domain of the model's choosing (one per node, as ONNX Runtime required).
+    if (!step.kernel && step.opType == "PyOp") step.kernel = kernels.find("*", "PyOp", 1);
     if (!step.kernel) {
       auto lowest = kernels.lowestVersion(step.domain, step.opType);
       throw ExportError(describe(n) + " at opset " + std::to_string(step.opset) + " is not supported by pt2onnx's runtime" +
                         (lowest ? " (implemented from opset " + std::to_string(*lowest) + ")" : ""));
     }
     for (const auto& a : n.attribute()) step.attributes.emplace(a.name(), parseAttribute(a, baseDir));
+    // Kernels that keep per-node state (the Python ops' plans) key it by a process-unique id; the
+    // portable arguments pt2onnx recorded for a PythonOp come with it.
+    static std::atomic<int64_t> nextNodeId{1};
+    Attribute id;
+    id.i = nextNodeId++;
+    step.attributes["__node_id"] = id;
+    for (const auto& [key, value] : metadata_)
+      if (key == "pt2onnx.python_op:" + n.name()) {
+        Attribute meta;
+        meta.kind = Attribute::Kind::String;
+        meta.s = value;
+        step.attributes["__metadata"] = meta;
+      }
     for (const std::string& in : n.input()) {
       if (in.empty()) {
         step.inputs.push_back(-1);

@@ -14,5 +14,7 @@ constexpr int kExitError = 2;
 void addConvertCommand(CLI::App& app, int& exitCode);
 void addReportCommand(CLI::App& app, int& exitCode);
 void addOpsCommand(CLI::App& app, int& exitCode);
+void addRunCommand(CLI::App& app, int& exitCode);
+void addVerifyCommand(CLI::App& app, int& exitCode);
 
 }  // namespace pt2onnx::cli

@@ -27,9 +27,9 @@ void addBuildTreePackagePath() {
   }
 }
 
-// Runs `body` with an interpreter; Python exceptions become one-line ExportErrors.
-template <typename Body>
-auto withPython(const Body& body) {
+}  // namespace
+
+bool runWithPython(const std::function<bool(py::module_)>& body) {
   py::scoped_interpreter interpreter;
   try {
     addBuildTreePackagePath();
@@ -41,10 +41,8 @@ auto withPython(const Body& body) {
   }
 }
 
-}  // namespace
-
 void convertPythonModel(const PythonConvertRequest& r) {
-  withPython([&](py::module_ entry) {
+  runWithPython([&](py::module_ entry) {
     py::module_ exporter = py::module_::import("pt2onnx.exporter");
     py::dict options;
     options["opset_version"] = r.opset;
@@ -62,12 +60,12 @@ void convertPythonModel(const PythonConvertRequest& r) {
     std::cout << "wrote " << r.output << ": opset " << r.opset << ", " << summary["onnx_nodes"].cast<size_t>()
               << " nodes, " << summary["initializers"].cast<size_t>() << " initializers, "
               << summary["model_bytes"].cast<uint64_t>() << " bytes\n";
-    return 0;
+    return true;
   });
 }
 
 bool reportPythonModel(const std::string& spec, int opset, const std::string& format, const std::string& training) {
-  return withPython([&](py::module_ entry) {
+  return runWithPython([&](py::module_ entry) {
     py::tuple result = entry.attr("report")(spec, opset, format, training);
     std::cout << result[0].cast<std::string>();
     if (format == "json") std::cout << "\n";

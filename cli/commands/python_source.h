@@ -2,9 +2,12 @@
 // TorchScript archive, so the CLI embeds Python, calls the function and exports in one process.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <pybind11/pybind11.h>
 
 namespace pt2onnx::cli {
 
@@ -26,6 +29,9 @@ struct PythonConvertRequest {
 
 // Runs the export in an embedded interpreter and prints its summary. Throws ExportError.
 void convertPythonModel(const PythonConvertRequest& request);
+// Runs `body` in an embedded interpreter (the pt2onnx package importable, from the build tree when
+// the CLI runs there); Python exceptions become one-line ExportErrors.
+bool runWithPython(const std::function<bool(pybind11::module_)>& body);
 // Prints the unconvertible-op report; returns whether everything converts. Throws ExportError.
 bool reportPythonModel(const std::string& spec, int opset, const std::string& format, const std::string& training);
 

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "tests/util/npy.h"
+#include "runtime/npy.h"
 
 namespace pt2onnx::testing {
 namespace {
@@ -86,7 +86,7 @@ std::vector<OrtResult> runFiles(const std::vector<std::pair<std::string, const O
     manifest << "{";
     for (size_t i = 0; i < job.inputs.size(); ++i) {
       std::string file = "in_" + std::to_string(i) + ".npy";
-      writeNpy((jobDir / "in" / file).string(), job.inputs[i]);
+      runtime::writeNpy((jobDir / "in" / file).string(), job.inputs[i]);
       manifest << (i ? ", " : "") << jsonString(job.inputNames.at(i)) << ": " << jsonString(file);
     }
     manifest << "}";
@@ -113,7 +113,7 @@ std::vector<OrtResult> runFiles(const std::vector<std::pair<std::string, const O
       std::regex pair("\"((?:[^\"\\\\]|\\\\.)*)\":\"([^\"]+)\"");
       for (auto it = std::sregex_iterator(manifest.begin(), manifest.end(), pair); it != std::sregex_iterator(); ++it) {
         r.outputNames.push_back((*it)[1]);
-        r.outputs.push_back(readNpy((out / (*it)[2].str()).string()));
+        r.outputs.push_back(runtime::readNpy((out / (*it)[2].str()).string()));
       }
     }
     results.push_back(std::move(r));

@@ -1,0 +1,109 @@
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <onnx/onnx_pb.h>
+#include <pybind11/embed.h>
+
+#include "cli/commands/commands.h"
+#include "common/errors.h"
+#include "runtime/npy.h"
+#include "runtime/session.h"
+#include "runtime_ops/python/python_ops.h"
+
+namespace py = pybind11;
+
+namespace pt2onnx::cli {
+namespace {
+
+struct RunOptions {
+  std::string model;
+  std::vector<std::string> inputs;  // NAME=FILE.npy
+  std::string outputDir;
+  int threads = 1;
+};
+
+// Whether the model has nodes that call back into Python (then an interpreter is needed).
+bool needsPython(const std::string& path) {
+  onnx::ModelProto m;
+  std::ifstream in(path, std::ios::binary);
+  if (!m.ParseFromIstream(&in)) return false;  // the session reports the parse error
+  for (const auto& n : m.graph().node())
+    if (n.op_type() == "PythonOp" || n.op_type() == "PythonOpGrad" || n.op_type() == "PyOp") return true;
+  return false;
+}
+
+void addPackagePath() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  auto candidate = exe.parent_path().parent_path() / "python";
+  if (!ec && std::filesystem::exists(candidate / "pt2onnx" / "__init__.py"))
+    py::module_::import("sys").attr("path").attr("insert")(0, candidate.string());
+  py::module_::import("sys").attr("path").attr("insert")(0, std::filesystem::current_path().string());
+}
+
+void runModel(const RunOptions& o) {
+  std::map<std::string, at::Tensor> feeds;
+  for (const std::string& spec : o.inputs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) throw ExportError("bad --input '" + spec + "': expected NAME=FILE.npy");
+    feeds[spec.substr(0, eq)] = runtime::readNpy(spec.substr(eq + 1));
+  }
+  std::optional<py::scoped_interpreter> interpreter;
+  std::optional<py::gil_scoped_release> release;
+  if (needsPython(o.model)) {
+    interpreter.emplace();
+    addPackagePath();
+    runtime::registerPythonKernels(runtime::defaultKernels());
+    release.emplace();  // kernels take the GIL when they call Python
+  }
+  runtime::SessionOptions options;
+  options.intraOpThreads = o.threads;
+  auto session = runtime::Session::fromFile(o.model, options);
+  for (const auto& in : session->inputs())
+    if (!feeds.count(in.name)) {
+      std::string names;
+      for (const auto& i : session->inputs()) names += (names.empty() ? "" : ", ") + i.name;
+      throw ExportError("no --input for model input '" + in.name + "' (the model takes: " + names + ")");
+    }
+  std::vector<at::Tensor> outs = session->run(feeds);
+  if (!o.outputDir.empty()) std::filesystem::create_directories(o.outputDir);
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const std::string& name = session->outputs()[k].name;
+    const at::Tensor& t = outs[k];
+    std::cout << name << ": " << c10::toString(t.scalar_type()) << " " << t.sizes();
+    if (t.numel() > 0 && (t.is_floating_point() || t.scalar_type() == at::kLong || t.scalar_type() == at::kInt)) {
+      at::Tensor d = t.to(at::kDouble);
+      std::cout << "  min " << d.min().item<double>() << " max " << d.max().item<double>() << " mean "
+                << d.mean().item<double>();
+    }
+    std::cout << "\n";
+    if (!o.outputDir.empty()) {
+      std::string file = name;
+      for (char& c : file)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+      runtime::writeNpy((std::filesystem::path(o.outputDir) / (file + ".npy")).string(), t);
+    }
+  }
+}
+
+}  // namespace
+
+void addRunCommand(CLI::App& app, int& exitCode) {
+  auto opts = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Run an ONNX model in pt2onnx's builtin runtime (ATen kernels; com.microsoft::PythonOp / "
+             "PythonOpGrad and PyOp call back into Python)");
+  cmd->add_option("model", opts->model, "ONNX model (.onnx; external data is read beside it)")->required();
+  cmd->add_option("--input,-i", opts->inputs, "A model input: NAME=FILE.npy; repeat per input")->take_all();
+  cmd->add_option("--output-dir,-o", opts->outputDir, "Write each output as <name>.npy into this directory");
+  cmd->add_option("--threads", opts->threads, "ATen intra-op threads")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->callback([opts, &exitCode] {
+    if (!std::filesystem::is_regular_file(opts->model))
+      throw ExportError("model file '" + opts->model + "' does not exist or is not a file");
+    runModel(*opts);
+    exitCode = 0;
+  });
+}
+
+}  // namespace pt2onnx::cli
