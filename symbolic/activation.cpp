@@ -10,6 +10,7 @@
 #include "symbolic/context.h"
 #include "symbolic/dtype.h"
 #include "symbolic/families.h"
+#include "symbolic/helpers.h"
 #include "symbolic/registry.h"
 
 namespace pt2onnx::symbolic {
@@ -20,22 +21,6 @@ constexpr double kPi = 3.14159265358979323846;
 using ir::DType;
 using ir::Value;
 namespace attr = ir::attr;
-
-bool hasArg(const Context& ctx, size_t i) { return i < ctx.numArgs() && !ctx.isNone(i); }
-
-DType resultDtype(const Context& ctx) {
-  DType t = ctx.outputType(0).dtype;
-  if (t == DType::Undefined) ctx.fail("the output dtype is unknown at export time");
-  return t;
-}
-
-// Overloads on Python numbers (aten::tanh.float, ...) return numbers and are not ours.
-void requireTensorOverload(const Context& ctx) {
-  const std::string& schema = ctx.schema();
-  size_t arrow = schema.rfind("->");
-  if (arrow != std::string::npos && schema.find("Tensor", arrow) == std::string::npos)
-    ctx.fail("the overload " + schema + " computes on Python numbers and is not supported");
-}
 
 // The input tensor (arg 0) in the output dtype.
 Value* input(Context& ctx) {

@@ -11,6 +11,7 @@
 
 #include "symbolic/context.h"
 #include "symbolic/families.h"
+#include "symbolic/helpers.h"
 #include "symbolic/registry.h"
 
 namespace pt2onnx::symbolic {
@@ -21,25 +22,6 @@ using ir::Value;
 namespace attr = ir::attr;
 
 // ---- shared helpers ----
-
-bool hasArg(const Context& ctx, size_t i) { return i < ctx.numArgs() && !ctx.isNone(i); }
-
-// The promoted dtype PyTorch computed for output 0.
-DType resultDtype(const Context& ctx) {
-  DType t = ctx.outputType(0).dtype;
-  if (t == DType::Undefined) ctx.fail("the output dtype is unknown at export time");
-  return t;
-}
-
-// Overloads on Python numbers (aten::eq.int, aten::floor.float, ...) return numbers and are
-// evaluators, not these symbolics. Tensor overloads may still see numbers as operands (a
-// prim::NumToTensor result is bound as a number), which operand() materializes.
-void requireTensorOverload(const Context& ctx) {
-  const std::string& schema = ctx.schema();
-  size_t arrow = schema.rfind("->");
-  if (arrow != std::string::npos && schema.find("Tensor", arrow) == std::string::npos)
-    ctx.fail("the overload " + schema + " computes on Python numbers and is not supported");
-}
 
 // Operand i (tensor or Scalar) cast to `dtype`.
 Value* operand(Context& ctx, size_t i, DType dtype) { return ctx.scalarAsTensor(i, dtype); }

@@ -10,6 +10,7 @@
 #include "symbolic/context.h"
 #include "symbolic/dtype.h"
 #include "symbolic/families.h"
+#include "symbolic/helpers.h"
 #include "symbolic/registry.h"
 
 namespace pt2onnx::symbolic {
@@ -19,21 +20,10 @@ using ir::DType;
 using ir::Value;
 namespace attr = ir::attr;
 
-bool hasArg(const Context& ctx, size_t i) { return i < ctx.numArgs() && !ctx.isNone(i); }
-
-DType resultDtype(const Context& ctx, size_t output = 0) {
-  DType t = ctx.outputType(output).dtype;
-  if (t == DType::Undefined) ctx.fail("the output dtype is unknown at export time");
-  return t;
-}
-
 // Arg 0 as a tensor. Overloads on Python lists (aten::sum.int, aten::any.bool, aten::max.int, ...)
 // return numbers and are evaluators, not these symbolics.
 Value* inputTensor(Context& ctx) {
-  const std::string& schema = ctx.schema();
-  size_t arrow = schema.rfind("->");
-  if (arrow != std::string::npos && schema.find("Tensor", arrow) == std::string::npos)
-    ctx.fail("the overload " + schema + " computes on Python numbers and is not supported");
+  requireTensorOverload(ctx);
   return ctx.tensor(0);
 }
 
