@@ -1,8 +1,761 @@
+// Runtime kernels of the nn family: Conv/ConvTranspose, pools, normalizations, Gemm/MatMul/Einsum,
+// Dropout (inference) and Resize. Everything runs on ATen's native ops; ONNX's geometry (explicit
+// and asymmetric pads, auto_pad, ceil_mode, output_shape) is mapped onto them, padding explicitly
+// (at::constant_pad_nd) only where ATen's symmetric padding cannot express it.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
 #include "runtime/kernel.h"
 #include "runtime_ops/families.h"
 
 namespace pt2onnx::runtime {
+namespace {
 
-void registerNnKernels(KernelRegistry& r) {}
+using Ints = std::vector<int64_t>;
+
+// ---- dtype helpers ----
+
+// ATen's CPU convolutions, pools and matmuls lack Half (and are patchy for BFloat16): compute those in float.
+bool isReducedFloat(at::ScalarType t) { return t == at::kHalf || t == at::kBFloat16; }
+
+at::Tensor toCompute(const at::Tensor& t) { return isReducedFloat(t.scalar_type()) ? t.to(at::kFloat) : t; }
+
+at::Tensor fromCompute(const at::Tensor& t, at::ScalarType original) {
+  return t.scalar_type() == original ? t : t.to(original);
+}
+
+// An optional input in its compute dtype (undefined stays undefined).
+at::Tensor optionalCompute(KernelContext& ctx, size_t i) {
+  return ctx.hasInput(i) ? toCompute(ctx.input(i)) : at::Tensor();
+}
+
+std::string str(const Ints& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// ---- convolution / pooling geometry ----
+
+struct Geometry {
+  Ints kernel, strides, dilations, padBegin, padEnd;
+  size_t rank() const { return kernel.size(); }
+  bool symmetric() const { return padBegin == padEnd; }
+  int64_t effectiveKernel(size_t i) const { return (kernel[i] - 1) * dilations[i] + 1; }
+};
+
+// strides, dilations and pads (explicit or from auto_pad) for a node whose spatial input sizes are
+// x.sizes()[2:]. `kernel` comes from kernel_shape or the weight.
+Geometry geometry(KernelContext& ctx, const at::Tensor& x, Ints kernel, bool hasDilations) {
+  Geometry g;
+  size_t n = kernel.size();
+  if (x.dim() != static_cast<int64_t>(n) + 2)
+    ctx.fail("input has rank " + std::to_string(x.dim()) + " but the kernel has " + std::to_string(n) +
+             " spatial dimensions (expected N x C x D1 x ... x Dn)");
+  g.kernel = std::move(kernel);
+  g.strides = ctx.attrInts("strides", Ints(n, 1));
+  g.dilations = hasDilations ? ctx.attrInts("dilations", Ints(n, 1)) : Ints(n, 1);
+  if (g.strides.size() != n) ctx.fail("strides has " + std::to_string(g.strides.size()) + " values, expected " + std::to_string(n));
+  if (g.dilations.size() != n)
+    ctx.fail("dilations has " + std::to_string(g.dilations.size()) + " values, expected " + std::to_string(n));
+  for (size_t i = 0; i < n; ++i) {
+    if (g.strides[i] < 1) ctx.fail("strides must be positive, got " + str(g.strides));
+    if (g.dilations[i] < 1) ctx.fail("dilations must be positive, got " + str(g.dilations));
+    if (g.kernel[i] < 1) ctx.fail("kernel_shape must be positive, got " + str(g.kernel));
+  }
+  std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
+  g.padBegin.assign(n, 0);
+  g.padEnd.assign(n, 0);
+  if (autoPad == "NOTSET") {
+    Ints pads = ctx.attrInts("pads", Ints(2 * n, 0));
+    if (pads.size() != 2 * n) ctx.fail("pads has " + std::to_string(pads.size()) + " values, expected " + std::to_string(2 * n));
+    for (size_t i = 0; i < n; ++i) {
+      g.padBegin[i] = pads[i];
+      g.padEnd[i] = pads[i + n];
+      if (pads[i] < 0 || pads[i + n] < 0) ctx.fail("pads must be non-negative, got " + str(pads));
+    }
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (size_t i = 0; i < n; ++i) {
+      int64_t in = x.size(i + 2);
+      int64_t out = (in + g.strides[i] - 1) / g.strides[i];
+      int64_t total = std::max<int64_t>(0, (out - 1) * g.strides[i] + g.effectiveKernel(i) - in);
+      g.padBegin[i] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      g.padEnd[i] = total - g.padBegin[i];
+    }
+  } else if (autoPad != "VALID") {
+    ctx.fail("unknown auto_pad '" + autoPad + "' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)");
+  }
+  return g;
+}
+
+// at::constant_pad_nd's pad list (last dimension first) for begin/end pads of the spatial dimensions.
+Ints atenPads(const Ints& begin, const Ints& end) {
+  Ints p;
+  for (size_t i = begin.size(); i-- > 0;) {
+    p.push_back(begin[i]);
+    p.push_back(end[i]);
+  }
+  return p;
+}
+
+Ints kernelShapeAttr(KernelContext& ctx) {
+  if (!ctx.hasAttribute("kernel_shape")) ctx.fail("required attribute 'kernel_shape' is missing");
+  return ctx.attrInts("kernel_shape");
+}
+
+// ---- Conv ----
+
+std::vector<at::Tensor> conv(KernelContext& ctx) {
+  const at::Tensor& x0 = ctx.input(0);
+  at::Tensor x = toCompute(x0), w = toCompute(ctx.input(1)), b = optionalCompute(ctx, 2);
+  if (w.dim() != x.dim()) ctx.fail("W has rank " + std::to_string(w.dim()) + ", X has rank " + std::to_string(x.dim()));
+  Ints kernel(w.sizes().begin() + 2, w.sizes().end());
+  if (ctx.hasAttribute("kernel_shape") && ctx.attrInts("kernel_shape") != kernel)
+    ctx.fail("kernel_shape " + str(ctx.attrInts("kernel_shape")) + " does not match W's spatial shape " + str(kernel));
+  Geometry g = geometry(ctx, x, kernel, true);
+  int64_t group = ctx.attrInt("group", 1);
+  if (group < 1 || x.size(1) != w.size(1) * group)
+    ctx.fail("X has " + std::to_string(x.size(1)) + " channels but W expects " + std::to_string(w.size(1)) + " x group " +
+             std::to_string(group));
+  Ints padding = g.padBegin;
+  if (!g.symmetric()) {
+    x = at::constant_pad_nd(x, atenPads(g.padBegin, g.padEnd), 0);
+    padding.assign(g.rank(), 0);
+  }
+  at::Tensor y = at::convolution(x, w, b, g.strides, padding, g.dilations, false, Ints(g.rank(), 0), group);
+  return {fromCompute(y, x0.scalar_type())};
+}
+
+// ---- ConvTranspose ----
+
+std::vector<at::Tensor> convTranspose(KernelContext& ctx) {
+  const at::Tensor& x0 = ctx.input(0);
+  at::Tensor x = toCompute(x0), w = toCompute(ctx.input(1)), b = optionalCompute(ctx, 2);
+  if (w.dim() != x.dim()) ctx.fail("W has rank " + std::to_string(w.dim()) + ", X has rank " + std::to_string(x.dim()));
+  size_t n = static_cast<size_t>(x.dim()) - 2;
+  Ints kernel(w.sizes().begin() + 2, w.sizes().end());
+  if (ctx.hasAttribute("kernel_shape") && ctx.attrInts("kernel_shape") != kernel)
+    ctx.fail("kernel_shape " + str(ctx.attrInts("kernel_shape")) + " does not match W's spatial shape " + str(kernel));
+  int64_t group = ctx.attrInt("group", 1);
+  if (group < 1 || x.size(1) != w.size(0))
+    ctx.fail("X has " + std::to_string(x.size(1)) + " channels but W has " + std::to_string(w.size(0)));
+  Ints strides = ctx.attrInts("strides", Ints(n, 1));
+  Ints dilations = ctx.attrInts("dilations", Ints(n, 1));
+  Ints outputPadding = ctx.attrInts("output_padding", Ints(n, 0));
+  if (strides.size() != n || dilations.size() != n || outputPadding.size() != n)
+    ctx.fail("strides, dilations and output_padding need " + std::to_string(n) + " values each");
+  std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
+  Ints full(n), pb(n, 0), pe(n, 0);
+  for (size_t i = 0; i < n; ++i) full[i] = strides[i] * (x.size(i + 2) - 1) + (kernel[i] - 1) * dilations[i] + 1;
+  // The pads that give output size `out` along dimension i; a negative total grows the end.
+  auto padsFor = [&](size_t i, int64_t out, bool upper) {
+    int64_t total = full[i] + outputPadding[i] - out;
+    if (total < 0) {
+      pb[i] = 0;
+      pe[i] = total;
+    } else if (upper) {
+      pb[i] = total / 2;
+      pe[i] = total - total / 2;
+    } else {
+      pb[i] = total - total / 2;
+      pe[i] = total / 2;
+    }
+  };
+  if (ctx.hasAttribute("output_shape")) {
+    Ints outShape = ctx.attrInts("output_shape");
+    if (outShape.size() == n + 2) outShape.erase(outShape.begin(), outShape.begin() + 2);
+    if (outShape.size() != n) ctx.fail("output_shape " + str(outShape) + " needs " + std::to_string(n) + " spatial sizes");
+    for (size_t i = 0; i < n; ++i) padsFor(i, outShape[i], autoPad == "SAME_UPPER");
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (size_t i = 0; i < n; ++i) padsFor(i, x.size(i + 2) * strides[i], autoPad == "SAME_UPPER");
+  } else if (autoPad == "NOTSET") {
+    Ints pads = ctx.attrInts("pads", Ints(2 * n, 0));
+    if (pads.size() != 2 * n) ctx.fail("pads has " + std::to_string(pads.size()) + " values, expected " + std::to_string(2 * n));
+    for (size_t i = 0; i < n; ++i) {
+      pb[i] = pads[i];
+      pe[i] = pads[i + n];
+    }
+  } else if (autoPad != "VALID") {
+    ctx.fail("unknown auto_pad '" + autoPad + "' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)");
+  }
+  bool native = pb == pe;
+  for (size_t i = 0; i < n && native; ++i)
+    native = pb[i] >= 0 && outputPadding[i] >= 0 && (outputPadding[i] < strides[i] || outputPadding[i] < dilations[i]);
+  at::Tensor y;
+  if (native) {
+    y = at::convolution(x, w, b, strides, pb, dilations, true, outputPadding, group);
+  } else {
+    // The full transposed convolution, then crop (negative pad) or extend with zeros: positions past
+    // the full output receive no input contribution, only the bias.
+    y = at::convolution(x, w, {}, strides, Ints(n, 0), dilations, true, Ints(n, 0), group);
+    Ints end(n);
+    for (size_t i = 0; i < n; ++i) end[i] = outputPadding[i] - pe[i];
+    Ints begin(n);
+    for (size_t i = 0; i < n; ++i) begin[i] = -pb[i];
+    y = at::constant_pad_nd(y, atenPads(begin, end), 0);
+    if (b.defined()) {
+      Ints shape(y.dim(), 1);
+      shape[1] = b.numel();
+      y = y + b.view(shape);
+    }
+  }
+  return {fromCompute(y, x0.scalar_type())};
+}
+
+// ---- pools ----
+
+// Computes pools in float/double: ATen's CPU pools take floating types only.
+at::Tensor poolCompute(const at::Tensor& t) {
+  if (t.is_floating_point()) return toCompute(t);
+  return (t.scalar_type() == at::kInt || t.scalar_type() == at::kLong) ? t.to(at::kDouble) : t.to(at::kFloat);
+}
+
+// A 1-D pool runs as 2-D over a trailing unit dimension.
+void promote1d(at::Tensor& x, Geometry& g) {
+  x = x.unsqueeze(-1);
+  g.kernel.push_back(1);
+  g.strides.push_back(1);
+  g.dilations.push_back(1);
+  g.padBegin.push_back(0);
+  g.padEnd.push_back(0);
+}
+
+// Whether ATen's own (symmetric, at most half-kernel) padding expresses the pads.
+bool atenPaddable(const Geometry& g) {
+  if (!g.symmetric()) return false;
+  for (size_t i = 0; i < g.rank(); ++i)
+    if (g.padBegin[i] > g.kernel[i] / 2) return false;
+  return true;
+}
+
+// ONNX's MaxPool indices (flattened over the whole tensor, row- or column-major spatially) from
+// ATen's (flattened over the spatial dimensions of the possibly padded plane).
+at::Tensor onnxIndices(const at::Tensor& atenIdx, const Ints& planeSizes, const Ints& padBegin, const Ints& inputSizes,
+                       int64_t storageOrder, int64_t planes) {
+  size_t n = planeSizes.size();
+  std::vector<at::Tensor> coords(n);
+  at::Tensor rest = atenIdx;
+  for (size_t i = n; i-- > 0;) {
+    coords[i] = at::remainder(rest, planeSizes[i]) - padBegin[i];
+    coords[i] = coords[i].clamp(0, inputSizes[i] - 1);
+    rest = at::div(rest, planeSizes[i], "floor");
+  }
+  at::Tensor lin = at::zeros_like(atenIdx);
+  if (storageOrder == 0) {
+    for (size_t i = 0; i < n; ++i) lin = lin * inputSizes[i] + coords[i];
+  } else {
+    for (size_t i = n; i-- > 0;) lin = lin * inputSizes[i] + coords[i];
+  }
+  int64_t planeSize = 1;
+  for (int64_t s : inputSizes) planeSize *= s;
+  Ints offsetShape(atenIdx.dim(), 1);
+  offsetShape[0] = atenIdx.size(0);
+  offsetShape[1] = atenIdx.size(1);
+  at::Tensor offset = at::arange(planes, atenIdx.options()).view(offsetShape) * planeSize;
+  return lin + offset;
+}
+
+std::vector<at::Tensor> maxPool(KernelContext& ctx) {
+  const at::Tensor& x0 = ctx.input(0);
+  at::Tensor x = poolCompute(x0);
+  Geometry g = geometry(ctx, x, kernelShapeAttr(ctx), true);
+  bool ceil = ctx.attrInt("ceil_mode", 0) != 0;
+  int64_t storageOrder = ctx.attrInt("storage_order", 0);
+  if (g.rank() < 1 || g.rank() > 3) ctx.fail("MaxPool supports 1-D, 2-D and 3-D inputs, got " + std::to_string(g.rank()) + "-D");
+  Ints inputSizes(x.sizes().begin() + 2, x.sizes().end());
+  bool oneD = g.rank() == 1;
+  if (oneD) promote1d(x, g);
+  bool native = atenPaddable(g);
+  Ints padding = g.padBegin;
+  if (!native) {
+    x = at::constant_pad_nd(x, atenPads(g.padBegin, g.padEnd), -std::numeric_limits<double>::infinity());
+    padding.assign(g.rank(), 0);
+  }
+  bool wantIndices = ctx.numOutputs() > 1;
+  at::Tensor y, idx;
+  if (!wantIndices) {
+    y = g.rank() == 2 ? at::max_pool2d(x, g.kernel, g.strides, padding, g.dilations, ceil)
+                      : at::max_pool3d(x, g.kernel, g.strides, padding, g.dilations, ceil);
+  } else {
+    std::tie(y, idx) = g.rank() == 2 ? at::max_pool2d_with_indices(x, g.kernel, g.strides, padding, g.dilations, ceil)
+                                     : at::max_pool3d_with_indices(x, g.kernel, g.strides, padding, g.dilations, ceil);
+    Ints planeSizes(x.sizes().begin() + 2, x.sizes().end());
+    Ints padBegin = native ? Ints(g.rank(), 0) : g.padBegin;
+    Ints sizes = inputSizes;
+    if (oneD) sizes.push_back(1);
+    idx = onnxIndices(idx, planeSizes, padBegin, sizes, storageOrder, x.size(0) * x.size(1));
+    if (oneD) idx = idx.squeeze(-1);
+  }
+  if (oneD) y = y.squeeze(-1);
+  y = fromCompute(y, x0.scalar_type());
+  if (!wantIndices) return {y};
+  return {y, idx};
+}
+
+at::Tensor avgPoolAten(const at::Tensor& x, const Geometry& g, const Ints& padding, bool ceil, bool includePad,
+                       c10::optional<int64_t> divisor = c10::nullopt) {
+  return g.rank() == 2 ? at::avg_pool2d(x, g.kernel, g.strides, padding, ceil, includePad, divisor)
+                       : at::avg_pool3d(x, g.kernel, g.strides, padding, ceil, includePad, divisor);
+}
+
+std::vector<at::Tensor> averagePool(KernelContext& ctx) {
+  const at::Tensor& x0 = ctx.input(0);
+  at::Tensor x = poolCompute(x0);
+  Geometry g = geometry(ctx, x, kernelShapeAttr(ctx), true);
+  for (int64_t d : g.dilations)
+    if (d != 1) ctx.fail("AveragePool with dilations " + str(g.dilations) + " is not supported");
+  bool ceil = ctx.attrInt("ceil_mode", 0) != 0;
+  bool includePad = ctx.attrInt("count_include_pad", 0) != 0;
+  if (g.rank() < 1 || g.rank() > 3)
+    ctx.fail("AveragePool supports 1-D, 2-D and 3-D inputs, got " + std::to_string(g.rank()) + "-D");
+  bool oneD = g.rank() == 1;
+  if (oneD) promote1d(x, g);
+  at::Tensor y;
+  Ints zero(g.rank(), 0);
+  if (atenPaddable(g)) {
+    y = avgPoolAten(x, g, g.padBegin, ceil, includePad);
+  } else {
+    Ints pads = atenPads(g.padBegin, g.padEnd);
+    at::Tensor xp = at::constant_pad_nd(x, pads, 0);
+    if (includePad) {
+      y = avgPoolAten(xp, g, zero, ceil, true);
+    } else {
+      // Window sums over window counts of real (unpadded) elements.
+      Ints onesShape(x.dim(), 1);
+      for (int64_t i = 2; i < x.dim(); ++i) onesShape[i] = x.size(i);
+      at::Tensor ones = at::constant_pad_nd(at::ones(onesShape, x.options()), pads, 0);
+      y = avgPoolAten(xp, g, zero, ceil, true, 1) / avgPoolAten(ones, g, zero, ceil, true, 1);
+    }
+  }
+  if (oneD) y = y.squeeze(-1);
+  return {fromCompute(y, x0.scalar_type())};
+}
+
+Ints spatialDims(const at::Tensor& x) {
+  Ints dims;
+  for (int64_t i = 2; i < x.dim(); ++i) dims.push_back(i);
+  return dims;
+}
+
+std::vector<at::Tensor> globalAveragePool(KernelContext& ctx) {
+  const at::Tensor& x = ctx.input(0);
+  if (x.dim() < 2) ctx.fail("input must have rank >= 2, got " + std::to_string(x.dim()));
+  if (x.dim() == 2) return {x};
+  return {fromCompute(toCompute(x).mean(spatialDims(x), true), x.scalar_type())};
+}
+
+std::vector<at::Tensor> globalMaxPool(KernelContext& ctx) {
+  const at::Tensor& x = ctx.input(0);
+  if (x.dim() < 2) ctx.fail("input must have rank >= 2, got " + std::to_string(x.dim()));
+  if (x.dim() == 2) return {x};
+  return {x.amax(spatialDims(x), true)};
+}
+
+// ---- normalizations ----
+
+std::vector<at::Tensor> batchNormalization(KernelContext& ctx) {
+  if (ctx.opset() >= 14 && ctx.attrInt("training_mode", 0) != 0)
+    ctx.fail("training_mode=1 is not supported: pt2onnx's runtime runs BatchNormalization in inference mode only "
+             "(running statistics; export the model in eval mode)");
+  if (ctx.opset() < 14 && ctx.numOutputs() > 1)
+    ctx.fail("the training-mode outputs (mean, var, saved_mean, saved_var) are not supported: pt2onnx's runtime runs "
+             "BatchNormalization in inference mode only");
+  const at::Tensor& x0 = ctx.input(0);
+  at::Tensor x = toCompute(x0);
+  at::Tensor scale = toCompute(ctx.input(1)).to(x.scalar_type()), bias = toCompute(ctx.input(2)).to(x.scalar_type());
+  at::Tensor mean = toCompute(ctx.input(3)).to(x.scalar_type()), var = toCompute(ctx.input(4)).to(x.scalar_type());
+  double eps = ctx.attrFloat("epsilon", 1e-5);
+  at::Tensor y;
+  if (ctx.opset() < 9 && ctx.attrInt("spatial", 1) == 0) {
+    // Per-activation statistics: scale, B, mean and var have shape C x D1 x ... x Dn.
+    y = (x - mean) / at::sqrt(var + eps) * scale + bias;
+  } else {
+    if (x.dim() < 2) ctx.fail("input must have rank >= 2, got " + std::to_string(x.dim()));
+    y = at::batch_norm(x, scale, bias, mean, var, false, 0.0, eps, false);
+  }
+  return {fromCompute(y, x0.scalar_type())};
+}
+
+std::vector<at::Tensor> instanceNormalization(KernelContext& ctx) {
+  const at::Tensor& x0 = ctx.input(0);
+  at::Tensor x = toCompute(x0);
+  if (x.dim() < 3) ctx.fail("input must have rank >= 3 (N x C x D1 ...), got " + std::to_string(x.dim()));
+  at::Tensor scale = toCompute(ctx.input(1)).to(x.scalar_type()), bias = toCompute(ctx.input(2)).to(x.scalar_type());
+  double eps = ctx.attrFloat("epsilon", 1e-5);
+  at::Tensor y = at::group_norm(x, x.size(1), scale, bias, eps, false);
+  return {fromCompute(y, x0.scalar_type())};
+}
+
+std::vector<at::Tensor> layerNormalization(KernelContext& ctx) {
+  const at::Tensor& x0 = ctx.input(0);
+  int64_t rank = x0.dim();
+  int64_t axis = ctx.attrInt("axis", -1);
+  if (axis < -rank || axis >= rank) ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  if (axis < 0) axis += rank;
+  double eps = ctx.attrFloat("epsilon", 1e-5);
+  int64_t stash = ctx.attrInt("stash_type", 1);
+  auto stashType = atenType(static_cast<int32_t>(stash));
+  if (!stashType || !at::isFloatingType(*stashType)) ctx.fail("unsupported stash_type " + std::to_string(stash));
+  // Compute in the stash type (float by default), or in double for double inputs.
+  at::ScalarType computeType = x0.scalar_type() == at::kDouble ? at::kDouble : *stashType;
+  if (isReducedFloat(computeType)) computeType = at::kFloat;
+  at::Tensor x = x0.to(computeType);
+  Ints normalized(x.sizes().begin() + axis, x.sizes().end());
+  auto prepare = [&](size_t i) {
+    if (!ctx.hasInput(i)) return at::Tensor();
+    at::Tensor t = ctx.input(i).to(computeType);
+    if (t.sizes() != at::IntArrayRef(normalized)) t = t.expand(normalized).contiguous();
+    return t;
+  };
+  at::Tensor scale = prepare(1), bias = prepare(2);
+  auto [y, mean, rstd] = at::native_layer_norm(x, normalized, scale, bias, eps);
+  std::vector<at::Tensor> out{y.to(x0.scalar_type())};
+  if (ctx.numOutputs() > 1) {
+    Ints statShape(x.sizes().begin(), x.sizes().begin() + axis);
+    statShape.resize(rank, 1);
+    out.push_back(mean.reshape(statShape).to(*stashType));
+    if (ctx.numOutputs() > 2) out.push_back(rstd.reshape(statShape).to(*stashType));
+  }
+  return out;
+}
+
+// ---- Gemm / MatMul / Einsum ----
+
+std::vector<at::Tensor> gemm(KernelContext& ctx) {
+  const at::Tensor& a0 = ctx.input(0);
+  at::Tensor a = toCompute(a0), b = toCompute(ctx.input(1)), c = optionalCompute(ctx, 2);
+  if (a.dim() != 2 || b.dim() != 2)
+    ctx.fail("A and B must be 2-D, got shapes " + c10::str(a.sizes()) + " and " + c10::str(b.sizes()));
+  if (ctx.attrInt("transA", 0)) a = a.t();
+  if (ctx.attrInt("transB", 0)) b = b.t();
+  if (a.size(1) != b.size(0))
+    ctx.fail("inner dimensions differ: A' is " + c10::str(a.sizes()) + ", B' is " + c10::str(b.sizes()));
+  double alpha = ctx.attrFloat("alpha", 1.0), beta = ctx.attrFloat("beta", 1.0);
+  at::Tensor y;
+  if (a.is_floating_point()) {
+    if (c.defined() && beta != 0) {
+      y = at::addmm(c.to(a.scalar_type()), a, b, beta, alpha);
+    } else {
+      y = at::mm(a, b);
+      if (alpha != 1.0) y.mul_(alpha);
+    }
+  } else {
+    y = at::mm(a, b);
+    if (alpha != 1.0) y = (y.to(at::kDouble) * alpha).to(a.scalar_type());
+    if (c.defined() && beta != 0) y = beta == 1.0 ? y + c : (y.to(at::kDouble) + c.to(at::kDouble) * beta).to(a.scalar_type());
+  }
+  return {fromCompute(y, a0.scalar_type())};
+}
+
+std::vector<at::Tensor> matMul(KernelContext& ctx) {
+  const at::Tensor& a0 = ctx.input(0);
+  const at::Tensor& b0 = ctx.input(1);
+  if (a0.dim() == 0 || b0.dim() == 0) ctx.fail("MatMul inputs must have rank >= 1");
+  return {fromCompute(at::matmul(toCompute(a0), toCompute(b0)), a0.scalar_type())};
+}
+
+std::vector<at::Tensor> einsum(KernelContext& ctx) {
+  std::string equation;
+  for (char ch : ctx.attrString("equation"))
+    if (ch != ' ') equation += ch;
+  std::vector<at::Tensor> operands;
+  for (size_t i = 0; i < ctx.numInputs(); ++i) operands.push_back(toCompute(ctx.input(i)));
+  if (operands.empty()) ctx.fail("Einsum needs at least one input");
+  return {fromCompute(at::einsum(equation, operands), ctx.input(0).scalar_type())};
+}
+
+// ---- Dropout (inference) ----
+
+std::vector<at::Tensor> dropout(KernelContext& ctx) {
+  const at::Tensor& x = ctx.input(0);
+  bool training = false;
+  double ratio = 0.5;
+  if (ctx.opset() >= 12) {
+    if (ctx.hasInput(1)) ratio = ctx.input(1).item<double>();
+    if (ctx.hasInput(2)) training = ctx.input(2).item<bool>();
+  } else {
+    ratio = ctx.attrFloat("ratio", 0.5);
+  }
+  if (training && ratio != 0)
+    ctx.fail("training_mode=true with ratio " + std::to_string(ratio) +
+             " is not supported: pt2onnx's runtime runs Dropout in inference mode only (random masks are not reproducible)");
+  std::vector<at::Tensor> out{x};
+  if (ctx.numOutputs() > 1)
+    out.push_back(ctx.opset() >= 10 ? at::ones(x.sizes(), x.options().dtype(at::kBool)) : at::ones_like(x));
+  return out;
+}
+
+// ---- Resize ----
+
+struct ResizeMode {
+  std::string mode;           // nearest, linear, cubic
+  std::string transform;      // coordinate_transformation_mode
+  std::string nearest;        // nearest_mode
+  double cubicA = -0.75;
+  bool excludeOutside = false;
+  double extrapolation = 0;
+};
+
+// One output position's taps along an axis: input indices (clamped to the edge) and weights.
+struct Taps {
+  int64_t count = 1;
+  std::vector<int64_t> index;   // count per output position
+  std::vector<double> weight;   // count per output position
+  std::vector<bool> outside;    // tf_crop_and_resize: position takes the extrapolation value
+  bool anyOutside = false;
+};
+
+double cubicWeight(double t, double A) {  // Keys' kernel at distance |t|
+  t = std::abs(t);
+  if (t <= 1) return ((A + 2) * t - (A + 3)) * t * t + 1;
+  if (t < 2) return ((A * t - 5 * A) * t + 8 * A) * t - 4 * A;
+  return 0;
+}
+
+// As ONNX's reference: `scale` is the output/input ratio (given, or sizes / input), and the
+// "resized length" of align_corners / tf_crop_and_resize is scale * input (not rounded).
+Taps resizeTaps(KernelContext& ctx, const ResizeMode& m, int64_t in, int64_t out, double scale, double roiStart,
+                double roiEnd) {
+  Taps taps;
+  taps.count = m.mode == "nearest" ? 1 : m.mode == "linear" ? 2 : 4;
+  taps.index.resize(out * taps.count);
+  taps.weight.resize(out * taps.count);
+  taps.outside.assign(out, false);
+  double resizedLength = scale * static_cast<double>(in);
+  for (int64_t o = 0; o < out; ++o) {
+    double xr = static_cast<double>(o), x;
+    const std::string& t = m.transform;
+    if (t == "half_pixel") {
+      x = (xr + 0.5) / scale - 0.5;
+    } else if (t == "pytorch_half_pixel") {
+      x = resizedLength == 1 ? -0.5 : (xr + 0.5) / scale - 0.5;
+    } else if (t == "align_corners") {
+      x = resizedLength == 1 ? 0 : xr * (in - 1) / (resizedLength - 1);
+    } else if (t == "asymmetric") {
+      x = xr / scale;
+    } else if (t == "tf_half_pixel_for_nn") {
+      x = (xr + 0.5) / scale;
+    } else if (t == "tf_crop_and_resize") {
+      x = resizedLength == 1 ? (roiEnd - roiStart) * (in - 1) / 2 : xr * (roiEnd - roiStart) * (in - 1) / (resizedLength - 1);
+      x += roiStart * (in - 1);
+      if (x < 0 || x > in - 1) {
+        taps.outside[o] = true;
+        taps.anyOutside = true;
+      }
+    } else {
+      ctx.fail("unknown coordinate_transformation_mode '" + t + "'");
+    }
+    auto clampIndex = [&](int64_t i) { return std::min<int64_t>(std::max<int64_t>(i, 0), in - 1); };
+    double fl = std::floor(x);
+    double ratio = x - fl;
+    int64_t base = static_cast<int64_t>(fl);
+    int64_t* idx = &taps.index[o * taps.count];
+    double* w = &taps.weight[o * taps.count];
+    if (taps.count == 1) {
+      int64_t pick;
+      if (ratio == 0) pick = base;
+      else if (m.nearest == "round_prefer_floor") pick = ratio <= 0.5 ? base : base + 1;
+      else if (m.nearest == "round_prefer_ceil") pick = ratio < 0.5 ? base : base + 1;
+      else if (m.nearest == "floor") pick = base;
+      else if (m.nearest == "ceil") pick = base + 1;
+      else if (m.nearest == "simple") pick = scale < 1 ? base + 1 : base;  // Resize-10
+      else ctx.fail("unknown nearest_mode '" + m.nearest + "'");
+      idx[0] = clampIndex(pick);
+      w[0] = 1;
+    } else if (taps.count == 2) {
+      idx[0] = clampIndex(base);
+      idx[1] = clampIndex(base + 1);
+      w[0] = 1 - ratio;
+      w[1] = ratio;
+    } else {
+      double sum = 0;
+      for (int k = 0; k < 4; ++k) {
+        int64_t i = base - 1 + k;
+        idx[k] = clampIndex(i);
+        w[k] = cubicWeight(ratio - (k - 1), m.cubicA);
+        if (m.excludeOutside && (i < 0 || i >= in)) w[k] = 0;
+        sum += w[k];
+      }
+      if (m.excludeOutside && sum != 0)
+        for (int k = 0; k < 4; ++k) w[k] /= sum;
+    }
+  }
+  return taps;
+}
+
+bool identityTaps(const Taps& taps, int64_t in, int64_t out) {
+  if (in != out || taps.anyOutside) return false;
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t k = 0; k < taps.count; ++k) {
+      double w = taps.weight[o * taps.count + k];
+      if (w != 0 && !(w == 1 && taps.index[o * taps.count + k] == o)) return false;
+    }
+  return true;
+}
+
+at::Tensor applyTaps(const at::Tensor& x, int64_t axis, const Taps& taps, int64_t out) {
+  if (taps.count == 1) return x.index_select(axis, at::tensor(taps.index, at::kLong));
+  Ints wshape(x.dim(), 1);
+  wshape[axis] = out;
+  at::Tensor result;
+  for (int64_t k = 0; k < taps.count; ++k) {
+    std::vector<int64_t> idx(out);
+    std::vector<double> w(out);
+    bool allZero = true;
+    for (int64_t o = 0; o < out; ++o) {
+      idx[o] = taps.index[o * taps.count + k];
+      w[o] = taps.weight[o * taps.count + k];
+      allZero = allZero && w[o] == 0;
+    }
+    if (allZero) continue;
+    at::Tensor term = x.index_select(axis, at::tensor(idx, at::kLong)) *
+                      at::tensor(w, at::kDouble).to(x.scalar_type()).view(wshape);
+    result = result.defined() ? result.add_(term) : term;
+  }
+  if (!result.defined()) {
+    Ints shape(x.sizes().begin(), x.sizes().end());
+    shape[axis] = out;
+    result = at::zeros(shape, x.options());
+  }
+  return result;
+}
+
+bool isPowerOfTwo(double s) {
+  if (s < 1 || s != std::floor(s)) return false;
+  auto i = static_cast<int64_t>(s);
+  return (i & (i - 1)) == 0;
+}
+
+std::vector<at::Tensor> resize(KernelContext& ctx) {
+  const at::Tensor& x0 = ctx.input(0);
+  int64_t rank = x0.dim();
+  ResizeMode m;
+  m.mode = ctx.attrString("mode", "nearest");
+  if (m.mode != "nearest" && m.mode != "linear" && m.mode != "cubic")
+    ctx.fail("unknown mode '" + m.mode + "' (expected nearest, linear or cubic)");
+  at::Tensor scalesT, sizesT, roiT;
+  if (ctx.opset() < 11) {
+    // Resize-10 as ONNX Runtime runs it: asymmetric, nearest rounding down (up when downsampling).
+    m.transform = "asymmetric";
+    m.nearest = "simple";
+    if (m.mode == "cubic") ctx.fail("mode 'cubic' needs Resize-11 or later");
+    scalesT = ctx.input(1);
+  } else {
+    m.transform = ctx.attrString("coordinate_transformation_mode", "half_pixel");
+    m.nearest = ctx.attrString("nearest_mode", "round_prefer_floor");
+    m.cubicA = ctx.attrFloat("cubic_coeff_a", -0.75);
+    m.excludeOutside = ctx.attrInt("exclude_outside", 0) != 0;
+    m.extrapolation = ctx.attrFloat("extrapolation_value", 0.0);
+    if (ctx.hasInput(1)) roiT = ctx.input(1);
+    if (ctx.hasInput(2)) scalesT = ctx.input(2);
+    if (ctx.hasInput(3)) sizesT = ctx.input(3);
+  }
+  std::vector<double> scales(rank, 1.0);
+  Ints outSizes(x0.sizes().begin(), x0.sizes().end());
+  if (sizesT.defined() && sizesT.numel() > 0) {
+    if (scalesT.defined() && scalesT.numel() > 0) ctx.fail("only one of 'scales' and 'sizes' may be given");
+    Ints sizes = ctx.inputInts(3);
+    if (static_cast<int64_t>(sizes.size()) != rank)
+      ctx.fail("sizes has " + std::to_string(sizes.size()) + " values for an input of rank " + std::to_string(rank));
+    for (int64_t i = 0; i < rank; ++i) {
+      outSizes[i] = sizes[i];
+      scales[i] = static_cast<double>(sizes[i]) / static_cast<double>(x0.size(i));
+    }
+  } else if (scalesT.defined() && scalesT.numel() > 0) {
+    at::Tensor s = scalesT.to(at::kFloat).contiguous();  // ONNX's scales are float32
+    if (s.numel() != rank) ctx.fail("scales has " + std::to_string(s.numel()) + " values for an input of rank " + std::to_string(rank));
+    for (int64_t i = 0; i < rank; ++i) {
+      scales[i] = static_cast<double>(s.data_ptr<float>()[i]);
+      if (scales[i] <= 0) ctx.fail("scales must be positive, got " + std::to_string(scales[i]));
+      outSizes[i] = static_cast<int64_t>(std::floor(scales[i] * static_cast<double>(x0.size(i))));
+    }
+  } else {
+    ctx.fail("one of 'scales' and 'sizes' must be given");
+  }
+  std::vector<double> roi(2 * rank, 0.0);
+  for (int64_t i = 0; i < rank; ++i) roi[rank + i] = 1.0;
+  if (m.transform == "tf_crop_and_resize") {
+    if (!roiT.defined() || roiT.numel() != 2 * rank)
+      ctx.fail("coordinate_transformation_mode 'tf_crop_and_resize' needs an roi of " + std::to_string(2 * rank) + " values");
+    at::Tensor r = roiT.to(at::kDouble).contiguous();
+    roi.assign(r.data_ptr<double>(), r.data_ptr<double>() + 2 * rank);
+  }
+
+  at::ScalarType original = x0.scalar_type();
+  bool interpolating = m.mode != "nearest";
+  at::Tensor x = interpolating ? (x0.is_floating_point() ? toCompute(x0) : x0.to(at::kFloat)) : x0;
+  // Interpolated integer inputs round to the nearest value.
+  auto finish = [&](at::Tensor y) {
+    if (y.scalar_type() == original) return y;
+    if (!at::isFloatingType(original)) y = y.round();
+    return y.to(original);
+  };
+
+  // Fast paths onto ATen's upsampling kernels (N and C unscaled, 4-D input).
+  bool spatialOnly = rank >= 3 && outSizes[0] == x0.size(0) && outSizes[1] == x0.size(1) && !m.excludeOutside;
+  bool atenFloat = x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble;
+  if (spatialOnly && rank == 4 && atenFloat && m.mode == "nearest" && m.transform == "asymmetric" &&
+      (m.nearest == "floor" || m.nearest == "simple") && isPowerOfTwo(scales[2]) && isPowerOfTwo(scales[3]) &&
+      outSizes[2] == x0.size(2) * static_cast<int64_t>(scales[2]) && outSizes[3] == x0.size(3) * static_cast<int64_t>(scales[3])) {
+    Ints size{outSizes[2], outSizes[3]};
+    return {at::upsample_nearest2d(x, size, c10::optional<double>(scales[2]), c10::optional<double>(scales[3]))};
+  }
+  if (spatialOnly && rank == 4 && atenFloat && m.mode == "linear" &&
+      (m.transform == "half_pixel" || (m.transform == "pytorch_half_pixel" && outSizes[2] > 1 && outSizes[3] > 1) ||
+       (m.transform == "align_corners" && scales[2] * x0.size(2) == outSizes[2] && scales[3] * x0.size(3) == outSizes[3]))) {
+    bool alignCorners = m.transform == "align_corners";
+    bool fromSizes = sizesT.defined() && sizesT.numel() > 0;
+    c10::optional<double> sh, sw;
+    if (!fromSizes && !alignCorners) {
+      sh = scales[2];
+      sw = scales[3];
+    }
+    Ints size{outSizes[2], outSizes[3]};
+    return {finish(at::upsample_bilinear2d(x, size, alignCorners, sh, sw))};
+  }
+
+  // General separable path: one gather (nearest) or 2/4 weighted gathers per resized axis.
+  std::vector<at::Tensor> outsideMasks;
+  for (int64_t axis = 0; axis < rank; ++axis) {
+    int64_t in = x.size(axis), out = outSizes[axis];
+    if (out < 0) ctx.fail("output size " + std::to_string(out) + " is negative");
+    Taps taps = resizeTaps(ctx, m, in, out, scales[axis], roi[axis], roi[rank + axis]);
+    if (in == 0 || identityTaps(taps, in, out)) continue;
+    x = applyTaps(x, axis, taps, out);
+    if (taps.anyOutside) {
+      Ints shape(rank, 1);
+      shape[axis] = out;
+      std::vector<uint8_t> mask(taps.outside.begin(), taps.outside.end());
+      outsideMasks.push_back(at::tensor(mask, at::kByte).to(at::kBool).view(shape));
+    }
+  }
+  if (!outsideMasks.empty()) {
+    at::Tensor mask = outsideMasks[0];
+    for (size_t i = 1; i < outsideMasks.size(); ++i) mask = mask.logical_or(outsideMasks[i]);
+    x = x.masked_fill(mask, m.extrapolation);
+  }
+  return {finish(x)};
+}
+
+}  // namespace
+
+void registerNnKernels(KernelRegistry& r) {
+  r.add("", "Conv", 1, conv);
+  r.add("", "ConvTranspose", 1, convTranspose);
+  r.add("", "MaxPool", 1, maxPool);
+  r.add("", "AveragePool", 1, averagePool);
+  r.add("", "GlobalAveragePool", 1, globalAveragePool);
+  r.add("", "GlobalMaxPool", 1, globalMaxPool);
+  r.add("", "BatchNormalization", 1, batchNormalization);
+  r.add("", "InstanceNormalization", 1, instanceNormalization);
+  r.add("", "LayerNormalization", 17, layerNormalization);
+  r.add("", "Gemm", 1, gemm);
+  r.add("", "MatMul", 1, matMul);
+  r.add("", "Einsum", 12, einsum);
+  r.add("", "Dropout", 1, dropout);
+  r.add("", "Resize", 10, resize);
+}
 
 }  // namespace pt2onnx::runtime
