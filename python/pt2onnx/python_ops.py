@@ -7,7 +7,6 @@ rebuilt from input_convention, the scalar/tuple/pointer attributes and pt2onnx's
 mode the autograd context is kept under an int64 handle until its backward.
 """
 import importlib
-import itertools
 import json
 import threading
 
@@ -16,9 +15,11 @@ import torch
 
 from . import autograd
 
-_contexts = {}          # handle -> (ctx, output metadata for materialized grads)
-_released = set()       # handles whose backward already ran (to tell reuse from unknown)
-_next_handle = itertools.count(0x1000001)
+# handle -> (outputs still attached to the autograd graph, the leaf inputs in argument order).
+# The attached outputs own the Function's autograd node, hence ctx and its saved tensors.
+_contexts = {}
+_FIRST_HANDLE = 0x1000001
+_next_handle = _FIRST_HANDLE
 _lock = threading.Lock()
 
 
@@ -86,6 +87,9 @@ class PythonOpPlan:
         self.cls = resolve_function(self.name)
         self.convention = attrs["input_convention"]
         self.training = bool(attrs.get("training_mode", 0))
+        # A Function that mutates its inputs (mark_dirty) or saves them for backward must not see
+        # the caller's buffers: those are copied (ONNX Runtime does the same).
+        self.copy_inputs = self.training or bool(attrs.get("inplace", 0))
         self.requires_grad = list(attrs.get("input_requires_grads", [])) or [0] * len(self.convention)
         portable = {}
         if "__metadata" in attrs:
@@ -128,12 +132,17 @@ class PythonOpPlan:
         if len(tensors) != self.num_tensors:
             raise ValueError(f"PythonOp {self.node_name} ({self.name}) got {len(tensors)} tensors, expected "
                              f"{self.num_tensors}")
-        args = []
+        args, leaves = [], []
         for slot in self.slots:
             if slot[0] == "tensor":
                 t = tensors[slot[1]]
-                if slot[2]:  # a leaf that requires grad, not the caller's buffer
-                    t = t.detach().requires_grad_(True)
+                if self.copy_inputs:
+                    t = t.clone()
+                if slot[2]:
+                    t.requires_grad_(True)
+                    leaves.append(t)
+                else:
+                    leaves.append(None)
                 args.append(t)
             else:
                 args.append(slot[1])
@@ -145,12 +154,12 @@ class PythonOpPlan:
                 raise TypeError(f"PythonOp {self.node_name} ({self.name}): output {k} is a {type(o).__name__}, "
                                 "not a tensor")
         handle = 0
-        if self.training:
-            ctx = next((o.grad_fn for o in outputs if o.grad_fn is not None), None)
-            if ctx is not None:
-                with _lock:
-                    handle = next(_next_handle)
-                    _contexts[handle] = (ctx, [(o.shape, o.dtype) for o in outputs])
+        if self.training and any(o.grad_fn is not None for o in outputs):
+            global _next_handle
+            with _lock:
+                handle = _next_handle
+                _next_handle += 1
+                _contexts[handle] = (outputs, leaves)
         return handle, [o.detach().contiguous() for o in outputs]
 
 
@@ -168,41 +177,38 @@ class PythonOpGradPlan:
                              f"for {self.convention.count('d')} tensor arguments")
 
     def backward(self, handle, *grads):
+        handle = int(handle)
         with _lock:
-            entry = _contexts.pop(int(handle), None)
-            if entry is None:
-                reused = int(handle) in _released
-            else:
-                _released.add(int(handle))
+            entry = _contexts.pop(handle, None)
+            issued = _FIRST_HANDLE <= handle < _next_handle
         if entry is None:
-            if reused:
-                raise RuntimeError(f"PythonOpGrad {self.node_name} ({self.name}): context {int(handle)} was already "
+            if issued:
+                raise RuntimeError(f"PythonOpGrad {self.node_name} ({self.name}): context {handle} was already "
                                    "used by a backward (each forward allows one backward)")
-            raise RuntimeError(f"PythonOpGrad {self.node_name} ({self.name}): unknown context {int(handle)} (was "
+            raise RuntimeError(f"PythonOpGrad {self.node_name} ({self.name}): unknown context {handle} (was "
                                "the forward run in training mode, in this process?)")
-        ctx, outputs = entry
+        outputs, leaves = entry
         if len(grads) != len(outputs):
             raise ValueError(f"PythonOpGrad {self.node_name}: {len(grads)} gradients for {len(outputs)} outputs")
-        materialize = getattr(ctx, "materialize_grads", True)
-        args = []
-        for g, (shape, dtype) in zip(grads, outputs):
-            if g is None and materialize:
-                g = torch.zeros(shape, dtype=dtype)
-            args.append(g)
-        with torch.no_grad():
-            result = self.cls.backward(ctx, *args)
-        result = list(result) if isinstance(result, (tuple, list)) else [result]
-        if len(result) != len(self.convention):
-            raise ValueError(f"PythonOpGrad {self.node_name} ({self.name}): backward returned {len(result)} values "
-                             f"for {len(self.convention)} arguments")
+        if len(leaves) != len(self.wanted):
+            raise ValueError(f"PythonOpGrad {self.node_name}: the forward had {len(leaves)} tensor inputs, "
+                             f"output_tensor_requires_grads has {len(self.wanted)}")
+        # Through autograd's engine: it calls backward with ctx, gives None or zeros for missing
+        # gradients as the Function's materialize_grads says, and checks the returned count.
+        pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None and o.requires_grad]
+        inputs = [leaf for leaf in leaves if leaf is not None]
+        results = {}
+        if pairs and inputs:
+            try:
+                computed = torch.autograd.grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True)
+            except RuntimeError as e:
+                raise RuntimeError(f"PythonOpGrad {self.node_name} ({self.name}): backward failed: {e}") from e
+            results = {id(leaf): g for leaf, g in zip(inputs, computed)}
         out = []
-        tensor_index = 0
-        for c, value in zip(self.convention, result):
-            if c != "d":
-                continue
-            if self.wanted[tensor_index]:
-                out.append(None if value is None else value.detach().contiguous())
-            tensor_index += 1
+        for leaf, wanted in zip(leaves, self.wanted):
+            if wanted:
+                g = results.get(id(leaf)) if leaf is not None else None
+                out.append(None if g is None else g.detach().contiguous())
         return out
 
 
