@@ -96,7 +96,11 @@ async function main() {
   await runOne(args[0], args[1], args[2], threads);
 }
 
-main().catch(e => {
-  console.error(`onnxruntime: ${e.message || e}`);
-  process.exit(1);
-});
+if (require.main === module) {
+  main().catch(e => {
+    console.error(`onnxruntime: ${e.message || e}`);
+    process.exit(1);
+  });
+}
+
+module.exports = { ort, readNpy, writeNpy, runOne };

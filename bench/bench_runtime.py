@@ -1,0 +1,577 @@
+"""pt2onnx's builtin runtime against ONNX Runtime: model latency, and PythonOp call overhead.
+
+Part 1 (latency): exports resnet50 (1x3x224x224) and the 12-layer d768 transformer encoder
+(1x128x768) from samples/models.py with pt2onnx (opset 17), then times the same input on
+pt2onnx.InferenceSession(path, threads=1) and on ONNX Runtime (onnxruntime-node through
+bench/ort_latency.js, intra=inter=1 thread, graphOptimizationLevel 'all'), both single-threaded,
+interleaved in blocks. Prints median / p90 ms, the ratio builtin/ORT against the target "within
+1.5x of ONNX Runtime's latency", and both runtimes' max |a-b|/(1+|a|) against PyTorch. When the
+target is missed, a per-op breakdown (ATen ops inside the builtin runtime, ORT's profiler per op
+type) is printed.
+
+Part 2 (PythonOp overhead): a model with one com.microsoft::PythonOp calling a trivial
+autograd.Function (x + 1 on a 4x4 tensor), and a chain of 100 of them, run through
+InferenceSession versus calling Function.apply directly; target "< 20 us per call".
+
+A benchmark: no assertions; missed targets are printed as MISSED.
+
+    /usr/bin/python3 bench/bench_runtime.py [--iterations 30] [--models resnet50 transformer12]
+                                            [--skip-python-op] [--output-json PATH]
+"""
+import os
+
+# One thread everywhere, set before torch loads: torch.set_num_threads covers OpenMP (ATen,
+# oneDNN) but not the OpenBLAS (pthread build) that ATen's matmuls call here.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import gc  # noqa: E402
+import glob  # noqa: E402
+import json  # noqa: E402
+import pathlib  # noqa: E402
+import platform  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from collections import defaultdict  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT))
+import pt2onnx  # noqa: E402
+from samples import models  # noqa: E402
+
+ORT_SCRIPT = ROOT / "bench" / "ort_latency.js"
+LATENCY_TARGET = 1.5      # builtin median <= 1.5 x ORT median
+PYOP_TARGET_US = 20.0     # per-call overhead < 20 us
+CHAIN = 100
+
+MODELS = {
+    "resnet50": models.resnet50,
+    "transformer12": models.transformer_encoder_12x768,
+}
+
+
+def now():
+    return datetime.datetime.now().strftime("%H:%M:%S")
+
+
+def progress(msg):
+    print(f"[{now()}] {msg}", flush=True)
+
+
+def stats(times_ms):
+    a = np.asarray(times_ms, dtype=np.float64)
+    return {"median": float(np.median(a)), "p90": float(np.percentile(a, 90)), "mean": float(a.mean()),
+            "min": float(a.min()), "max": float(a.max()), "n": int(a.size)}
+
+
+def max_rel_error(expected, actual):
+    """max |a-b| / (1 + |a|), a = PyTorch."""
+    e = np.asarray(expected, dtype=np.float64)
+    a = np.asarray(actual, dtype=np.float64)
+    if e.shape != a.shape:
+        return float("inf")
+    return float(np.max(np.abs(a - e) / (1.0 + np.abs(e))))
+
+
+def load_average():
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
+# ---------------------------------------------------------------------------------------------
+# ONNX Runtime (node)
+
+
+class OrtServer:
+    """bench/ort_latency.js in --serve mode: one session, blocks of timed runs on request."""
+
+    def __init__(self, model_path, inputs_json, warmup, out_dir, profile_prefix=None):
+        cmd = ["node", str(ORT_SCRIPT), str(model_path), str(inputs_json), "--warmup", str(warmup),
+               "--iterations", "0", "--threads", "1", "--output", str(out_dir), "--serve"]
+        if profile_prefix:
+            cmd += ["--profile", str(profile_prefix)]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, bufsize=1)
+        self.hello = self._read()
+
+    def _read(self):
+        line = self.proc.stdout.readline()
+        if not line:
+            err = self.proc.stderr.read().strip()
+            self.proc.wait()
+            raise RuntimeError(f"ort_latency.js exited with status {self.proc.returncode}: {err}")
+        return json.loads(line)
+
+    def run(self, n):
+        self.proc.stdin.write(f"run {n}\n")
+        self.proc.stdin.flush()
+        reply = self._read()
+        if "error" in reply:
+            raise RuntimeError(reply["error"])
+        return reply
+
+    def close(self):
+        try:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.flush()
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+        except (BrokenPipeError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+
+
+def ort_profile(model_path, inputs_json, tmp, runs):
+    """ORT's own profiler: ms per run by op type (its kernel times), from a separate session."""
+    prefix = pathlib.Path(tmp) / "ort_profile"
+    proc = subprocess.run(["node", str(ORT_SCRIPT), str(model_path), str(inputs_json), "--warmup", "2",
+                           "--iterations", str(runs), "--threads", "1", "--profile", str(prefix)],
+                          capture_output=True, text=True, cwd=tmp)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.strip())
+    files = sorted(glob.glob(f"{prefix}*.json"))
+    if not files:
+        raise RuntimeError("ORT wrote no profile file")
+    with open(files[-1]) as f:
+        events = json.load(f)
+    per_op = defaultdict(float)
+    model_runs = 0
+    for e in events:
+        if e.get("cat") == "Session" and e.get("name") == "model_run":
+            model_runs += 1
+        if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time"):
+            per_op[e.get("args", {}).get("op_name", "?")] += e.get("dur", 0) / 1000.0
+    model_runs = max(model_runs, 1)
+    return {op: ms / model_runs for op, ms in per_op.items()}, model_runs
+
+
+def builtin_profile(sess, feeds, runs):
+    """ATen ops run inside the builtin runtime's session.run (torch.profiler records them in
+    the calling thread): self and total ms per run (wall time) and calls per run, by ATen op."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(runs):
+            sess.run(None, feeds)
+    out = {}
+    for evt in prof.key_averages():
+        out[evt.key] = {"self_ms": evt.self_cpu_time_total / 1000.0 / runs, "total_ms": evt.cpu_time_total / 1000.0 / runs,
+                        "calls": evt.count / runs}
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Part 1: latency
+
+
+def timed_block(fn, n):
+    """n calls of fn, each timed; returns (wall ms list, process CPU ms list)."""
+    times, cpu = [], []
+    for _ in range(n):
+        c0 = time.process_time_ns()
+        t0 = time.perf_counter_ns()
+        fn()
+        t1 = time.perf_counter_ns()
+        cpu.append((time.process_time_ns() - c0) / 1e6)
+        times.append((t1 - t0) / 1e6)
+    return times, cpu
+
+
+def blocks_of(total, rounds):
+    base, extra = divmod(total, rounds)
+    return [base + (1 if r < extra else 0) for r in range(rounds) if base + (1 if r < extra else 0) > 0]
+
+
+def latency(name, a, tmp):
+    progress(f"part 1 / {name}: building the model and the PyTorch reference")
+    model, args = MODELS[name]()
+    x = args[0]
+    x_np = x.numpy().copy()
+    with torch.no_grad():
+        reference = model(x).numpy().copy()
+
+    path = pathlib.Path(tmp) / f"{name}.onnx"
+    progress(f"part 1 / {name}: exporting with pt2onnx (opset 17) to {path}")
+    t0 = time.perf_counter()
+    pt2onnx.export(model, args, str(path), opset_version=17, input_names=["x"], output_names=["y"])
+    export_s = time.perf_counter() - t0
+    np.save(pathlib.Path(tmp) / f"{name}_x.npy", x_np)
+    inputs_json = pathlib.Path(tmp) / f"{name}_inputs.json"
+    inputs_json.write_text(json.dumps({"x": f"{name}_x.npy"}))
+
+    progress(f"part 1 / {name}: starting ONNX Runtime (node, 1 thread) and the builtin runtime (threads=1)")
+    ort_out = pathlib.Path(tmp) / f"{name}_ort_out"
+    ort = OrtServer(path, inputs_json, a.warmup, ort_out)
+    try:
+        t0 = time.perf_counter()
+        sess = pt2onnx.InferenceSession(str(path), threads=1)
+        builtin_session_s = time.perf_counter() - t0
+        torch.set_num_threads(1)
+        feeds = {"x": x_np}
+        for _ in range(a.warmup):
+            builtin_out = sess.run(None, feeds)
+        builtin_out = sess.run(None, feeds)
+        eager = None
+        if not a.skip_eager:
+            def eager():
+                with torch.no_grad():
+                    model(x)
+            for _ in range(a.warmup):
+                eager()
+
+        progress(f"part 1 / {name}: {a.iterations} timed runs each, in {a.rounds} interleaved blocks "
+                 f"(load average {load_average():.2f})")
+        res = {"builtin": [], "ort": [], "eager": [], "builtin_cpu": [], "ort_cpu": [], "eager_cpu": []}
+        gc.collect()
+        gc.disable()
+        try:
+            for n in blocks_of(a.iterations, a.rounds):
+                reply = ort.run(n)
+                res["ort"] += reply["times_ms"]
+                res["ort_cpu"] += reply["cpu_ms"]
+                times, cpu = timed_block(lambda: sess.run(None, feeds), n)
+                res["builtin"] += times
+                res["builtin_cpu"] += cpu
+                if eager is not None:
+                    times, cpu = timed_block(eager, n)
+                    res["eager"] += times
+                    res["eager_cpu"] += cpu
+        finally:
+            gc.enable()
+        ort_session_ms = ort.hello["session_ms"]
+    finally:
+        ort.close()
+
+    manifest = json.loads((ort_out / "manifest.json").read_text())
+    ort_y = np.load(ort_out / manifest["y"])
+    r = {
+        "model": name, "input_shape": list(x.shape), "export_s": export_s,
+        "builtin_session_s": builtin_session_s, "ort_session_s": ort_session_ms / 1000.0,
+        "builtin": stats(res["builtin"]), "ort": stats(res["ort"]),
+        "eager": stats(res["eager"]) if res["eager"] else None,
+        "builtin_cpu": stats(res["builtin_cpu"]), "ort_cpu": stats(res["ort_cpu"]),
+        "eager_cpu": stats(res["eager_cpu"]) if res["eager"] else None,
+        "builtin_cpu_per_wall": sum(res["builtin_cpu"]) / sum(res["builtin"]),
+        "ort_cpu_per_wall": sum(res["ort_cpu"]) / sum(res["ort"]),
+        "eager_cpu_per_wall": sum(res["eager_cpu"]) / sum(res["eager"]) if res["eager"] else None,
+        "builtin_err": max_rel_error(reference, builtin_out[0]), "ort_err": max_rel_error(reference, ort_y),
+        "raw_ms": res,
+    }
+    r["ratio_median"] = r["builtin"]["median"] / r["ort"]["median"]
+    r["ratio_p90"] = r["builtin"]["p90"] / r["ort"]["p90"]
+    r["ratio_cpu_median"] = r["builtin_cpu"]["median"] / r["ort_cpu"]["median"]
+    r["verdict"] = "PASS" if r["ratio_median"] <= LATENCY_TARGET else "MISSED"
+    progress(f"part 1 / {name}: builtin median {r['builtin']['median']:.1f} ms, ORT {r['ort']['median']:.1f} ms, "
+             f"ratio {r['ratio_median']:.2f}x {r['verdict']}")
+
+    if a.profile == "always" or (a.profile == "missed" and r["verdict"] == "MISSED"):
+        progress(f"part 1 / {name}: per-op profile (torch.profiler on the builtin session, ORT's profiler)")
+        gc.collect()
+        r["builtin_profile"] = builtin_profile(sess, feeds, a.profile_runs)
+        try:
+            r["ort_profile"], _ = ort_profile(path, inputs_json, tmp, a.profile_runs)
+        except RuntimeError as e:
+            r["ort_profile_error"] = str(e)
+    sess = model = eager = None  # free the weights before the next model
+    gc.collect()
+    path.unlink(missing_ok=True)
+    return r
+
+
+# ---------------------------------------------------------------------------------------------
+# Part 2: PythonOp overhead
+
+
+class AddOne(torch.autograd.Function):
+    """The trivial Function: y = x + 1."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x + 1.0
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class AddOneChain(torch.nn.Module):
+    def __init__(self, calls):
+        super().__init__()
+        self.calls = calls
+
+    def forward(self, x):
+        for _ in range(self.calls):
+            x = AddOne.apply(x)
+        return x
+
+
+class NativeAddOne(torch.nn.Module):
+    """The same computation as one ONNX Add: the runtime's cost without Python."""
+
+    def forward(self, x):
+        return x + 1.0
+
+
+def per_call_us(fn, calls_per_fn, n_fn):
+    """One block of n_fn calls of fn (each doing calls_per_fn PythonOp calls): (wall us, process
+    CPU us) per PythonOp call."""
+    c0 = time.process_time_ns()
+    t0 = time.perf_counter_ns()
+    for _ in range(n_fn):
+        fn()
+    t1 = time.perf_counter_ns()
+    c1 = time.process_time_ns()
+    calls = n_fn * calls_per_fn
+    return (t1 - t0) / 1e3 / calls, (c1 - c0) / 1e3 / calls
+
+
+def python_op(a, tmp):
+    progress("part 2 / PythonOp: exporting AddOne x1 and x100 as com.microsoft::PythonOp, and x+1 as ONNX Add")
+    x = torch.randn(4, 4)
+    x_np = x.numpy().copy()
+    paths = {}
+    for key, model, mode in (("one", AddOneChain(1), "python_op"), ("chain", AddOneChain(CHAIN), "python_op"),
+                             ("native", NativeAddOne(), "auto")):
+        paths[key] = str(pathlib.Path(tmp) / f"pyop_{key}.onnx")
+        pt2onnx.export(model.eval(), (x,), paths[key], opset_version=17, input_names=["x"], output_names=["y"],
+                       autograd_functions=mode)
+    import onnx
+    node_counts = {k: dict(sorted(_op_counts(onnx.load(p)).items())) for k, p in paths.items()}
+    torch.set_num_threads(1)
+    sessions = {k: pt2onnx.InferenceSession(p, threads=1) for k, p in paths.items()}
+    feeds = {"x": x_np}
+    outputs = {k: s.run(None, feeds)[0] for k, s in sessions.items()}
+    with torch.no_grad():
+        errs = {"one": max_rel_error((x + 1).numpy(), outputs["one"]),
+                "chain": max_rel_error(AddOneChain(CHAIN)(x).numpy(), outputs["chain"]),
+                "native": max_rel_error((x + 1).numpy(), outputs["native"])}
+
+    def direct_one():
+        AddOne.apply(x)
+
+    def direct_chain():
+        y = x
+        for _ in range(CHAIN):
+            y = AddOne.apply(y)
+
+    s_one, s_chain, s_native = sessions["one"], sessions["chain"], sessions["native"]
+    x_feed = {"x": x}
+    per_block = max(1, a.pyop_iterations // a.rounds)
+    cases = {
+        # name: (fn, PythonOp calls per fn call, fn calls per block)
+        "direct": (direct_one, 1, per_block),
+        "direct_chain": (direct_chain, CHAIN, max(1, per_block // CHAIN)),
+        "run_one": (lambda: s_one.run(None, feeds), 1, per_block),
+        "run_tensors_one": (lambda: s_one.run_tensors(None, x_feed), 1, per_block),
+        "run_native": (lambda: s_native.run(None, feeds), 1, per_block),
+        "run_chain": (lambda: s_chain.run(None, feeds), CHAIN, max(1, per_block // CHAIN)),
+    }
+    progress(f"part 2 / PythonOp: {a.pyop_iterations} calls per case in {a.rounds} interleaved blocks "
+             f"(load average {load_average():.2f})")
+    wall = {k: [] for k in cases}
+    cpu = {k: [] for k in cases}
+    with torch.no_grad():  # direct calls in the grad mode the runtime uses (set_grad_enabled(False))
+        for fn, _, _ in cases.values():  # warm-up
+            for _ in range(50):
+                fn()
+        gc.collect()
+        gc.disable()
+        try:
+            for _ in range(a.rounds):
+                for k, (fn, calls, n_fn) in cases.items():
+                    w, c = per_call_us(fn, calls, n_fn)
+                    wall[k].append(w)
+                    cpu[k].append(c)
+        finally:
+            gc.enable()
+    r = {"tensor_shape": list(x.shape), "chain": CHAIN, "node_counts": node_counts, "errors": errs,
+         "per_round_wall_us": wall, "per_round_cpu_us": cpu}
+    for clock, samples in (("wall", wall), ("cpu", cpu)):
+        med = {k: float(np.median(v)) for k, v in samples.items()}
+        r[f"per_call_{clock}_us"] = med
+        r[f"overhead_{clock}"] = {
+            "chain": med["run_chain"] - med["direct_chain"],
+            "slope": (med["run_chain"] * CHAIN - med["run_one"]) / (CHAIN - 1) - med["direct_chain"],
+            "single": med["run_one"] - med["direct"],
+        }
+    # Verdicts on CPU time (the machine's 2 cores are shared: wall time counts the time other
+    # processes ran; the process is single-threaded, so its CPU time is the work done).
+    r["verdicts"] = {k: "PASS" if v < PYOP_TARGET_US else "MISSED" for k, v in r["overhead_cpu"].items()}
+    r["verdicts_wall"] = {k: "PASS" if v < PYOP_TARGET_US else "MISSED" for k, v in r["overhead_wall"].items()}
+    progress(f"part 2 / PythonOp: per-call overhead {r['overhead_cpu']['chain']:.1f} us CPU / "
+             f"{r['overhead_wall']['chain']:.1f} us wall (chain of {CHAIN}), {r['overhead_cpu']['single']:.1f} us CPU "
+             "(single-op model)")
+    return r
+
+
+def _op_counts(model):
+    counts = defaultdict(int)
+    for n in model.graph.node:
+        counts[(n.domain + "::" if n.domain else "") + n.op_type] += 1
+    return counts
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+
+
+def report_latency(results):
+    lines = ["", "=== Part 1: latency, builtin runtime vs ONNX Runtime (1 thread each) ===",
+             f"target: builtin median <= {LATENCY_TARGET}x ORT median", "",
+             "| model | builtin median ms | builtin p90 ms | ORT median ms | ORT p90 ms | ratio median (p90) | target "
+             "| CPU ms/run builtin / ORT (ratio) | PyTorch eager median ms | err builtin | err ORT |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        if "error" in r:
+            lines.append(f"| {r['model']} | ERROR: {r['error']} |")
+            continue
+        eager = f"{r['eager']['median']:.1f}" if r["eager"] else "-"
+        lines.append(
+            f"| {r['model']} {'x'.join(map(str, r['input_shape']))} | {r['builtin']['median']:.1f} | {r['builtin']['p90']:.1f} "
+            f"| {r['ort']['median']:.1f} | {r['ort']['p90']:.1f} | {r['ratio_median']:.2f}x ({r['ratio_p90']:.2f}x) "
+            f"| {r['verdict']} | {r['builtin_cpu']['median']:.1f} / {r['ort_cpu']['median']:.1f} "
+            f"({r['ratio_cpu_median']:.2f}x) | {eager} | {r['builtin_err']:.1e} | {r['ort_err']:.1e} |")
+    lines.append("")
+    for r in results:
+        if "error" in r:
+            continue
+        eager_cpu = f", eager {r['eager_cpu_per_wall']:.2f}" if r["eager"] else ""
+        if (r["ratio_cpu_median"] <= LATENCY_TARGET) != (r["verdict"] == "PASS"):
+            lines.append(f"{r['model']}: NOTE: the CPU-time ratio ({r['ratio_cpu_median']:.2f}x) and the wall-time ratio "
+                         "disagree about the target: the machine was loaded, rerun")
+        lines.append(f"{r['model']}: n={r['builtin']['n']} runs each; CPU/wall (1.0 = one busy thread): builtin "
+                     f"{r['builtin_cpu_per_wall']:.2f}, ORT {r['ort_cpu_per_wall']:.2f}{eager_cpu}; session creation: "
+                     f"builtin {r['builtin_session_s']:.2f} s, ORT {r['ort_session_s']:.2f} s; export {r['export_s']:.1f} s")
+        if "builtin_profile" in r:
+            lines += profile_lines(r)
+    return lines
+
+
+def profile_lines(r, top=12):
+    prof = r["builtin_profile"]
+    total = sum(v["self_ms"] for v in prof.values())
+    lines = [f"  builtin runtime, ATen ops by self time (ms per run; torch.profiler, which measures wall time; all ops "
+             f"sum {total:.1f} ms, profiler overhead included):"]
+    for op, v in sorted(prof.items(), key=lambda kv: -kv[1]["self_ms"])[:top]:
+        lines.append(f"    {op:<40} {v['self_ms']:8.2f} ms  {100 * v['self_ms'] / total:5.1f}%  "
+                     f"{v['calls']:6.0f} calls/run")
+    if "ort_profile" in r:
+        ort = r["ort_profile"]
+        total_ort = sum(ort.values())
+        lines.append(f"  ONNX Runtime, kernels by op type after its graph optimizations (ms per run; ORT's profiler, "
+                     f"wall time, separate session; sum {total_ort:.1f} ms):")
+        for op, ms in sorted(ort.items(), key=lambda kv: -kv[1])[:top]:
+            lines.append(f"    {op:<40} {ms:8.2f} ms  {100 * ms / total_ort:5.1f}%")
+    elif "ort_profile_error" in r:
+        lines.append(f"  ORT profile failed: {r['ort_profile_error']}")
+    return lines
+
+
+def report_python_op(r):
+    w, c = r["per_call_wall_us"], r["per_call_cpu_us"]
+    ow, oc, v, vw = r["overhead_wall"], r["overhead_cpu"], r["verdicts"], r["verdicts_wall"]
+    n = r["chain"]
+
+    def row(label, key):
+        return f"| {label} | {c[key]:.2f} | {w[key]:.2f} |"
+
+    lines = ["", "=== Part 2: PythonOp call overhead (AddOne: y = x + 1 on a 4x4 float32 tensor) ===",
+             f"target: < {PYOP_TARGET_US:.0f} us per call (verdict on CPU time; wall time shown beside it)", "",
+             "| measurement (median of the blocks) | CPU us per call | wall us per call |", "|---|---|---|",
+             row("direct AddOne.apply(x), under no_grad", "direct"),
+             row(f"direct, chain of {n} applies, per apply", "direct_chain"),
+             row("InferenceSession.run (numpy), 1-PythonOp model", "run_one"),
+             row("InferenceSession.run_tensors (torch), 1-PythonOp model", "run_tensors_one"),
+             row(f"InferenceSession.run, {n}-PythonOp chain, per PythonOp", "run_chain"),
+             row("InferenceSession.run, ONNX Add model (no Python; the per-run fixed cost)", "run_native"),
+             "",
+             "| overhead per PythonOp call | CPU us | target | wall us | target (wall) |", "|---|---|---|---|---|",
+             f"| chain of {n}: run_chain/{n} - direct per apply (THE per-call overhead) | {oc['chain']:.2f} | {v['chain']} "
+             f"| {ow['chain']:.2f} | {vw['chain']} |",
+             f"| slope: (run_chain - run_one)/{n - 1} - direct per apply | {oc['slope']:.2f} | {v['slope']} "
+             f"| {ow['slope']:.2f} | {vw['slope']} |",
+             f"| single-op model: run_one - direct (includes the per-run fixed cost) | {oc['single']:.2f} | {v['single']} "
+             f"| {ow['single']:.2f} | {vw['single']} |",
+             "",
+             f"outputs vs PyTorch (max |a-b|/(1+|a|)): 1 op {r['errors']['one']:.1e}, chain {r['errors']['chain']:.1e}, "
+             f"Add {r['errors']['native']:.1e}; node counts: "
+             + "; ".join(f"{k}: {cnt}" for k, cnt in r["node_counts"].items())]
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--iterations", type=int, default=30, help="timed runs per model and runtime (part 1)")
+    ap.add_argument("--warmup", type=int, default=5, help="warm-up runs per model and runtime (part 1)")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="the timed runs are split into this many interleaved blocks (ORT, builtin, eager, ...)")
+    ap.add_argument("--models", nargs="*", choices=list(MODELS), default=list(MODELS),
+                    help="part 1 models (none: skip part 1)")
+    ap.add_argument("--skip-eager", action="store_true", help="do not time PyTorch eager (informational column)")
+    ap.add_argument("--skip-python-op", action="store_true", help="skip part 2")
+    ap.add_argument("--pyop-iterations", type=int, default=50000, help="PythonOp calls per measured case (part 2)")
+    ap.add_argument("--profile", choices=("missed", "always", "never"), default="missed",
+                    help="per-op profile of part 1 models: when the target is missed (default), always, never")
+    ap.add_argument("--profile-runs", type=int, default=5, help="runs per profile")
+    ap.add_argument("--output-json", metavar="PATH", help="write all raw results here")
+    a = ap.parse_args()
+    if a.iterations < 1 or a.rounds < 1 or a.pyop_iterations < a.rounds:
+        ap.error("--iterations and --rounds must be >= 1, --pyop-iterations >= --rounds")
+
+    started = datetime.datetime.now()
+    print(f"pt2onnx runtime benchmark, {started.isoformat(timespec='seconds')}, {platform.node()}, "
+          f"{os.cpu_count()} CPUs, torch {torch.__version__}, pt2onnx {pt2onnx.__version__}, "
+          f"load average {load_average():.2f}", flush=True)
+    out = {"started": started.isoformat(timespec="seconds"), "argv": sys.argv, "torch": torch.__version__,
+           "pt2onnx": pt2onnx.__version__, "cpus": os.cpu_count(), "load_average_start": load_average(),
+           "latency": [], "python_op": None}
+    with tempfile.TemporaryDirectory(prefix="pt2onnx-bench-runtime-") as tmp:
+        for name in a.models:
+            try:
+                out["latency"].append(latency(name, a, tmp))
+            except Exception as e:  # a benchmark reports failures and goes on
+                msg = f"{type(e).__name__}: {e}"
+                progress(f"part 1 / {name}: FAILED: {msg}")
+                out["latency"].append({"model": name, "error": msg})
+        if not a.skip_python_op:
+            try:
+                out["python_op"] = python_op(a, tmp)
+            except Exception as e:
+                msg = f"{type(e).__name__}: {e}"
+                progress(f"part 2 / PythonOp: FAILED: {msg}")
+                out["python_op"] = {"error": msg}
+    out["load_average_end"] = load_average()
+
+    lines = []
+    if out["latency"]:
+        lines += report_latency(out["latency"])
+    if out["python_op"] is not None:
+        lines += report_python_op(out["python_op"]) if "error" not in out["python_op"] else \
+            ["", f"=== Part 2: PythonOp call overhead: ERROR: {out['python_op']['error']} ==="]
+    missed = [r["model"] for r in out["latency"] if r.get("verdict") == "MISSED"]
+    if out["python_op"] and out["python_op"].get("verdicts", {}).get("chain") == "MISSED":
+        missed.append("PythonOp overhead")
+    errors = [r["model"] for r in out["latency"] if "error" in r] + \
+        (["PythonOp"] if out["python_op"] and "error" in out["python_op"] else [])
+    lines += ["", f"finished in {(datetime.datetime.now() - started).total_seconds():.0f} s; load average "
+                  f"{out['load_average_start']:.2f} at start, {out['load_average_end']:.2f} at end",
+              f"missed targets: {', '.join(missed) if missed else 'none'}"
+              + (f"; errors: {', '.join(errors)}" if errors else "")]
+    print("\n".join(lines), flush=True)
+    if a.output_json:
+        with open(a.output_json, "w") as f:
+            json.dump(out, f, indent=1)
+        print(f"raw results written to {a.output_json}")
+
+
+if __name__ == "__main__":
+    main()
