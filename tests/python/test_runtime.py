@@ -716,7 +716,7 @@ def test_backward_returning_wrong_number_of_values():
     x = np.ones((2, 2), np.float32)
     with pytest.raises(pt2onnx.ExportError) as e:
         sess.run(None, {"x0": x, "dy0": x})
-    check_error(e, "'bw'", fn, "1 values", "2 arguments")
+    check_error(e, "'bw'", fn, "incorrect number of gradients", "expected 2, got 1")
     assert_no_new_contexts()
 
 
