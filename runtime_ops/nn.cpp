@@ -107,6 +107,12 @@ Ints kernelShapeAttr(KernelContext& ctx) {
 
 // ---- Conv ----
 
+// oneDNN's kernels for 4-D float32 tensors: ATen's default CPU path sends batch-1 1x1 convolutions
+// to a slow GEMM fallback and runs NCHW max-pooling serially (bench/README.md, bench_runtime.py).
+bool useOneDnn(const at::Tensor& x) {
+  return x.dim() == 4 && x.scalar_type() == at::kFloat && at::hasMKLDNN() && at::globalContext().userEnabledMkldnn();
+}
+
 std::vector<at::Tensor> conv(KernelContext& ctx) {
   const at::Tensor& x0 = ctx.input(0);
   at::Tensor x = toCompute(x0), w = toCompute(ctx.input(1)), b = optionalCompute(ctx, 2);
@@ -124,7 +130,9 @@ std::vector<at::Tensor> conv(KernelContext& ctx) {
     x = at::constant_pad_nd(x, atenPads(g.padBegin, g.padEnd), 0);
     padding.assign(g.rank(), 0);
   }
-  at::Tensor y = at::convolution(x, w, b, g.strides, padding, g.dilations, false, Ints(g.rank(), 0), group);
+  at::Tensor y = useOneDnn(x) ? at::mkldnn_convolution(x.contiguous(), w.contiguous(), b, padding, g.strides,
+                                                        g.dilations, group)
+                              : at::convolution(x, w, b, g.strides, padding, g.dilations, false, Ints(g.rank(), 0), group);
   return {fromCompute(y, x0.scalar_type())};
 }
 
@@ -275,7 +283,10 @@ std::vector<at::Tensor> maxPool(KernelContext& ctx) {
   }
   bool wantIndices = ctx.numOutputs() > 1;
   at::Tensor y, idx;
-  if (!wantIndices) {
+  bool undilated = std::all_of(g.dilations.begin(), g.dilations.end(), [](int64_t d) { return d == 1; });
+  if (!wantIndices && g.rank() == 2 && undilated && useOneDnn(x)) {  // oneDNN pools have no dilation
+    y = at::mkldnn_max_pool2d(x.contiguous().to_mkldnn(), g.kernel, g.strides, padding, g.dilations, ceil).to_dense();
+  } else if (!wantIndices) {
     y = g.rank() == 2 ? at::max_pool2d(x, g.kernel, g.strides, padding, g.dilations, ceil)
                       : at::max_pool3d(x, g.kernel, g.strides, padding, g.dilations, ceil);
   } else {
