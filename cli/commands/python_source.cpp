@@ -13,10 +13,6 @@
 namespace py = pybind11;
 
 namespace pt2onnx::cli {
-namespace {
-
-// The build tree keeps the package (with its extension) in <source>/python: use it when the CLI
-// runs from build/, so tests work before installing.
 void addBuildTreePackagePath() {
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -26,8 +22,6 @@ void addBuildTreePackagePath() {
     py::module_::import("sys").attr("path").attr("insert")(0, candidate.string());
   }
 }
-
-}  // namespace
 
 bool runWithPython(const std::function<bool(py::module_)>& body) {
   py::scoped_interpreter interpreter;

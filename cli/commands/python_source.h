@@ -29,6 +29,9 @@ struct PythonConvertRequest {
 
 // Runs the export in an embedded interpreter and prints its summary. Throws ExportError.
 void convertPythonModel(const PythonConvertRequest& request);
+// Puts <source>/python on sys.path when the CLI runs from the build tree (so the package with its
+// fresh extension is used before installing). Needs a running interpreter.
+void addBuildTreePackagePath();
 // Runs `body` in an embedded interpreter (the pt2onnx package importable, from the build tree when
 // the CLI runs there); Python exceptions become one-line ExportErrors.
 bool runWithPython(const std::function<bool(pybind11::module_)>& body);

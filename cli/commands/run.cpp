@@ -6,6 +6,7 @@
 #include <pybind11/embed.h>
 
 #include "cli/commands/commands.h"
+#include "cli/commands/python_source.h"
 #include "common/errors.h"
 #include "runtime/npy.h"
 #include "runtime/session.h"
@@ -33,15 +34,6 @@ bool needsPython(const std::string& path) {
   return false;
 }
 
-void addPackagePath() {
-  std::error_code ec;
-  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  auto candidate = exe.parent_path().parent_path() / "python";
-  if (!ec && std::filesystem::exists(candidate / "pt2onnx" / "__init__.py"))
-    py::module_::import("sys").attr("path").attr("insert")(0, candidate.string());
-  py::module_::import("sys").attr("path").attr("insert")(0, std::filesystem::current_path().string());
-}
-
 void runModel(const RunOptions& o) {
   std::map<std::string, at::Tensor> feeds;
   for (const std::string& spec : o.inputs) {
@@ -53,7 +45,9 @@ void runModel(const RunOptions& o) {
   std::optional<py::gil_scoped_release> release;
   if (needsPython(o.model)) {
     interpreter.emplace();
-    addPackagePath();
+    addBuildTreePackagePath();
+    // Models may name Functions and PyOp classes in modules of the current directory.
+    py::module_::import("sys").attr("path").attr("insert")(0, std::filesystem::current_path().string());
     runtime::registerPythonKernels(runtime::defaultKernels());
     release.emplace();  // kernels take the GIL when they call Python
   }

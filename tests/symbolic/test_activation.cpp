@@ -12,18 +12,14 @@
 
 namespace {
 
+using pt2onnx::testing::contains;
+using pt2onnx::testing::unaryGraph;
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
 using pt2onnx::testing::exportError;
 using pt2onnx::testing::exportedOpTypes;
 
-std::string unaryGraph(const std::string& op) {
-  return "graph(%x : Tensor):\n  %out : Tensor = " + op + "(%x)\n  return (%out)\n";
-}
 
-bool contains(const std::vector<std::string>& ops, const std::string& op) {
-  return std::find(ops.begin(), ops.end(), op) != ops.end();
-}
 
 // Values on both sides of every activation's kinks.
 at::Tensor spread() { return at::randn({2, 3, 4}) * 4; }

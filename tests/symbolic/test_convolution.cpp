@@ -10,13 +10,11 @@
 
 namespace {
 
+using pt2onnx::testing::contains;
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
 using pt2onnx::testing::exportedOpTypes;
 
-bool contains(const std::vector<std::string>& opTypes, const std::string& opType) {
-  return std::find(opTypes.begin(), opTypes.end(), opType) != opTypes.end();
-}
 
 TEST(ConvolutionSymbolics, Conv2dStridedPaddedGroupsMatchesTorch) {
   const char* ir = R"IR(

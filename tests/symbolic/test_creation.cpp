@@ -11,15 +11,13 @@
 
 namespace {
 
+using pt2onnx::testing::countOf;
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
 using pt2onnx::testing::expectDynamicAxesConvertLikeTorch;
 using pt2onnx::testing::exportedOpTypes;
 using pt2onnx::testing::exportError;
 
-int countOf(const std::vector<std::string>& opTypes, const std::string& opType) {
-  return static_cast<int>(std::count(opTypes.begin(), opTypes.end(), opType));
-}
 
 // ---------------------------------------------------------------- arange
 

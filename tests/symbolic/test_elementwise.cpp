@@ -12,15 +12,13 @@
 
 namespace {
 
+using pt2onnx::testing::contains;
+using pt2onnx::testing::unaryGraph;
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
 using pt2onnx::testing::exportError;
 using pt2onnx::testing::exportedOpTypes;
 
-// graph(x): op(x)
-std::string unaryGraph(const std::string& op) {
-  return "graph(%x : Tensor):\n  %out : Tensor = " + op + "(%x)\n  return (%out)\n";
-}
 
 // graph(x, y): op(x, y)
 std::string binaryGraph(const std::string& op) {
@@ -45,11 +43,6 @@ at::Tensor longs(std::vector<int64_t> v) { return at::tensor(v); }
 at::Tensor smallIntsAsFloat(std::vector<int64_t> sizes) { return at::randint(0, 3, sizes, at::kLong).to(at::kFloat); }
 at::Tensor positive(std::vector<int64_t> sizes) { return at::rand(sizes) + 0.1; }
 
-bool contains(const std::vector<std::string>& ops, const std::string& op) {
-  for (const auto& o : ops)
-    if (o == op) return true;
-  return false;
-}
 
 // ---- add / sub / rsub / mul ----
 

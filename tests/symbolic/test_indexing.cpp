@@ -12,15 +12,13 @@
 
 namespace {
 
+using pt2onnx::testing::countOf;
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
 using pt2onnx::testing::expectDynamicAxesConvertLikeTorch;
 using pt2onnx::testing::exportedOpTypes;
 using pt2onnx::testing::exportError;
 
-int countOf(const std::vector<std::string>& opTypes, const std::string& opType) {
-  return static_cast<int>(std::count(opTypes.begin(), opTypes.end(), opType));
-}
 
 at::Tensor longs(std::vector<int64_t> values, std::vector<int64_t> shape) {
   return at::tensor(values, at::kLong).reshape(shape);

@@ -10,13 +10,11 @@
 
 namespace {
 
+using pt2onnx::testing::countOf;
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
 using pt2onnx::testing::exportedOpTypes;
 
-int countOf(const std::vector<std::string>& opTypes, const std::string& opType) {
-  return static_cast<int>(std::count(opTypes.begin(), opTypes.end(), opType));
-}
 
 const char* kLinearWithBias = R"IR(
 graph(%x : Tensor, %w : Tensor, %b : Tensor):

@@ -10,14 +10,12 @@
 
 namespace {
 
+using pt2onnx::testing::contains;
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
 using pt2onnx::testing::exportedOpTypes;
 using pt2onnx::testing::exportError;
 
-bool contains(const std::vector<std::string>& opTypes, const std::string& opType) {
-  return std::find(opTypes.begin(), opTypes.end(), opType) != opTypes.end();
-}
 
 // ---- max pooling ----
 

@@ -12,6 +12,8 @@
 
 namespace {
 
+using pt2onnx::testing::contains;
+using pt2onnx::testing::unaryGraph;
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
 using pt2onnx::testing::exportedOpTypes;
@@ -48,13 +50,7 @@ std::string dimGraph(const std::string& op, int dim, bool keepdim, int outputs =
          "  return (" + ret + ")\n";
 }
 
-std::string unaryGraph(const std::string& op) {
-  return "graph(%x : Tensor):\n  %out : Tensor = " + op + "(%x)\n  return (%out)\n";
-}
 
-bool contains(const std::vector<std::string>& ops, const std::string& op) {
-  return std::find(ops.begin(), ops.end(), op) != ops.end();
-}
 
 // ---- sum ----
 

@@ -1,5 +1,7 @@
 #include "tests/util/converter_test.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 #include <torch/csrc/jit/ir/irparser.h>
@@ -96,6 +98,18 @@ std::vector<std::string> exportedOpTypes(const std::string& irText, const std::v
   std::vector<std::string> ops;
   for (const auto& n : model.graph().node()) ops.push_back(n.op_type());
   return ops;
+}
+
+bool contains(const std::vector<std::string>& opTypes, const std::string& opType) {
+  return std::find(opTypes.begin(), opTypes.end(), opType) != opTypes.end();
+}
+
+int countOf(const std::vector<std::string>& opTypes, const std::string& opType) {
+  return static_cast<int>(std::count(opTypes.begin(), opTypes.end(), opType));
+}
+
+std::string unaryGraph(const std::string& op) {
+  return "graph(%x : Tensor):\n  %out : Tensor = " + op + "(%x)\n  return (%out)\n";
 }
 
 std::string exportError(const std::string& irText, const std::vector<at::Tensor>& inputs, int opset) {

@@ -27,6 +27,11 @@ void expectDynamicAxesConvertLikeTorch(const std::string& irText, const std::vec
 // The op types of the exported model's nodes, in order (for structural checks).
 std::vector<std::string> exportedOpTypes(const std::string& irText,
                                          const std::vector<at::Tensor>& inputs, int opset);
+// Whether `opTypes` holds `opType`, and how many times.
+bool contains(const std::vector<std::string>& opTypes, const std::string& opType);
+int countOf(const std::vector<std::string>& opTypes, const std::string& opType);
+// IR text of `graph(%x): return op(%x)`.
+std::string unaryGraph(const std::string& op);
 // The message of the ExportError that exporting `irText` raises ("" if it exports).
 std::string exportError(const std::string& irText, const std::vector<at::Tensor>& inputs, int opset);
 
