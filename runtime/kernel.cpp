@@ -105,6 +105,7 @@ void registerAllKernels(KernelRegistry& r) {
   registerReductionKernels(r);
   registerTensorKernels(r);
   registerNnKernels(r);
+  registerMatMulKernels(r);
 }
 
 KernelRegistry& defaultKernels() {

@@ -8,6 +8,7 @@ class KernelRegistry;
 void registerElementwiseKernels(KernelRegistry& r);  // elementwise.cpp: arithmetic, comparison, math, activations
 void registerReductionKernels(KernelRegistry& r);    // reduction.cpp: Reduce*, ArgMax/Min, CumSum, Softmax family
 void registerTensorKernels(KernelRegistry& r);       // tensor.cpp: shape, slicing, gather/scatter, concat, creation
-void registerNnKernels(KernelRegistry& r);           // nn.cpp: Conv, pools, norms, Gemm/MatMul, Resize, Dropout
+void registerNnKernels(KernelRegistry& r);           // nn.cpp: Conv, pools, norms, Resize, Dropout
+void registerMatMulKernels(KernelRegistry& r);       // matmul.cpp: Gemm, MatMul, Einsum (oneDNN for float32)
 
 }  // namespace pt2onnx::runtime

@@ -1,4 +1,4 @@
-// Runtime kernels of the nn family: Conv/ConvTranspose, pools, normalizations, Gemm/MatMul/Einsum,
+// Runtime kernels of the nn family: Conv/ConvTranspose, pools, normalizations,
 // Dropout (inference) and Resize. Everything runs on ATen's native ops; ONNX's geometry (explicit
 // and asymmetric pads, auto_pad, ceil_mode, output_shape) is mapped onto them, padding explicitly
 // (at::constant_pad_nd) only where ATen's symmetric padding cannot express it.
@@ -8,28 +8,13 @@
 #include <vector>
 
 #include "runtime/kernel.h"
+#include "runtime_ops/compute_dtype.h"
 #include "runtime_ops/families.h"
 
 namespace pt2onnx::runtime {
 namespace {
 
 using Ints = std::vector<int64_t>;
-
-// ---- dtype helpers ----
-
-// ATen's CPU convolutions, pools and matmuls lack Half (and are patchy for BFloat16): compute those in float.
-bool isReducedFloat(at::ScalarType t) { return t == at::kHalf || t == at::kBFloat16; }
-
-at::Tensor toCompute(const at::Tensor& t) { return isReducedFloat(t.scalar_type()) ? t.to(at::kFloat) : t; }
-
-at::Tensor fromCompute(const at::Tensor& t, at::ScalarType original) {
-  return t.scalar_type() == original ? t : t.to(original);
-}
-
-// An optional input in its compute dtype (undefined stays undefined).
-at::Tensor optionalCompute(KernelContext& ctx, size_t i) {
-  return ctx.hasInput(i) ? toCompute(ctx.input(i)) : at::Tensor();
-}
 
 std::string str(const Ints& v) {
   std::string s = "[";
@@ -110,7 +95,7 @@ Ints kernelShapeAttr(KernelContext& ctx) {
 // oneDNN's kernels for 4-D float32 tensors: ATen's default CPU path sends batch-1 1x1 convolutions
 // to a slow GEMM fallback and runs NCHW max-pooling serially (bench/README.md, bench_runtime.py).
 bool useOneDnn(const at::Tensor& x) {
-  return x.dim() == 4 && x.scalar_type() == at::kFloat && at::hasMKLDNN() && at::globalContext().userEnabledMkldnn();
+  return x.dim() == 4 && x.scalar_type() == at::kFloat && oneDnnEnabled();
 }
 
 std::vector<at::Tensor> conv(KernelContext& ctx) {
@@ -432,51 +417,6 @@ std::vector<at::Tensor> layerNormalization(KernelContext& ctx) {
   return out;
 }
 
-// ---- Gemm / MatMul / Einsum ----
-
-std::vector<at::Tensor> gemm(KernelContext& ctx) {
-  const at::Tensor& a0 = ctx.input(0);
-  at::Tensor a = toCompute(a0), b = toCompute(ctx.input(1)), c = optionalCompute(ctx, 2);
-  if (a.dim() != 2 || b.dim() != 2)
-    ctx.fail("A and B must be 2-D, got shapes " + c10::str(a.sizes()) + " and " + c10::str(b.sizes()));
-  if (ctx.attrInt("transA", 0)) a = a.t();
-  if (ctx.attrInt("transB", 0)) b = b.t();
-  if (a.size(1) != b.size(0))
-    ctx.fail("inner dimensions differ: A' is " + c10::str(a.sizes()) + ", B' is " + c10::str(b.sizes()));
-  double alpha = ctx.attrFloat("alpha", 1.0), beta = ctx.attrFloat("beta", 1.0);
-  at::Tensor y;
-  if (a.is_floating_point()) {
-    if (c.defined() && beta != 0) {
-      y = at::addmm(c.to(a.scalar_type()), a, b, beta, alpha);
-    } else {
-      y = at::mm(a, b);
-      if (alpha != 1.0) y.mul_(alpha);
-    }
-  } else {
-    y = at::mm(a, b);
-    if (alpha != 1.0) y = (y.to(at::kDouble) * alpha).to(a.scalar_type());
-    if (c.defined() && beta != 0) y = beta == 1.0 ? y + c : (y.to(at::kDouble) + c.to(at::kDouble) * beta).to(a.scalar_type());
-  }
-  return {fromCompute(y, a0.scalar_type())};
-}
-
-std::vector<at::Tensor> matMul(KernelContext& ctx) {
-  const at::Tensor& a0 = ctx.input(0);
-  const at::Tensor& b0 = ctx.input(1);
-  if (a0.dim() == 0 || b0.dim() == 0) ctx.fail("MatMul inputs must have rank >= 1");
-  return {fromCompute(at::matmul(toCompute(a0), toCompute(b0)), a0.scalar_type())};
-}
-
-std::vector<at::Tensor> einsum(KernelContext& ctx) {
-  std::string equation;
-  for (char ch : ctx.attrString("equation"))
-    if (ch != ' ') equation += ch;
-  std::vector<at::Tensor> operands;
-  for (size_t i = 0; i < ctx.numInputs(); ++i) operands.push_back(toCompute(ctx.input(i)));
-  if (operands.empty()) ctx.fail("Einsum needs at least one input");
-  return {fromCompute(at::einsum(equation, operands), ctx.input(0).scalar_type())};
-}
-
 // ---- Dropout (inference) ----
 
 std::vector<at::Tensor> dropout(KernelContext& ctx) {
@@ -762,9 +702,6 @@ void registerNnKernels(KernelRegistry& r) {
   r.add("", "BatchNormalization", 1, batchNormalization);
   r.add("", "InstanceNormalization", 1, instanceNormalization);
   r.add("", "LayerNormalization", 17, layerNormalization);
-  r.add("", "Gemm", 1, gemm);
-  r.add("", "MatMul", 1, matMul);
-  r.add("", "Einsum", 12, einsum);
   r.add("", "Dropout", 1, dropout);
   r.add("", "Resize", 10, resize);
 }

@@ -2,7 +2,7 @@
 # Sets up everything pt2onnx needs on a fresh Debian 12 machine, then builds and installs it.
 # Idempotent: installed packages and an up-to-date build are left alone.
 #   - Debian packages (LibTorch, ONNX, protobuf, spdlog, CLI11, GoogleTest, pybind11, CMake, Ninja, ccache,
-#     OpenBLAS so ATen's matmuls are not the slow reference BLAS)
+#     OpenBLAS so ATen's matmuls are not the slow reference BLAS, oneDNN headers for the runtime's matmuls)
 #   - ONNX Runtime (onnxruntime-node, pinned by tools/ort/package-lock.json), the test oracle
 #   - build (CMake + Ninja + ccache) into build/, install the `pt2onnx` CLI and the Python package
 #     for /usr/bin/python3
@@ -16,7 +16,7 @@ PACKAGES=(
   libonnx-dev python3-onnx libprotobuf-dev protobuf-compiler
   libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev
   pybind11-dev python3-dev python3-numpy python3-pytest
-  libopenblas0-pthread libonnx-testdata
+  libopenblas0-pthread libdnnl-dev libonnx-testdata
   nodejs
 )
 
