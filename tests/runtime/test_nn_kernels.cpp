@@ -1,5 +1,5 @@
-// Runtime kernels of runtime_ops/nn.cpp (Conv, ConvTranspose, pools, normalizations, Gemm, MatMul,
-// Einsum, Dropout, Resize): one-node ONNX models run through Session and compared with ATen
+// Runtime kernels of runtime_ops/nn.cpp (Conv, ConvTranspose, pools, normalizations,
+// Dropout, Resize): one-node ONNX models run through Session and compared with ATen
 // reference computations (or small naive references where ATen has no equivalent).
 #include <gtest/gtest.h>
 
@@ -16,6 +16,7 @@
 #include "runtime/session.h"
 #include "runtime/tensor_proto.h"
 #include "tests/util/compare.h"
+#include "tests/util/one_node_model.h"
 
 namespace {
 
@@ -23,91 +24,9 @@ using pt2onnx::ExportError;
 using pt2onnx::runtime::onnxType;
 using pt2onnx::runtime::Session;
 using pt2onnx::testing::compareTensors;
+using pt2onnx::testing::OneNodeModel;
+using pt2onnx::testing::runError;
 using Ints = std::vector<int64_t>;
-
-// A model of one node: graph inputs fed at run time, initializers, omitted inputs, attributes.
-class NnNode {
- public:
-  NnNode(const std::string& op, int opset) : opset_(opset) {
-    auto* node = model_.mutable_graph()->add_node();
-    node->set_op_type(op);
-    node->set_name(op + "_node");
-  }
-  NnNode& input(const at::Tensor& value) {
-    std::string name = "in" + std::to_string(node()->input_size());
-    auto* vi = model_.mutable_graph()->add_input();
-    vi->set_name(name);
-    vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnxType(value.scalar_type()));
-    auto* shape = vi->mutable_type()->mutable_tensor_type()->mutable_shape();
-    for (int64_t d : value.sizes()) shape->add_dim()->set_dim_value(d);
-    node()->add_input(name);
-    feeds_[name] = value;
-    return *this;
-  }
-  NnNode& constant(const at::Tensor& value) {
-    std::string name = "const" + std::to_string(node()->input_size());
-    auto* t = model_.mutable_graph()->add_initializer();
-    pt2onnx::runtime::tensorToProto(value, *t);
-    t->set_name(name);
-    node()->add_input(name);
-    return *this;
-  }
-  NnNode& omitted() {
-    node()->add_input("");
-    return *this;
-  }
-  NnNode& attr(const std::string& name, int64_t v) {
-    auto* a = add(name, onnx::AttributeProto::INT);
-    a->set_i(v);
-    return *this;
-  }
-  NnNode& attr(const std::string& name, double v) {
-    auto* a = add(name, onnx::AttributeProto::FLOAT);
-    a->set_f(static_cast<float>(v));
-    return *this;
-  }
-  NnNode& attr(const std::string& name, const char* v) {
-    auto* a = add(name, onnx::AttributeProto::STRING);
-    a->set_s(v);
-    return *this;
-  }
-  NnNode& attr(const std::string& name, const Ints& v) {
-    auto* a = add(name, onnx::AttributeProto::INTS);
-    for (int64_t x : v) a->add_ints(x);
-    return *this;
-  }
-  NnNode& output(at::ScalarType type) {
-    std::string name = "out" + std::to_string(node()->output_size());
-    auto* vi = model_.mutable_graph()->add_output();
-    vi->set_name(name);
-    vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnxType(type));
-    vi->mutable_type()->mutable_tensor_type()->mutable_shape();  // the checker wants one; rank left unstated
-    node()->add_output(name);
-    return *this;
-  }
-  std::vector<at::Tensor> run() {
-    model_.set_ir_version(8);
-    auto* imp = model_.add_opset_import();
-    imp->set_domain("");
-    imp->set_version(opset_);
-    model_.mutable_graph()->set_name("one_node");
-    if (node()->output_size() == 0) output(feeds_.begin()->second.scalar_type());
-    return Session::fromBytes(model_.SerializeAsString())->run(feeds_);
-  }
-  at::Tensor run1() { return run().at(0); }
-
- private:
-  onnx::AttributeProto* add(const std::string& name, onnx::AttributeProto::AttributeType type) {
-    auto* a = node()->add_attribute();
-    a->set_name(name);
-    a->set_type(type);
-    return a;
-  }
-  onnx::NodeProto* node() { return model_.mutable_graph()->mutable_node(0); }
-  onnx::ModelProto model_;
-  int opset_;
-  std::map<std::string, at::Tensor> feeds_;
-};
 
 #define EXPECT_TENSOR(expected, actual) EXPECT_EQ(compareTensors((expected), (actual), 1e-4), "")
 
@@ -122,30 +41,21 @@ at::Tensor f32(const std::vector<float>& v) { return at::tensor(v, at::kFloat); 
 // ONNX pads [x1_begin, x2_begin, x1_end, x2_end] as at::constant_pad_nd's list (last dim first).
 Ints atenPads2d(const Ints& p) { return {p[1], p[3], p[0], p[2]}; }
 
-std::string runError(NnNode& node) {
-  try {
-    node.run();
-  } catch (const ExportError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // ---- Conv ----
 
 TEST(NnKernels, ConvSymmetricAndAsymmetricPadsStridesDilations) {
   at::Tensor x = randn({2, 3, 7, 8}), w = randn({4, 3, 3, 3}), b = randn({4});
   EXPECT_TENSOR(at::conv2d(x, w, b, {1, 1}, {1, 1}),
-                NnNode("Conv", 11).input(x).constant(w).constant(b).attr("pads", Ints{1, 1, 1, 1}).run1());
+                OneNodeModel("Conv", 11).input(x).constant(w).constant(b).attr("pads", Ints{1, 1, 1, 1}).run1());
   EXPECT_TENSOR(at::conv2d(x, w, at::Tensor(), {2, 1}, Ints{0, 2}, {1, 2}),
-                NnNode("Conv", 11).input(x).input(w).attr("strides", Ints{2, 1}).attr("dilations", Ints{1, 2})
+                OneNodeModel("Conv", 11).input(x).input(w).attr("strides", Ints{2, 1}).attr("dilations", Ints{1, 2})
                     .attr("pads", Ints{0, 2, 0, 2}).attr("kernel_shape", Ints{3, 3}).run1());
   // Asymmetric pads: top 0, left 1, bottom 2, right 0.
   Ints pads{0, 1, 2, 0};
   EXPECT_TENSOR(at::conv2d(at::constant_pad_nd(x, atenPads2d(pads), 0), w, b, {2, 2}),
-                NnNode("Conv", 11).input(x).constant(w).constant(b).attr("pads", pads).attr("strides", Ints{2, 2}).run1());
+                OneNodeModel("Conv", 11).input(x).constant(w).constant(b).attr("pads", pads).attr("strides", Ints{2, 2}).run1());
   // Opset 1 has the same semantics.
-  EXPECT_TENSOR(at::conv2d(x, w, b), NnNode("Conv", 1).input(x).constant(w).constant(b).run1());
+  EXPECT_TENSOR(at::conv2d(x, w, b), OneNodeModel("Conv", 1).input(x).constant(w).constant(b).run1());
 }
 
 TEST(NnKernels, ConvAutoPadSameUpperSameLowerValid) {
@@ -153,48 +63,48 @@ TEST(NnKernels, ConvAutoPadSameUpperSameLowerValid) {
   // in 7, stride 2, kernel 4: output 4, total pad 3 -> SAME_UPPER 1 before / 2 after, SAME_LOWER 2 / 1.
   at::Tensor upper = at::conv2d(at::constant_pad_nd(x, {1, 2, 1, 2}, 0), w, at::Tensor(), {2, 2});
   at::Tensor lower = at::conv2d(at::constant_pad_nd(x, {2, 1, 2, 1}, 0), w, at::Tensor(), {2, 2});
-  EXPECT_TENSOR(upper, NnNode("Conv", 11).input(x).constant(w).attr("auto_pad", "SAME_UPPER").attr("strides", Ints{2, 2}).run1());
-  EXPECT_TENSOR(lower, NnNode("Conv", 11).input(x).constant(w).attr("auto_pad", "SAME_LOWER").attr("strides", Ints{2, 2}).run1());
+  EXPECT_TENSOR(upper, OneNodeModel("Conv", 11).input(x).constant(w).attr("auto_pad", "SAME_UPPER").attr("strides", Ints{2, 2}).run1());
+  EXPECT_TENSOR(lower, OneNodeModel("Conv", 11).input(x).constant(w).attr("auto_pad", "SAME_LOWER").attr("strides", Ints{2, 2}).run1());
   EXPECT_TENSOR(at::conv2d(x, w, at::Tensor(), {2, 2}),
-                NnNode("Conv", 11).input(x).constant(w).attr("auto_pad", "VALID").attr("strides", Ints{2, 2}).run1());
+                OneNodeModel("Conv", 11).input(x).constant(w).attr("auto_pad", "VALID").attr("strides", Ints{2, 2}).run1());
   // SAME keeps the size at stride 1, with dilations counting in the effective kernel (3 -> 5).
   at::Tensor w3 = randn({3, 2, 3, 3});
-  at::Tensor same = NnNode("Conv", 11).input(x).constant(w3).attr("auto_pad", "SAME_UPPER").attr("dilations", Ints{2, 2}).run1();
+  at::Tensor same = OneNodeModel("Conv", 11).input(x).constant(w3).attr("auto_pad", "SAME_UPPER").attr("dilations", Ints{2, 2}).run1();
   EXPECT_TENSOR(at::conv2d(x, w3, at::Tensor(), {1, 1}, {2, 2}, {2, 2}), same);
 }
 
 TEST(NnKernels, ConvGroupsDepthwiseAnd1d3d) {
   at::Tensor x = randn({2, 4, 6, 5}), w = randn({6, 2, 3, 3}), b = randn({6});
   EXPECT_TENSOR(at::conv2d(x, w, b, {1, 1}, {1, 1}, {1, 1}, 2),
-                NnNode("Conv", 11).input(x).constant(w).constant(b).attr("group", int64_t{2}).attr("pads", Ints{1, 1, 1, 1}).run1());
+                OneNodeModel("Conv", 11).input(x).constant(w).constant(b).attr("group", int64_t{2}).attr("pads", Ints{1, 1, 1, 1}).run1());
   at::Tensor dw = randn({8, 1, 3, 3});
   EXPECT_TENSOR(at::conv2d(x, dw, at::Tensor(), {2, 2}, {1, 1}, {1, 1}, 4),
-                NnNode("Conv", 11).input(x).constant(dw).attr("group", int64_t{4}).attr("strides", Ints{2, 2})
+                OneNodeModel("Conv", 11).input(x).constant(dw).attr("group", int64_t{4}).attr("strides", Ints{2, 2})
                     .attr("pads", Ints{1, 1, 1, 1}).run1());
   at::Tensor x1 = randn({2, 3, 10}), w1 = randn({5, 3, 3});
   EXPECT_TENSOR(at::conv1d(at::constant_pad_nd(x1, {2, 1}, 0), w1, at::Tensor(), {2}),
-                NnNode("Conv", 11).input(x1).constant(w1).attr("pads", Ints{2, 1}).attr("strides", Ints{2}).run1());
+                OneNodeModel("Conv", 11).input(x1).constant(w1).attr("pads", Ints{2, 1}).attr("strides", Ints{2}).run1());
   at::Tensor x3 = randn({1, 2, 5, 6, 4}), w3 = randn({3, 2, 3, 2, 3});
   EXPECT_TENSOR(at::conv3d(x3, w3, at::Tensor(), {1, 2, 1}, {1, 0, 1}),
-                NnNode("Conv", 11).input(x3).constant(w3).attr("strides", Ints{1, 2, 1}).attr("pads", Ints{1, 0, 1, 1, 0, 1}).run1());
+                OneNodeModel("Conv", 11).input(x3).constant(w3).attr("strides", Ints{1, 2, 1}).attr("pads", Ints{1, 0, 1, 1, 0, 1}).run1());
 }
 
 TEST(NnKernels, ConvTransposeOutputPaddingOutputShapePadsAndGroups) {
   at::Tensor x = randn({1, 4, 5, 4}), w = randn({4, 3, 3, 3}), b = randn({3});
   at::Tensor ref = at::conv_transpose2d(x, w, b, {2, 2}, {1, 1}, {1, 1});  // 10 x 8
-  EXPECT_TENSOR(ref, NnNode("ConvTranspose", 11).input(x).constant(w).constant(b).attr("strides", Ints{2, 2})
+  EXPECT_TENSOR(ref, OneNodeModel("ConvTranspose", 11).input(x).constant(w).constant(b).attr("strides", Ints{2, 2})
                          .attr("pads", Ints{1, 1, 1, 1}).attr("output_padding", Ints{1, 1}).run1());
   // output_shape: full output 11 x 9, total padding 1 -> 1 at the start (NOTSET), 0 at the end.
   at::Tensor full = at::conv_transpose2d(x, w, b, {2, 2});
   EXPECT_TENSOR(full.slice(2, 1, 11).slice(3, 1, 9),
-                NnNode("ConvTranspose", 11).input(x).constant(w).constant(b).attr("strides", Ints{2, 2})
+                OneNodeModel("ConvTranspose", 11).input(x).constant(w).constant(b).attr("strides", Ints{2, 2})
                     .attr("output_shape", Ints{10, 8}).run1());
   // Asymmetric pads crop the full output.
   EXPECT_TENSOR(full.slice(2, 2, 11 - 1).slice(3, 0, 9 - 3),
-                NnNode("ConvTranspose", 11).input(x).constant(w).constant(b).attr("strides", Ints{2, 2})
+                OneNodeModel("ConvTranspose", 11).input(x).constant(w).constant(b).attr("strides", Ints{2, 2})
                     .attr("pads", Ints{2, 0, 1, 3}).run1());
   // output_padding larger than the stride extends the output with bias-only positions.
-  at::Tensor big = NnNode("ConvTranspose", 11).input(x).constant(w).constant(b).attr("output_padding", Ints{2, 0}).run1();
+  at::Tensor big = OneNodeModel("ConvTranspose", 11).input(x).constant(w).constant(b).attr("output_padding", Ints{2, 0}).run1();
   at::Tensor ref1 = at::conv_transpose2d(x, w, b);
   ASSERT_EQ(big.sizes(), at::IntArrayRef({1, 3, 9, 6}));
   EXPECT_TENSOR(ref1, big.slice(2, 0, 7));
@@ -202,10 +112,10 @@ TEST(NnKernels, ConvTransposeOutputPaddingOutputShapePadsAndGroups) {
   // Groups and dilations.
   at::Tensor wg = randn({4, 2, 2, 3});
   EXPECT_TENSOR(at::conv_transpose2d(x, wg, at::Tensor(), {1, 2}, {0, 1}, {0, 0}, 2, {2, 1}),
-                NnNode("ConvTranspose", 11).input(x).constant(wg).attr("group", int64_t{2}).attr("strides", Ints{1, 2})
+                OneNodeModel("ConvTranspose", 11).input(x).constant(wg).attr("group", int64_t{2}).attr("strides", Ints{1, 2})
                     .attr("dilations", Ints{2, 1}).attr("pads", Ints{0, 1, 0, 1}).run1());
   // SAME_UPPER: output = input * stride.
-  at::Tensor same = NnNode("ConvTranspose", 11).input(x).constant(w).attr("auto_pad", "SAME_UPPER").attr("strides", Ints{2, 2}).run1();
+  at::Tensor same = OneNodeModel("ConvTranspose", 11).input(x).constant(w).attr("auto_pad", "SAME_UPPER").attr("strides", Ints{2, 2}).run1();
   EXPECT_EQ(same.sizes(), at::IntArrayRef({1, 3, 10, 8}));
 }
 
@@ -214,37 +124,37 @@ TEST(NnKernels, ConvTransposeOutputPaddingOutputShapePadsAndGroups) {
 TEST(NnKernels, MaxPoolCeilModeDilationsAndAsymmetricPads) {
   at::Tensor x = randn({2, 3, 9, 8});
   EXPECT_TENSOR(at::max_pool2d(x, {3, 3}, {2, 2}, {0, 0}, {1, 1}, true),
-                NnNode("MaxPool", 12).input(x).attr("kernel_shape", Ints{3, 3}).attr("strides", Ints{2, 2}).attr("ceil_mode", int64_t{1}).run1());
+                OneNodeModel("MaxPool", 12).input(x).attr("kernel_shape", Ints{3, 3}).attr("strides", Ints{2, 2}).attr("ceil_mode", int64_t{1}).run1());
   EXPECT_TENSOR(at::max_pool2d(x, {2, 3}, {1, 2}, {1, 1}, {2, 1}),
-                NnNode("MaxPool", 12).input(x).attr("kernel_shape", Ints{2, 3}).attr("strides", Ints{1, 2})
+                OneNodeModel("MaxPool", 12).input(x).attr("kernel_shape", Ints{2, 3}).attr("strides", Ints{1, 2})
                     .attr("dilations", Ints{2, 1}).attr("pads", Ints{1, 1, 1, 1}).run1());
   Ints pads{0, 2, 1, 0};
   at::Tensor padded = at::constant_pad_nd(x, atenPads2d(pads), -INFINITY);
   EXPECT_TENSOR(at::max_pool2d(padded, {3, 3}, {2, 2}),
-                NnNode("MaxPool", 12).input(x).attr("kernel_shape", Ints{3, 3}).attr("strides", Ints{2, 2}).attr("pads", pads).run1());
+                OneNodeModel("MaxPool", 12).input(x).attr("kernel_shape", Ints{3, 3}).attr("strides", Ints{2, 2}).attr("pads", pads).run1());
   // SAME_UPPER on 7 with stride 2, kernel 2: output 4, total pad 1 at the end.
   at::Tensor x7 = randn({1, 2, 7, 7});
   EXPECT_TENSOR(at::max_pool2d(at::constant_pad_nd(x7, {0, 1, 0, 1}, -INFINITY), {2, 2}, {2, 2}),
-                NnNode("MaxPool", 12).input(x7).attr("kernel_shape", Ints{2, 2}).attr("strides", Ints{2, 2}).attr("auto_pad", "SAME_UPPER").run1());
+                OneNodeModel("MaxPool", 12).input(x7).attr("kernel_shape", Ints{2, 2}).attr("strides", Ints{2, 2}).attr("auto_pad", "SAME_UPPER").run1());
   at::Tensor x1 = randn({2, 3, 11});
   EXPECT_TENSOR(at::max_pool1d(x1, {3}, {2}, {1}),
-                NnNode("MaxPool", 12).input(x1).attr("kernel_shape", Ints{3}).attr("strides", Ints{2}).attr("pads", Ints{1, 1}).run1());
+                OneNodeModel("MaxPool", 12).input(x1).attr("kernel_shape", Ints{3}).attr("strides", Ints{2}).attr("pads", Ints{1, 1}).run1());
   at::Tensor xi = at::randint(0, 255, {1, 2, 5, 5}, at::kByte);
   EXPECT_TRUE(at::equal(at::max_pool2d(xi.to(at::kFloat), {2, 2}, {1, 1}).to(at::kByte),
-                        NnNode("MaxPool", 12).input(xi).attr("kernel_shape", Ints{2, 2}).run1()));
+                        OneNodeModel("MaxPool", 12).input(xi).attr("kernel_shape", Ints{2, 2}).run1()));
 }
 
 TEST(NnKernels, MaxPoolIndicesUseOnnxFlattenedLayout) {
   at::Tensor x = randn({2, 3, 6, 5});
   for (Ints pads : {Ints{0, 0, 0, 0}, Ints{1, 1, 1, 1}, Ints{1, 0, 0, 2}}) {
-    auto outs = NnNode("MaxPool", 12).input(x).attr("kernel_shape", Ints{3, 2}).attr("strides", Ints{2, 2}).attr("pads", pads)
+    auto outs = OneNodeModel("MaxPool", 12).input(x).attr("kernel_shape", Ints{3, 2}).attr("strides", Ints{2, 2}).attr("pads", pads)
                     .output(at::kFloat).output(at::kLong).run();
     at::Tensor y = outs[0], idx = outs[1];
     ASSERT_EQ(idx.scalar_type(), at::kLong);
     // Indices address the whole tensor flattened row-major.
     EXPECT_TENSOR(y, x.flatten().index_select(0, idx.flatten()).view(y.sizes()));
     // Column-major (storage_order 1) within each H x W plane.
-    auto cm = NnNode("MaxPool", 12).input(x).attr("kernel_shape", Ints{3, 2}).attr("strides", Ints{2, 2}).attr("pads", pads)
+    auto cm = OneNodeModel("MaxPool", 12).input(x).attr("kernel_shape", Ints{3, 2}).attr("strides", Ints{2, 2}).attr("pads", pads)
                   .attr("storage_order", int64_t{1}).output(at::kFloat).output(at::kLong).run();
     at::Tensor plane = at::remainder(idx, 30), base = idx - plane;
     at::Tensor h = at::div(plane, 5, "floor"), w = at::remainder(plane, 5);
@@ -252,7 +162,7 @@ TEST(NnKernels, MaxPoolIndicesUseOnnxFlattenedLayout) {
   }
   // Agrees with ATen's per-plane indices offset by the plane.
   auto [ref, refIdx] = at::max_pool2d_with_indices(x, {2, 2}, {2, 2});
-  auto outs = NnNode("MaxPool", 12).input(x).attr("kernel_shape", Ints{2, 2}).attr("strides", Ints{2, 2})
+  auto outs = OneNodeModel("MaxPool", 12).input(x).attr("kernel_shape", Ints{2, 2}).attr("strides", Ints{2, 2})
                   .output(at::kFloat).output(at::kLong).run();
   EXPECT_TRUE(at::equal(refIdx + at::arange(6, at::kLong).view({2, 3, 1, 1}) * 30, outs[1]));
 }
@@ -298,27 +208,27 @@ TEST(NnKernels, AveragePoolCountIncludePadCeilModeAndAsymmetricPads) {
       for (Ints pads : {Ints{0, 0, 0, 0}, Ints{1, 1, 1, 1}, Ints{0, 1, 2, 0}, Ints{2, 2, 2, 2}}) {
         SCOPED_TRACE("include_pad " + std::to_string(includePad) + " ceil " + std::to_string(ceil) + " pads " +
                      std::to_string(pads[0]) + std::to_string(pads[1]) + std::to_string(pads[2]) + std::to_string(pads[3]));
-        at::Tensor y = NnNode("AveragePool", 11).input(x).attr("kernel_shape", Ints{3, 3}).attr("strides", Ints{2, 2})
+        at::Tensor y = OneNodeModel("AveragePool", 11).input(x).attr("kernel_shape", Ints{3, 3}).attr("strides", Ints{2, 2})
                            .attr("pads", pads).attr("ceil_mode", int64_t{ceil}).attr("count_include_pad", int64_t{includePad}).run1();
         EXPECT_TENSOR(naiveAvgPool(x, {3, 3}, {2, 2}, pads, ceil, includePad), y);
       }
   EXPECT_TENSOR(at::avg_pool2d(x, {2, 2}, {1, 1}, {1, 1}, false, true),
-                NnNode("AveragePool", 11).input(x).attr("kernel_shape", Ints{2, 2}).attr("pads", Ints{1, 1, 1, 1})
+                OneNodeModel("AveragePool", 11).input(x).attr("kernel_shape", Ints{2, 2}).attr("pads", Ints{1, 1, 1, 1})
                     .attr("count_include_pad", int64_t{1}).run1());
   at::Tensor x1 = randn({1, 2, 9});
-  EXPECT_TENSOR(at::avg_pool1d(x1, {3}, {2}), NnNode("AveragePool", 11).input(x1).attr("kernel_shape", Ints{3}).attr("strides", Ints{2}).run1());
+  EXPECT_TENSOR(at::avg_pool1d(x1, {3}, {2}), OneNodeModel("AveragePool", 11).input(x1).attr("kernel_shape", Ints{3}).attr("strides", Ints{2}).run1());
   at::Tensor x3 = randn({1, 2, 5, 4, 6});
   EXPECT_TENSOR(at::avg_pool3d(x3, {2, 2, 3}, {1, 2, 3}, {1, 0, 1}, false, false),
-                NnNode("AveragePool", 11).input(x3).attr("kernel_shape", Ints{2, 2, 3}).attr("strides", Ints{1, 2, 3})
+                OneNodeModel("AveragePool", 11).input(x3).attr("kernel_shape", Ints{2, 2, 3}).attr("strides", Ints{1, 2, 3})
                     .attr("pads", Ints{1, 0, 1, 1, 0, 1}).run1());
 }
 
 TEST(NnKernels, GlobalPools) {
   at::Tensor x = randn({2, 3, 5, 4});
-  EXPECT_TENSOR(x.mean({2, 3}, true), NnNode("GlobalAveragePool", 1).input(x).run1());
-  EXPECT_TENSOR(x.amax({2, 3}, true), NnNode("GlobalMaxPool", 1).input(x).run1());
+  EXPECT_TENSOR(x.mean({2, 3}, true), OneNodeModel("GlobalAveragePool", 1).input(x).run1());
+  EXPECT_TENSOR(x.amax({2, 3}, true), OneNodeModel("GlobalMaxPool", 1).input(x).run1());
   at::Tensor x3 = randn({1, 2, 3, 4, 5});
-  EXPECT_TENSOR(x3.mean({2, 3, 4}, true), NnNode("GlobalAveragePool", 1).input(x3).run1());
+  EXPECT_TENSOR(x3.mean({2, 3, 4}, true), OneNodeModel("GlobalAveragePool", 1).input(x3).run1());
 }
 
 // ---- normalizations ----
@@ -327,17 +237,17 @@ TEST(NnKernels, BatchNormalizationInferenceAndTrainingModeFails) {
   at::Tensor x = randn({2, 3, 4, 5}), scale = randn({3}), bias = randn({3}), mean = randn({3}), var = randn({3}).abs() + 0.5;
   at::Tensor ref = at::batch_norm(x, scale, bias, mean, var, false, 0.1, 1e-3, false);
   for (int opset : {7, 9, 14, 15})
-    EXPECT_TENSOR(ref, NnNode("BatchNormalization", opset).input(x).constant(scale).constant(bias).constant(mean).constant(var)
+    EXPECT_TENSOR(ref, OneNodeModel("BatchNormalization", opset).input(x).constant(scale).constant(bias).constant(mean).constant(var)
                            .attr("epsilon", 1e-3).run1());
   at::Tensor x2 = randn({4, 3});
   EXPECT_TENSOR(at::batch_norm(x2, scale, bias, mean, var, false, 0.1, 1e-5, false),
-                NnNode("BatchNormalization", 15).input(x2).constant(scale).constant(bias).constant(mean).constant(var).run1());
+                OneNodeModel("BatchNormalization", 15).input(x2).constant(scale).constant(bias).constant(mean).constant(var).run1());
   // Before opset 9, spatial=0 takes per-activation statistics (C x H x W).
   at::Tensor sx = randn({3, 4, 5}), sb = randn({3, 4, 5}), sm = randn({3, 4, 5}), sv = randn({3, 4, 5}).abs() + 0.5;
   EXPECT_TENSOR((x - sm) / at::sqrt(sv + 1e-5) * sx + sb,
-                NnNode("BatchNormalization", 7).input(x).constant(sx).constant(sb).constant(sm).constant(sv)
+                OneNodeModel("BatchNormalization", 7).input(x).constant(sx).constant(sb).constant(sm).constant(sv)
                     .attr("spatial", int64_t{0}).run1());
-  std::string err = runError(NnNode("BatchNormalization", 15).input(x).constant(scale).constant(bias).constant(mean).constant(var)
+  std::string err = runError(OneNodeModel("BatchNormalization", 15).input(x).constant(scale).constant(bias).constant(mean).constant(var)
                                  .attr("training_mode", int64_t{1}));
   EXPECT_NE(err.find("training_mode=1 is not supported"), std::string::npos) << err;
   EXPECT_NE(err.find("BatchNormalization"), std::string::npos) << err;
@@ -346,18 +256,18 @@ TEST(NnKernels, BatchNormalizationInferenceAndTrainingModeFails) {
 TEST(NnKernels, InstanceNormalization) {
   at::Tensor x = randn({2, 3, 4, 5}), scale = randn({3}), bias = randn({3});
   EXPECT_TENSOR(at::instance_norm(x, scale, bias, {}, {}, true, 0.0, 1e-4, false),
-                NnNode("InstanceNormalization", 6).input(x).constant(scale).constant(bias).attr("epsilon", 1e-4).run1());
+                OneNodeModel("InstanceNormalization", 6).input(x).constant(scale).constant(bias).attr("epsilon", 1e-4).run1());
   at::Tensor x1 = randn({2, 3, 7});
   EXPECT_TENSOR(at::instance_norm(x1, scale, bias, {}, {}, true, 0.0, 1e-5, false),
-                NnNode("InstanceNormalization", 6).input(x1).constant(scale).constant(bias).run1());
+                OneNodeModel("InstanceNormalization", 6).input(x1).constant(scale).constant(bias).run1());
 }
 
 TEST(NnKernels, LayerNormalizationAxisAndStatisticsOutputs) {
   at::Tensor x = randn({2, 3, 4});
   at::Tensor s1 = randn({4}), b1 = randn({4});
-  EXPECT_TENSOR(at::layer_norm(x, {4}, s1, b1, 1e-5), NnNode("LayerNormalization", 17).input(x).constant(s1).constant(b1).run1());
+  EXPECT_TENSOR(at::layer_norm(x, {4}, s1, b1, 1e-5), OneNodeModel("LayerNormalization", 17).input(x).constant(s1).constant(b1).run1());
   at::Tensor s2 = randn({3, 4}), b2 = randn({3, 4});
-  auto outs = NnNode("LayerNormalization", 17).input(x).constant(s2).constant(b2).attr("axis", int64_t{-2}).attr("epsilon", 1e-3)
+  auto outs = OneNodeModel("LayerNormalization", 17).input(x).constant(s2).constant(b2).attr("axis", int64_t{-2}).attr("epsilon", 1e-3)
                   .output(at::kFloat).output(at::kFloat).output(at::kFloat).run();
   EXPECT_TENSOR(at::layer_norm(x, {3, 4}, s2, b2, 1e-3), outs[0]);
   at::Tensor mean = x.mean({1, 2}, true);
@@ -367,55 +277,21 @@ TEST(NnKernels, LayerNormalizationAxisAndStatisticsOutputs) {
   // axis 0 normalizes everything; no bias.
   at::Tensor s0 = randn({2, 3, 4});
   EXPECT_TENSOR(at::layer_norm(x, {2, 3, 4}, s0, at::Tensor(), 1e-5),
-                NnNode("LayerNormalization", 17).input(x).constant(s0).attr("axis", int64_t{0}).run1());
-}
-
-// ---- Gemm / MatMul / Einsum ----
-
-TEST(NnKernels, GemmTransposesAlphaBetaAndBroadcastC) {
-  at::Tensor a = randn({3, 5}), b = randn({5, 4});
-  at::Tensor at_ = a.t().contiguous(), bt = b.t().contiguous();
-  at::Tensor mm = at::mm(a, b);
-  EXPECT_TENSOR(mm, NnNode("Gemm", 13).input(a).input(b).run1());
-  EXPECT_TENSOR(mm, NnNode("Gemm", 13).input(at_).input(bt).attr("transA", int64_t{1}).attr("transB", int64_t{1}).run1());
-  at::Tensor cRow = randn({4}), cCol = randn({3, 1}), cFull = randn({3, 4}), cScalar = randn({1});
-  EXPECT_TENSOR(mm * 0.5 + cRow * 2.0, NnNode("Gemm", 13).input(a).constant(bt).constant(cRow).attr("transB", int64_t{1})
-                                           .attr("alpha", 0.5).attr("beta", 2.0).run1());
-  EXPECT_TENSOR(mm + cCol, NnNode("Gemm", 13).input(a).input(b).input(cCol).run1());
-  EXPECT_TENSOR(mm + cFull, NnNode("Gemm", 7).input(a).input(b).input(cFull).run1());
-  EXPECT_TENSOR(mm + cScalar, NnNode("Gemm", 11).input(a).input(b).input(cScalar).run1());
-  at::Tensor ia = at::randint(-5, 5, {2, 3}, at::kLong), ib = at::randint(-5, 5, {3, 2}, at::kLong), ic = i64({1, 2});
-  EXPECT_TRUE(at::equal(at::mm(ia, ib) + ic, NnNode("Gemm", 13).input(ia).input(ib).input(ic).run1()));
-}
-
-TEST(NnKernels, MatMulNumpySemantics) {
-  at::Tensor a = randn({2, 1, 3, 4}), b = randn({5, 4, 6}), v = randn({4}), w = randn({3});
-  EXPECT_TENSOR(at::matmul(a, b), NnNode("MatMul", 13).input(a).input(b).run1());
-  EXPECT_TENSOR(at::matmul(a, v), NnNode("MatMul", 13).input(a).input(v).run1());
-  EXPECT_TENSOR(at::matmul(w, a), NnNode("MatMul", 13).input(w).input(a).run1());
-  EXPECT_TENSOR(at::matmul(v, v), NnNode("MatMul", 1).input(v).input(v).run1());
-}
-
-TEST(NnKernels, EinsumEquations) {
-  at::Tensor a = randn({2, 3, 4}), b = randn({2, 4, 5}), m = randn({3, 3});
-  EXPECT_TENSOR(at::bmm(a, b), NnNode("Einsum", 12).input(a).input(b).attr("equation", "bij, bjk -> bik").run1());
-  EXPECT_TENSOR(a.permute({2, 0, 1}), NnNode("Einsum", 12).input(a).attr("equation", "abc->cab").run1());
-  EXPECT_TENSOR(m.diagonal().sum(), NnNode("Einsum", 12).input(m).attr("equation", "ii").run1());
-  EXPECT_TENSOR(a.sum(-1), NnNode("Einsum", 12).input(a).attr("equation", "...j->...").run1());
+                OneNodeModel("LayerNormalization", 17).input(x).constant(s0).attr("axis", int64_t{0}).run1());
 }
 
 // ---- Dropout ----
 
 TEST(NnKernels, DropoutIsIdentityInInferenceAndFailsInTraining) {
   at::Tensor x = randn({3, 4});
-  auto outs = NnNode("Dropout", 13).input(x).constant(at::scalar_tensor(0.3f, at::kFloat)).output(at::kFloat).output(at::kBool).run();
+  auto outs = OneNodeModel("Dropout", 13).input(x).constant(at::scalar_tensor(0.3f, at::kFloat)).output(at::kFloat).output(at::kBool).run();
   EXPECT_TENSOR(x, outs[0]);
   EXPECT_TRUE(at::equal(at::ones({3, 4}, at::kBool), outs[1]));
-  EXPECT_TENSOR(x, NnNode("Dropout", 7).input(x).attr("ratio", 0.2).run1());
+  EXPECT_TENSOR(x, OneNodeModel("Dropout", 7).input(x).attr("ratio", 0.2).run1());
   // Training with ratio 0 is still the identity; any other ratio fails clearly.
   at::Tensor yes = at::ones({}, at::kBool);
-  EXPECT_TENSOR(x, NnNode("Dropout", 13).input(x).constant(at::scalar_tensor(0.f, at::kFloat)).constant(yes).run1());
-  std::string err = runError(NnNode("Dropout", 13).input(x).constant(at::scalar_tensor(0.5f, at::kFloat)).constant(yes));
+  EXPECT_TENSOR(x, OneNodeModel("Dropout", 13).input(x).constant(at::scalar_tensor(0.f, at::kFloat)).constant(yes).run1());
+  std::string err = runError(OneNodeModel("Dropout", 13).input(x).constant(at::scalar_tensor(0.5f, at::kFloat)).constant(yes));
   EXPECT_NE(err.find("training_mode=true"), std::string::npos) << err;
   EXPECT_NE(err.find("inference mode only"), std::string::npos) << err;
 }
@@ -425,7 +301,7 @@ TEST(NnKernels, DropoutIsIdentityInInferenceAndFailsInTraining) {
 TEST(NnKernels, ResizeNearestModesAndCoordinateTransforms) {
   at::Tensor x = at::arange(1, 5, at::kFloat).view({1, 1, 1, 4});
   auto resize = [&](const char* transform, const char* nearest) {
-    return NnNode("Resize", 13).input(x).omitted().omitted().constant(i64({1, 1, 1, 6}))
+    return OneNodeModel("Resize", 13).input(x).omitted().omitted().constant(i64({1, 1, 1, 6}))
         .attr("coordinate_transformation_mode", transform).attr("nearest_mode", nearest).run1().flatten();
   };
   // asymmetric: x_original = x / 1.5 = 0, .67, 1.33, 2, 2.67, 3.33.
@@ -442,25 +318,25 @@ TEST(NnKernels, ResizeNearestModesAndCoordinateTransforms) {
   // Default nearest (round_prefer_floor, half_pixel) from scales, on an integer tensor.
   at::Tensor xi = at::arange(6, at::kInt).view({1, 2, 3});
   EXPECT_TRUE(at::equal(xi.repeat_interleave(2, 2).repeat_interleave(2, 1),
-                        NnNode("Resize", 13).input(xi).omitted().constant(f32({1, 2, 2})).run1()));
+                        OneNodeModel("Resize", 13).input(xi).omitted().constant(f32({1, 2, 2})).run1()));
   // Resize-10: asymmetric with floor when upsampling (ONNX Runtime's behaviour).
-  EXPECT_TENSOR(f32({1, 1, 2, 3, 3, 4}).view({1, 1, 1, 6}), NnNode("Resize", 10).input(x).constant(f32({1, 1, 1, 1.5})).run1());
+  EXPECT_TENSOR(f32({1, 1, 2, 3, 3, 4}).view({1, 1, 1, 6}), OneNodeModel("Resize", 10).input(x).constant(f32({1, 1, 1, 1.5})).run1());
   // ...and rounding up when downsampling: x_original = 0, 1.67 -> 0, 2.
-  EXPECT_TENSOR(f32({1, 3}).view({1, 1, 1, 2}), NnNode("Resize", 10).input(x).constant(f32({1, 1, 1, 0.6f})).run1());
+  EXPECT_TENSOR(f32({1, 3}).view({1, 1, 1, 2}), OneNodeModel("Resize", 10).input(x).constant(f32({1, 1, 1, 0.6f})).run1());
   // Power-of-two nearest upsampling (ATen's fast path) equals the general path's result.
   at::Tensor img = randn({2, 3, 5, 4});
   EXPECT_TENSOR(img.repeat_interleave(2, 2).repeat_interleave(4, 3),
-                NnNode("Resize", 13).input(img).omitted().constant(f32({1, 1, 2, 4})).attr("coordinate_transformation_mode", "asymmetric")
+                OneNodeModel("Resize", 13).input(img).omitted().constant(f32({1, 1, 2, 4})).attr("coordinate_transformation_mode", "asymmetric")
                     .attr("nearest_mode", "floor").run1());
   EXPECT_TENSOR(at::upsample_nearest2d(img, {15, 12}, 3.0, 3.0),
-                NnNode("Resize", 13).input(img).omitted().constant(f32({1, 1, 3, 3})).attr("coordinate_transformation_mode", "asymmetric")
+                OneNodeModel("Resize", 13).input(img).omitted().constant(f32({1, 1, 3, 3})).attr("coordinate_transformation_mode", "asymmetric")
                     .attr("nearest_mode", "floor").run1());
 }
 
 TEST(NnKernels, ResizeLinearMatchesAtenInterpolation) {
   at::Tensor img = randn({2, 3, 5, 4});
   auto linear = [&](const char* transform) {
-    return std::move(NnNode("Resize", 13).input(img).attr("mode", "linear").attr("coordinate_transformation_mode", transform));
+    return std::move(OneNodeModel("Resize", 13).input(img).attr("mode", "linear").attr("coordinate_transformation_mode", transform));
   };
   // half_pixel from scales and from sizes (non-integer ratios, down and up).
   EXPECT_TENSOR(at::upsample_bilinear2d(img, {10, 6}, false, 2.0, 1.5),
@@ -472,22 +348,22 @@ TEST(NnKernels, ResizeLinearMatchesAtenInterpolation) {
   // asymmetric: x_original = x / scale.
   at::Tensor row = f32({1, 3, 7}).view({1, 1, 3});
   EXPECT_TENSOR(f32({1, 2, 3, 5, 7, 7}).view({1, 1, 6}),
-                NnNode("Resize", 13).input(row).omitted().constant(f32({1, 1, 2})).attr("mode", "linear")
+                OneNodeModel("Resize", 13).input(row).omitted().constant(f32({1, 1, 2})).attr("mode", "linear")
                     .attr("coordinate_transformation_mode", "asymmetric").run1());
   // Integer inputs are interpolated in float and rounded (half to even): 0, 1.5, 3, 3.
   EXPECT_TRUE(at::equal(at::tensor({0, 2, 3, 3}, at::kInt).view({1, 1, 4}),
-                        NnNode("Resize", 13).input(at::tensor({0, 3}, at::kInt).view({1, 1, 2})).omitted().constant(f32({1, 1, 2}))
+                        OneNodeModel("Resize", 13).input(at::tensor({0, 3}, at::kInt).view({1, 1, 2})).omitted().constant(f32({1, 1, 2}))
                             .attr("mode", "linear").attr("coordinate_transformation_mode", "asymmetric").run1()));
   // 1-D and 3-D inputs take the general separable path.
   at::Tensor seq = randn({2, 3, 7});
   EXPECT_TENSOR(at::upsample_linear1d(seq, {11}, false),
-                NnNode("Resize", 13).input(seq).omitted().omitted().constant(i64({2, 3, 11})).attr("mode", "linear").run1());
+                OneNodeModel("Resize", 13).input(seq).omitted().omitted().constant(i64({2, 3, 11})).attr("mode", "linear").run1());
   at::Tensor vol = randn({1, 2, 3, 4, 5});
   EXPECT_TENSOR(at::upsample_trilinear3d(vol, {6, 3, 7}, true),
-                NnNode("Resize", 13).input(vol).omitted().omitted().constant(i64({1, 2, 6, 3, 7})).attr("mode", "linear")
+                OneNodeModel("Resize", 13).input(vol).omitted().omitted().constant(i64({1, 2, 6, 3, 7})).attr("mode", "linear")
                     .attr("coordinate_transformation_mode", "align_corners").run1());
   // pytorch_half_pixel maps a length-1 output to the first element (half_pixel would take the middle).
-  at::Tensor one = NnNode("Resize", 13).input(seq).omitted().omitted().constant(i64({2, 3, 1})).attr("mode", "linear")
+  at::Tensor one = OneNodeModel("Resize", 13).input(seq).omitted().omitted().constant(i64({2, 3, 1})).attr("mode", "linear")
                        .attr("coordinate_transformation_mode", "pytorch_half_pixel").run1();
   EXPECT_TENSOR(seq.slice(2, 0, 1), one);
 }
@@ -495,22 +371,22 @@ TEST(NnKernels, ResizeLinearMatchesAtenInterpolation) {
 TEST(NnKernels, ResizeCubicAndCropAndResize) {
   at::Tensor img = randn({1, 2, 6, 5});
   EXPECT_TENSOR(at::upsample_bicubic2d(img, {12, 10}, false, 2.0, 2.0),
-                NnNode("Resize", 13).input(img).omitted().constant(f32({1, 1, 2, 2})).attr("mode", "cubic").run1());
+                OneNodeModel("Resize", 13).input(img).omitted().constant(f32({1, 1, 2, 2})).attr("mode", "cubic").run1());
   EXPECT_TENSOR(at::upsample_bicubic2d(img, {4, 9}, true),
-                NnNode("Resize", 13).input(img).omitted().omitted().constant(i64({1, 2, 4, 9})).attr("mode", "cubic")
+                OneNodeModel("Resize", 13).input(img).omitted().omitted().constant(i64({1, 2, 4, 9})).attr("mode", "cubic")
                     .attr("coordinate_transformation_mode", "align_corners").run1());
   // exclude_outside renormalizes the weights of in-range taps: a constant stays constant at the border.
   at::Tensor flat = at::full({1, 1, 4, 4}, 3.0f);
   EXPECT_TENSOR(at::full({1, 1, 8, 8}, 3.0f),
-                NnNode("Resize", 13).input(flat).omitted().constant(f32({1, 1, 2, 2})).attr("mode", "cubic")
+                OneNodeModel("Resize", 13).input(flat).omitted().constant(f32({1, 1, 2, 2})).attr("mode", "cubic")
                     .attr("exclude_outside", int64_t{1}).attr("cubic_coeff_a", -0.5).run1());
   // tf_crop_and_resize (ONNX's example), with an extrapolation value outside the input.
   at::Tensor x = at::arange(1, 17, at::kFloat).view({1, 1, 4, 4});
   EXPECT_TENSOR(f32({7.6f, 7.9f, 8.2f, 8.8f, 9.1f, 9.4f, 10.f, 10.3f, 10.6f}).view({1, 1, 3, 3}),
-                NnNode("Resize", 13).input(x).constant(f32({0, 0, 0.4f, 0.6f, 1, 1, 0.6f, 0.8f})).omitted().constant(i64({1, 1, 3, 3}))
+                OneNodeModel("Resize", 13).input(x).constant(f32({0, 0, 0.4f, 0.6f, 1, 1, 0.6f, 0.8f})).omitted().constant(i64({1, 1, 3, 3}))
                     .attr("mode", "linear").attr("coordinate_transformation_mode", "tf_crop_and_resize").run1());
   EXPECT_TENSOR(f32({7.6f, 10, 10, 12.4f, 10, 10, 10, 10, 10}).view({1, 1, 3, 3}),
-                NnNode("Resize", 13).input(x).constant(f32({0, 0, 0.4f, 0.6f, 1, 1, 1.2f, 1.7f})).omitted().constant(i64({1, 1, 3, 3}))
+                OneNodeModel("Resize", 13).input(x).constant(f32({0, 0, 0.4f, 0.6f, 1, 1, 1.2f, 1.7f})).omitted().constant(i64({1, 1, 3, 3}))
                     .attr("mode", "linear").attr("coordinate_transformation_mode", "tf_crop_and_resize")
                     .attr("extrapolation_value", 10.0).run1());
 }
@@ -519,16 +395,16 @@ TEST(NnKernels, ResizeCubicAndCropAndResize) {
 
 TEST(NnKernels, ErrorsNameTheNodeAndTheProblem) {
   at::Tensor x = randn({1, 2, 5, 5}), w = randn({3, 2, 3, 3});
-  std::string err = runError(NnNode("Conv", 11).input(x).constant(w).attr("auto_pad", "SAME"));
+  std::string err = runError(OneNodeModel("Conv", 11).input(x).constant(w).attr("auto_pad", "SAME"));
   EXPECT_NE(err.find("node 'Conv_node' (ai.onnx::Conv, opset 11)"), std::string::npos) << err;
   EXPECT_NE(err.find("unknown auto_pad 'SAME'"), std::string::npos) << err;
-  err = runError(NnNode("Conv", 11).input(x).constant(randn({3, 1, 3, 3})));
+  err = runError(OneNodeModel("Conv", 11).input(x).constant(randn({3, 1, 3, 3})));
   EXPECT_NE(err.find("X has 2 channels but W expects 1 x group 1"), std::string::npos) << err;
-  err = runError(NnNode("MaxPool", 12).input(x).attr("kernel_shape", Ints{2, 2}).attr("pads", Ints{1, 1}));
+  err = runError(OneNodeModel("MaxPool", 12).input(x).attr("kernel_shape", Ints{2, 2}).attr("pads", Ints{1, 1}));
   EXPECT_NE(err.find("pads has 2 values, expected 4"), std::string::npos) << err;
-  err = runError(NnNode("Resize", 13).input(x).omitted().constant(f32({1, 1, 2, 2})).attr("mode", "bilinear"));
+  err = runError(OneNodeModel("Resize", 13).input(x).omitted().constant(f32({1, 1, 2, 2})).attr("mode", "bilinear"));
   EXPECT_NE(err.find("unknown mode 'bilinear'"), std::string::npos) << err;
-  err = runError(NnNode("Gemm", 13).input(randn({2, 3})).input(randn({2, 3})));
+  err = runError(OneNodeModel("Gemm", 13).input(randn({2, 3})).input(randn({2, 3})));
   EXPECT_NE(err.find("inner dimensions differ"), std::string::npos) << err;
 }
 

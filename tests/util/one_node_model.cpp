@@ -1,0 +1,106 @@
+#include "tests/util/one_node_model.h"
+
+#include "common/errors.h"
+#include "runtime/kernel.h"
+#include "runtime/session.h"
+#include "runtime/tensor_proto.h"
+
+namespace pt2onnx::testing {
+
+using runtime::onnxType;
+
+OneNodeModel::OneNodeModel(const std::string& op, int opset) : opset_(opset) {
+  auto* n = model_.mutable_graph()->add_node();
+  n->set_op_type(op);
+  n->set_name(op + "_node");
+}
+
+OneNodeModel& OneNodeModel::input(const at::Tensor& value) {
+  std::string name = "in" + std::to_string(node()->input_size());
+  auto* vi = model_.mutable_graph()->add_input();
+  vi->set_name(name);
+  auto* tt = vi->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnxType(value.scalar_type()));
+  tt->mutable_shape();  // a scalar still needs the (empty) shape
+  for (int64_t d : value.sizes()) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  node()->add_input(name);
+  feeds_[name] = value;
+  return *this;
+}
+
+OneNodeModel& OneNodeModel::constant(const at::Tensor& value) {
+  std::string name = "const" + std::to_string(node()->input_size());
+  auto* t = model_.mutable_graph()->add_initializer();
+  runtime::tensorToProto(value, *t);
+  t->set_name(name);
+  node()->add_input(name);
+  return *this;
+}
+
+OneNodeModel& OneNodeModel::omitted() {
+  node()->add_input("");
+  return *this;
+}
+
+OneNodeModel& OneNodeModel::attr(const std::string& name, int64_t v) {
+  addAttribute(name, onnx::AttributeProto::INT)->set_i(v);
+  return *this;
+}
+
+OneNodeModel& OneNodeModel::attr(const std::string& name, double v) {
+  addAttribute(name, onnx::AttributeProto::FLOAT)->set_f(static_cast<float>(v));
+  return *this;
+}
+
+OneNodeModel& OneNodeModel::attr(const std::string& name, const char* v) {
+  addAttribute(name, onnx::AttributeProto::STRING)->set_s(v);
+  return *this;
+}
+
+OneNodeModel& OneNodeModel::attr(const std::string& name, const std::vector<int64_t>& v) {
+  auto* a = addAttribute(name, onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+  return *this;
+}
+
+OneNodeModel& OneNodeModel::output(at::ScalarType type) {
+  std::string name = "out" + std::to_string(node()->output_size());
+  auto* vi = model_.mutable_graph()->add_output();
+  vi->set_name(name);
+  vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnxType(type));
+  vi->mutable_type()->mutable_tensor_type()->mutable_shape();  // the checker wants one; rank left unstated
+  node()->add_output(name);
+  return *this;
+}
+
+std::string OneNodeModel::bytes() {
+  if (model_.opset_import_size() == 0) {
+    model_.set_ir_version(8);
+    auto* imp = model_.add_opset_import();
+    imp->set_domain("");
+    imp->set_version(opset_);
+    model_.mutable_graph()->set_name("one_node");
+  }
+  if (node()->output_size() == 0) output(feeds_.empty() ? at::kFloat : feeds_.begin()->second.scalar_type());
+  return model_.SerializeAsString();
+}
+
+std::vector<at::Tensor> OneNodeModel::run() { return runtime::Session::fromBytes(bytes())->run(feeds_); }
+
+std::string runError(OneNodeModel& model) {
+  try {
+    model.run();
+  } catch (const ExportError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+onnx::AttributeProto* OneNodeModel::addAttribute(const std::string& name, onnx::AttributeProto::AttributeType type) {
+  auto* a = node()->add_attribute();
+  a->set_name(name);
+  a->set_type(type);
+  return a;
+}
+
+}  // namespace pt2onnx::testing

@@ -1,0 +1,46 @@
+// A model of one ONNX node, run through the builtin runtime's Session: kernel tests build one per
+// case. Inputs are graph inputs fed at run time, initializers, or omitted; outputs are declared with
+// their ONNX dtype (the first input's dtype when none is declared).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <onnx/onnx_pb.h>
+
+namespace pt2onnx::testing {
+
+class OneNodeModel {
+ public:
+  OneNodeModel(const std::string& op, int opset);
+
+  OneNodeModel& input(const at::Tensor& value);     // a graph input, fed at run time
+  OneNodeModel& constant(const at::Tensor& value);  // an initializer
+  OneNodeModel& omitted();                          // an omitted optional input
+  OneNodeModel& attr(const std::string& name, int64_t v);
+  OneNodeModel& attr(const std::string& name, int v) { return attr(name, int64_t{v}); }
+  OneNodeModel& attr(const std::string& name, double v);
+  OneNodeModel& attr(const std::string& name, const char* v);
+  OneNodeModel& attr(const std::string& name, const std::vector<int64_t>& v);
+  OneNodeModel& output(at::ScalarType type);
+
+  // The serialized model (completing it: opset import, a default output).
+  std::string bytes();
+  std::vector<at::Tensor> run();
+  at::Tensor run1() { return run().at(0); }
+
+ private:
+  onnx::AttributeProto* addAttribute(const std::string& name, onnx::AttributeProto::AttributeType type);
+  onnx::NodeProto* node() { return model_.mutable_graph()->mutable_node(0); }
+
+  onnx::ModelProto model_;
+  int opset_;
+  std::map<std::string, at::Tensor> feeds_;
+};
+
+// The message of the ExportError the model's run throws ("" when it succeeds).
+std::string runError(OneNodeModel& model);
+
+}  // namespace pt2onnx::testing
