@@ -95,7 +95,8 @@ void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& 
                     ExportSummary& summary) {
   validateOptions(model, options);
   PhaseTimer timer(summary.secondsByPhase);
-  lowerGraph(*model.graph, options);
+  passes::GraphParameters params{model.numUserInputs, model.paramNames, model.paramValues};
+  lowerGraph(*model.graph, options, &params);
   timer.done("lower");
   // Counted after lowering, which flattens returned tuples into separate outputs.
   if (options.outputNames.size() > model.graph->outputs().size())
@@ -183,7 +184,8 @@ ModelGraph graphFromIR(std::shared_ptr<torch::jit::Graph> graph, std::vector<c10
 
 SupportReport checkSupport(ModelGraph& model, const ExportOptions& options) {
   validateOptions(model, options);
-  lowerGraph(*model.graph, options);
+  passes::GraphParameters params{model.numUserInputs, model.paramNames, model.paramValues};
+  lowerGraph(*model.graph, options, &params);
   return checkGraphSupport(*model.graph, options.opset);
 }
 

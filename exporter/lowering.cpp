@@ -25,10 +25,11 @@ struct Pass {
 
 }  // namespace
 
-void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
+void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options, passes::GraphParameters* params) {
   // LibTorch's passes take shared_ptr; the graph is owned by the caller's ModelGraph.
   std::shared_ptr<torch::jit::Graph> graph(std::shared_ptr<torch::jit::Graph>{}, &graphRef);
   size_t inputsBefore = graph->inputs().size();
+  size_t paramsBefore = params ? params->values.size() : 0;
   const std::vector<Pass> passes = {
       {"inline", [](auto& g) { torch::jit::Inline(*g); }},
       {"drop_dead_autograd_calls", [](auto& g) { passes::dropDeadAutogradCalls(*g); }},
@@ -48,6 +49,11 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
        }},
       {"constant_propagation", [](auto& g) { torch::jit::ConstantPropagation(g); }},
       {"eliminate_dead_code", [](auto& g) { torch::jit::EliminateDeadCode(g); }},
+      // After constant propagation, which makes batch_norm's `training` flag a constant.
+      {"fold_conv_batchnorm",
+       [&options, params](auto& g) {
+         if (params && options.training == TrainingMode::Eval) passes::foldConvBatchNorm(*g, *params);
+       }},
   };
   for (const Pass& pass : passes) {
     pass.run(graph);
@@ -59,7 +65,8 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
     auto log = logger(std::string("pass.") + pass.name);
     if (log->should_log(spdlog::level::trace)) log->trace("graph after {}:\n{}", pass.name, graph->toString());
   }
-  if (graph->inputs().size() != inputsBefore)
+  // Folded parameters are new inputs; any other change in the count is a flattened tuple input.
+  if (graph->inputs().size() - (params ? params->values.size() - paramsBefore : 0) != inputsBefore)
     throw ExportError("model inputs that are tuples or lists are not supported: pass tensors "
                       "(the graph had " + std::to_string(inputsBefore) + " inputs, " +
                       std::to_string(graph->inputs().size()) + " after flattening)");

@@ -17,6 +17,13 @@ struct LiftedParameters {
   std::vector<at::Tensor> values;
 };
 
+// A graph's parameters: its inputs from `firstInput` on, bound to named tensors (ModelGraph's).
+struct GraphParameters {
+  size_t firstInput;
+  std::vector<std::string>& names;
+  std::vector<at::Tensor>& values;
+};
+
 // Replaces every `prim::GetAttr` chain rooted at the graph's `self` input by a new graph input
 // (tensors: parameters and buffers) or a constant (other attributes), then removes `self`.
 LiftedParameters liftParameters(torch::jit::Graph& graph, const torch::jit::Module& module);
@@ -38,5 +45,11 @@ void makeFunctional(torch::jit::Graph& graph);
 
 // Removes nodes that do nothing in an eval-mode export: dropout with train=False, prints, warnings.
 void dropEvalNoops(torch::jit::Graph& graph);
+
+// Folds each eval-mode `aten::batch_norm` whose input is a (non-transposed) convolution read by
+// nothing else into that convolution's weight and bias, when all of them are parameters. The folded
+// tensors become new parameters ("<conv weight>_fused_bn", "<conv>.bias_fused_bn"); the originals,
+// left unused, are not exported.
+void foldConvBatchNorm(torch::jit::Graph& graph, GraphParameters& params);
 
 }  // namespace pt2onnx::passes

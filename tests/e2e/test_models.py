@@ -76,3 +76,21 @@ def test_dynamic_batch_runs_at_batch_1_and_3(name, tmp_path):
         (actual,) = ort.run(path, {"x": xb.numpy()}).values()
         assert actual.shape[0] == batch
         assert ort.max_rel_error(expected, actual) <= TOLERANCE
+
+
+def test_eval_export_folds_batchnorm_into_conv_as_torch_onnx_does(tmp_path):
+    # resnet18: 20 convolutions, each followed by a BatchNorm. Numbers: test_*_export_matches_torch.
+    model, args = models.resnet18()
+    pt2onnx.export(model, args, tmp_path / "eval.onnx", opset_version=17, input_names=["x"])
+    proto = onnx.load(str(tmp_path / "eval.onnx"))
+    ops = [n.op_type for n in proto.graph.node]
+    assert ops.count("Conv") == 20 and "BatchNormalization" not in ops
+    names = {t.name for t in proto.graph.initializer}
+    assert "conv1.weight_fused_bn" in names and "conv1.bias_fused_bn" in names
+    assert not any(n.startswith("bn1.") for n in names), "the folded BatchNorm's tensors are not exported"
+    # TrainingMode.PRESERVE on an eval model keeps them, as torch.onnx does.
+    pt2onnx.export(model, args, tmp_path / "preserve.onnx", opset_version=17, input_names=["x"],
+                   training=torch.onnx.TrainingMode.PRESERVE)
+    ops = [n.op_type for n in onnx.load(str(tmp_path / "preserve.onnx")).graph.node]
+    assert ops.count("BatchNormalization") == 20
+    check_against_torch(model, args, tmp_path / "preserve.onnx")
