@@ -18,18 +18,14 @@
 namespace {
 
 using pt2onnx::testing::compareTensors;
+using pt2onnx::testing::i64;
 using pt2onnx::testing::OneNodeModel;
+using pt2onnx::testing::randn;
 using pt2onnx::testing::runError;
 using Ints = std::vector<int64_t>;
 
 #define EXPECT_TENSOR(expected, actual) EXPECT_EQ(compareTensors((expected), (actual), 1e-4), "")
 
-at::Tensor randn(Ints shape) {
-  static at::Generator gen = at::detail::createCPUGenerator(2468);
-  return at::randn(shape, gen, at::kFloat);
-}
-
-at::Tensor i64(const Ints& v) { return at::tensor(v, at::kLong); }
 
 // The product in double, rounded to float: the reference for float32 kernels.
 at::Tensor exactMatmul(const at::Tensor& a, const at::Tensor& b) {

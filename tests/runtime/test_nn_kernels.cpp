@@ -24,18 +24,14 @@ using pt2onnx::ExportError;
 using pt2onnx::runtime::onnxType;
 using pt2onnx::runtime::Session;
 using pt2onnx::testing::compareTensors;
+using pt2onnx::testing::i64;
 using pt2onnx::testing::OneNodeModel;
+using pt2onnx::testing::randn;
 using pt2onnx::testing::runError;
 using Ints = std::vector<int64_t>;
 
 #define EXPECT_TENSOR(expected, actual) EXPECT_EQ(compareTensors((expected), (actual), 1e-4), "")
 
-at::Tensor randn(Ints shape) {
-  static at::Generator gen = at::detail::createCPUGenerator(4321);
-  return at::randn(shape, gen, at::kFloat);
-}
-
-at::Tensor i64(const Ints& v) { return at::tensor(v, at::kLong); }
 at::Tensor f32(const std::vector<float>& v) { return at::tensor(v, at::kFloat); }
 
 // ONNX pads [x1_begin, x2_begin, x1_end, x2_end] as at::constant_pad_nd's list (last dim first).

@@ -22,21 +22,13 @@ using pt2onnx::ExportError;
 using pt2onnx::runtime::onnxType;
 using pt2onnx::runtime::Session;
 using pt2onnx::testing::compareTensors;
+using pt2onnx::testing::i64;
 using pt2onnx::testing::OneNodeModel;
+using pt2onnx::testing::randn;
 
 using Dims = std::vector<int64_t>;
 
-at::Tensor i64(const std::vector<int64_t>& v) { return at::tensor(v, at::kLong); }
-
 #define EXPECT_TENSOR(expected, actual) EXPECT_EQ(compareTensors((expected), (actual), 1e-5), "")
-
-at::Tensor randn(std::vector<int64_t> shape) {
-  static at::Generator gen = [] {
-    auto g = at::detail::createCPUGenerator(1234);
-    return g;
-  }();
-  return at::randn(shape, gen, at::kFloat);
-}
 
 // ---- ReduceSum (axes input from opset 13) ----
 

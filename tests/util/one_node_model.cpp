@@ -87,6 +87,13 @@ std::string OneNodeModel::bytes() {
 
 std::vector<at::Tensor> OneNodeModel::run() { return runtime::Session::fromBytes(bytes())->run(feeds_); }
 
+at::Tensor randn(const std::vector<int64_t>& shape) {
+  static at::Generator gen = at::detail::createCPUGenerator(4321);
+  return at::randn(shape, gen, at::kFloat);
+}
+
+at::Tensor i64(const std::vector<int64_t>& values) { return at::tensor(values, at::kLong); }
+
 std::string runError(OneNodeModel& model) {
   try {
     model.run();

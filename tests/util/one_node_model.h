@@ -40,6 +40,10 @@ class OneNodeModel {
   std::map<std::string, at::Tensor> feeds_;
 };
 
+// Test inputs: float32 normal samples from one seeded generator (reproducible run to run), int64 lists.
+at::Tensor randn(const std::vector<int64_t>& shape);
+at::Tensor i64(const std::vector<int64_t>& values);
+
 // The message of the ExportError the model's run throws ("" when it succeeds).
 std::string runError(OneNodeModel& model);
 
