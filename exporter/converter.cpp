@@ -216,16 +216,25 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
   for (size_t p = 0; p < model.paramValues.size(); ++p) {
     const at::Tensor& t = model.paramValues[p];
     const torch::jit::Value* v = jitInputs[model.numUserInputs + p];
+    auto computed = model.computedParams.find(p);
     ir::Value* bound = nullptr;
-    for (const auto& [other, value] : written)
-      if (sameStorage(other, t)) bound = value;
+    if (computed == model.computedParams.end())
+      for (const auto& [other, value] : written)
+        if (sameStorage(other, t)) bound = value;
     if (!bound) {
-      if (options.exportParams) {
-        bound = out.addInitializer(model.paramNames[p], *tensorData(t.detach()));
-      } else {
+      if (!options.exportParams) {
         bound = out.addInput(model.paramNames[p], jit::typeOfTensor(t));
+      } else if (computed != model.computedParams.end()) {
+        ir::TensorData data;  // t is a meta tensor: shape and dtype only
+        data.dtype = jit::onnxDType(t.scalar_type());
+        data.dims = t.sizes().vec();
+        data.nbytes = t.nbytes();
+        data.compute = computed->second;
+        bound = out.addInitializer(model.paramNames[p], std::move(data));
+      } else {
+        bound = out.addInitializer(model.paramNames[p], *tensorData(t.detach()));
       }
-      written.emplace_back(t, bound);
+      if (computed == model.computedParams.end()) written.emplace_back(t, bound);
     }
     converter.bindInput(v, bound);
   }

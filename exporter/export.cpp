@@ -95,8 +95,7 @@ void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& 
                     ExportSummary& summary) {
   validateOptions(model, options);
   PhaseTimer timer(summary.secondsByPhase);
-  passes::GraphParameters params{model.numUserInputs, model.paramNames, model.paramValues};
-  lowerGraph(*model.graph, options, &params);
+  lowerGraph(*model.graph, options);
   timer.done("lower");
   // Counted after lowering, which flattens returned tuples into separate outputs.
   if (options.outputNames.size() > model.graph->outputs().size())
@@ -128,6 +127,12 @@ void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& 
   }
   TypeMap types = captureTypes(model, dynamicAxes);
   timer.done("capture_types");
+  // After type capture, which executes the graph: folded weights are computed while writing.
+  if (options.training == TrainingMode::Eval) {
+    passes::GraphParameters params{model.numUserInputs, model.paramNames, model.paramValues, model.computedParams};
+    passes::foldConvBatchNorm(*model.graph, params);
+    timer.done("fold_conv_batchnorm");
+  }
   convertGraph(model, types, options, inputNames, out, summary.warnings);
   timer.done("convert");
   summary.onnxNodes = out.nodes().size();
@@ -184,8 +189,7 @@ ModelGraph graphFromIR(std::shared_ptr<torch::jit::Graph> graph, std::vector<c10
 
 SupportReport checkSupport(ModelGraph& model, const ExportOptions& options) {
   validateOptions(model, options);
-  passes::GraphParameters params{model.numUserInputs, model.paramNames, model.paramValues};
-  lowerGraph(*model.graph, options, &params);
+  lowerGraph(*model.graph, options);
   return checkGraphSupport(*model.graph, options.opset);
 }
 

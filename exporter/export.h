@@ -48,7 +48,10 @@ struct ModelGraph {
   size_t numUserInputs = 0;
   std::vector<std::string> userInputNames;   // from forward()'s argument names
   std::vector<std::string> paramNames;       // state_dict keys, in graph-input order
-  std::vector<at::Tensor> paramValues;
+  std::vector<at::Tensor> paramValues;        // a meta tensor (shape, dtype) for a computed one
+  // Parameters whose bytes are computed while writing (folded convolution weights), by index into
+  // paramValues: fills bytes [offset, offset + n) of the tensor.
+  std::map<size_t, std::function<void(size_t offset, size_t n, void* out)>> computedParams;
   std::vector<c10::IValue> exampleInputs;    // one per user input
 };
 

@@ -1,6 +1,7 @@
 // The ordered list of graph-preparation passes. LibTorch's generic IR passes are reused; pt2onnx's
 // own passes live one per file in exporter/passes/. The graph is linted after every pass and dumped
-// at trace level on the "pt2onnx.pass.<name>" logger.
+// at trace level on the "pt2onnx.pass.<name>" logger. Conv-BatchNorm folding, which rewrites
+// parameters, runs later: after type capture (exporter/export.cpp).
 #include "exporter/lowering.h"
 
 #include <functional>
@@ -25,11 +26,10 @@ struct Pass {
 
 }  // namespace
 
-void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options, passes::GraphParameters* params) {
+void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
   // LibTorch's passes take shared_ptr; the graph is owned by the caller's ModelGraph.
   std::shared_ptr<torch::jit::Graph> graph(std::shared_ptr<torch::jit::Graph>{}, &graphRef);
   size_t inputsBefore = graph->inputs().size();
-  size_t paramsBefore = params ? params->values.size() : 0;
   const std::vector<Pass> passes = {
       {"inline", [](auto& g) { torch::jit::Inline(*g); }},
       {"drop_dead_autograd_calls", [](auto& g) { passes::dropDeadAutogradCalls(*g); }},
@@ -49,11 +49,6 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options, passe
        }},
       {"constant_propagation", [](auto& g) { torch::jit::ConstantPropagation(g); }},
       {"eliminate_dead_code", [](auto& g) { torch::jit::EliminateDeadCode(g); }},
-      // After constant propagation, which makes batch_norm's `training` flag a constant.
-      {"fold_conv_batchnorm",
-       [&options, params](auto& g) {
-         if (params && options.training == TrainingMode::Eval) passes::foldConvBatchNorm(*g, *params);
-       }},
   };
   for (const Pass& pass : passes) {
     pass.run(graph);
@@ -65,8 +60,7 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options, passe
     auto log = logger(std::string("pass.") + pass.name);
     if (log->should_log(spdlog::level::trace)) log->trace("graph after {}:\n{}", pass.name, graph->toString());
   }
-  // Folded parameters are new inputs; any other change in the count is a flattened tuple input.
-  if (graph->inputs().size() - (params ? params->values.size() - paramsBefore : 0) != inputsBefore)
+  if (graph->inputs().size() != inputsBefore)
     throw ExportError("model inputs that are tuples or lists are not supported: pass tensors "
                       "(the graph had " + std::to_string(inputsBefore) + " inputs, " +
                       std::to_string(graph->inputs().size()) + " after flattening)");

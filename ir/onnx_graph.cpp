@@ -153,6 +153,7 @@ TensorData TensorData::fromDoubles(const std::vector<double>& values, DType dtyp
 }
 
 double TensorData::elementAsDouble(int64_t i) const {
+  assert(data && "elementAsDouble: a computed tensor has no stored elements");
   const auto* p = static_cast<const uint8_t*>(data) + i * dtypeSize(dtype);
   switch (dtype) {
     case DType::Float: { float v; std::memcpy(&v, p, 4); return v; }
@@ -169,6 +170,7 @@ double TensorData::elementAsDouble(int64_t i) const {
 }
 
 int64_t TensorData::elementAsInt64(int64_t i) const {
+  assert(data && "elementAsInt64: a computed tensor has no stored elements");
   if (dtype == DType::Int64) {
     int64_t v;
     std::memcpy(&v, static_cast<const uint8_t*>(data) + i * 8, 8);

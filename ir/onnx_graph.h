@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +66,10 @@ struct TensorData {
   const void* data = nullptr;
   size_t nbytes = 0;
   std::shared_ptr<const void> owner;
+  // Bytes computed on demand instead of held (`data` stays null): writes bytes [offset, offset + n)
+  // of the tensor to `out`, offset and n multiples of the element size. Folded parameters are
+  // produced this way while the file is written, a chunk at a time, never as a second copy.
+  std::function<void(size_t offset, size_t n, void* out)> compute;
 
   int64_t numel() const;
   static TensorData fromInt64s(std::vector<int64_t> values, std::vector<int64_t> dims);

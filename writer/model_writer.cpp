@@ -36,7 +36,29 @@ void fillTensorHeader(onnx::TensorProto* t, const std::string& name, const ir::T
 
 void fillTensor(onnx::TensorProto* t, const std::string& name, const ir::TensorData& data) {
   fillTensorHeader(t, name, data);
-  t->set_raw_data(data.data, data.nbytes);
+  if (!data.compute) {
+    t->set_raw_data(data.data, data.nbytes);
+    return;
+  }
+  std::string bytes(data.nbytes, '\0');
+  data.compute(0, data.nbytes, bytes.data());
+  t->set_raw_data(std::move(bytes));
+}
+
+// Writes a tensor's bytes: straight from their owner, or computed a chunk at a time into `scratch`,
+// one buffer for every tensor (fresh pages are slow to fault in; the buffer is faulted in once).
+void writeTensorBytes(std::ostream& os, const ir::TensorData& data, std::vector<char>& scratch) {
+  if (!data.compute) {
+    os.write(static_cast<const char*>(data.data), static_cast<std::streamsize>(data.nbytes));
+    return;
+  }
+  constexpr size_t kChunkBytes = size_t{1} << 20;  // a multiple of every element size
+  if (scratch.size() < std::min(kChunkBytes, data.nbytes)) scratch.resize(std::min(kChunkBytes, data.nbytes));
+  for (size_t offset = 0; offset < data.nbytes; offset += kChunkBytes) {
+    size_t n = std::min(kChunkBytes, data.nbytes - offset);
+    data.compute(offset, n, scratch.data());
+    os.write(scratch.data(), static_cast<std::streamsize>(n));
+  }
 }
 
 void fillType(onnx::TypeProto* type, const ir::TensorType& t) {
@@ -263,6 +285,7 @@ void streamModel(const Encoded& enc, const ir::Graph& graph, std::ostream& os) {
   writeVarint(os, kModelGraphTag);
   writeVarint(os, graphSize);
   if (!graphHead.SerializeToOstream(&os)) throw ExportError("failed to serialize the graph");
+  std::vector<char> scratch;
   for (size_t k = 0; k < inits.size(); ++k) {
     bool streamed = enc.placement[k] == Placement::Streamed;
     uint64_t size = tensorHeads[k].size();
@@ -273,8 +296,7 @@ void streamModel(const Encoded& enc, const ir::Graph& graph, std::ostream& os) {
     if (streamed) {
       writeVarint(os, kTensorRawDataTag);
       writeVarint(os, inits[k].data->nbytes);
-      os.write(static_cast<const char*>(inits[k].data->data),
-               static_cast<std::streamsize>(inits[k].data->nbytes));
+      writeTensorBytes(os, *inits[k].data, scratch);
     }
   }
 }
@@ -329,11 +351,12 @@ WriteResult writeModel(const ir::Graph& graph, const WriteOptions& options, cons
     std::ofstream ds(dataTemp->path(), std::ios::binary | std::ios::trunc);
     if (!ds) throw ExportError("cannot open " + dataTemp->path() + " for writing");
     uint64_t offset = 0;
+    std::vector<char> scratch;
     const auto& inits = graph.initializers();
     for (size_t k = 0; k < inits.size(); ++k) {
       if (enc.placement[k] != Placement::External) continue;
       const ir::TensorData& data = *inits[k].data;
-      ds.write(static_cast<const char*>(data.data), static_cast<std::streamsize>(data.nbytes));
+      writeTensorBytes(ds, data, scratch);
       uint64_t padded = (data.nbytes + kExternalAlignment - 1) / kExternalAlignment * kExternalAlignment;
       for (uint64_t p = data.nbytes; p < padded; ++p) ds.put('\0');
       offset += padded;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,10 +19,13 @@ struct LiftedParameters {
 };
 
 // A graph's parameters: its inputs from `firstInput` on, bound to named tensors (ModelGraph's).
+// A parameter whose bytes are computed while writing has a meta tensor (shape and dtype) in
+// `values` and its byte source, filling bytes [offset, offset + n), in `computed`.
 struct GraphParameters {
   size_t firstInput;
   std::vector<std::string>& names;
   std::vector<at::Tensor>& values;
+  std::map<size_t, std::function<void(size_t offset, size_t n, void* out)>>& computed;
 };
 
 // Replaces every `prim::GetAttr` chain rooted at the graph's `self` input by a new graph input
@@ -49,7 +53,9 @@ void dropEvalNoops(torch::jit::Graph& graph);
 // Folds each eval-mode `aten::batch_norm` whose input is a (non-transposed) convolution read by
 // nothing else into that convolution's weight and bias, when all of them are parameters. The folded
 // tensors become new parameters ("<conv weight>_fused_bn", "<conv>.bias_fused_bn"); the originals,
-// left unused, are not exported.
+// left unused, are not exported. Folded weights are computed parameters (see GraphParameters), so
+// run it after anything that executes the graph. New inputs are added before any node is destroyed:
+// a Value* kept by the caller (captured types) never names a new input.
 void foldConvBatchNorm(torch::jit::Graph& graph, GraphParameters& params);
 
 }  // namespace pt2onnx::passes

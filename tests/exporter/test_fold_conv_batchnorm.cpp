@@ -1,6 +1,11 @@
 // Conv-BatchNorm folding (exporter/passes/fold_conv_batchnorm.cpp): which pairs fold, what the
 // exported model holds, and that it computes what the TorchScript interpreter computes on the
 // unfolded graph, in ONNX Runtime.
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <map>
+
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 #include <torch/csrc/jit/ir/irparser.h>
@@ -150,7 +155,8 @@ void expectNotFolded(const char* what, const std::string& ir, size_t numUserInpu
   auto g = parse(ir);
   std::vector<std::string> names;
   for (size_t i = 0; i < values.size(); ++i) names.push_back("p" + std::to_string(i));
-  passes::GraphParameters params{numUserInputs, names, values};
+  std::map<size_t, std::function<void(size_t, size_t, void*)>> computed;
+  passes::GraphParameters params{numUserInputs, names, values, computed};
   size_t before = values.size();
   passes::foldConvBatchNorm(*g, params);
   g->lint();
@@ -195,13 +201,62 @@ TEST(FoldConvBatchNorm, ASharedConvWeightFoldsOncePerConvUnderDistinctNames) {
       return (%n2))IR");
   std::vector<std::string> names{"conv.weight", "bn.running_mean", "bn.running_var"};
   std::vector<at::Tensor> values{at::randn({3, 3, 1, 1}), at::randn({3}), at::rand({3}) + 0.5};
-  passes::GraphParameters params{1, names, values};
+  std::map<size_t, std::function<void(size_t, size_t, void*)>> computed;
+  passes::GraphParameters params{1, names, values, computed};
   passes::foldConvBatchNorm(*g, params);
   g->lint();
   EXPECT_EQ(countKind(*g, "aten::batch_norm"), 0);
+  // The folded weights are computed while writing: meta tensors, with a byte source each.
+  ASSERT_EQ(values.size(), 7u);
+  EXPECT_TRUE(values[3].is_meta() && values[5].is_meta());
+  EXPECT_FALSE(values[4].is_meta());  // the bias is small and computed at once
+  EXPECT_EQ(computed.size(), 2u);
+  EXPECT_TRUE(computed.count(3) && computed.count(5));
   EXPECT_EQ(names, (std::vector<std::string>{"conv.weight", "bn.running_mean", "bn.running_var", "conv.weight_fused_bn",
                                              "conv.bias_fused_bn", "conv.weight_fused_bn_2", "conv.bias_fused_bn_2"}));
   EXPECT_EQ(g->inputs().size(), 8u);
+}
+
+TEST(FoldConvBatchNorm, ComputedWeightBytesMatchTheEagerProductForAnyRange) {
+  // 5 channels of 6 elements; ranges starting and ending inside channels, and whole ones.
+  auto g = parse(kConvBnNoBiasNoAffine);
+  std::vector<std::string> names{"w", "mean", "var"};
+  at::Tensor w = at::randn({5, 3, 1, 2}), mean = at::randn({5}), var = at::rand({5}) + 0.5;
+  std::vector<at::Tensor> values{w, mean, var};
+  std::map<size_t, std::function<void(size_t, size_t, void*)>> computed;
+  passes::GraphParameters params{1, names, values, computed};
+  passes::foldConvBatchNorm(*g, params);
+  ASSERT_EQ(computed.count(3), 1u);
+  at::Tensor expected = (w * at::rsqrt(var.to(at::kDouble) + 0.001).to(at::kFloat).view({5, 1, 1, 1})).view({-1});
+  for (auto [first, count] : std::vector<std::pair<int64_t, int64_t>>{{0, 30}, {0, 6}, {4, 3}, {5, 14}, {6, 12}, {29, 1}}) {
+    at::Tensor out = at::full({count}, std::nanf(""));
+    computed[3](first * 4, count * 4, out.data_ptr());
+    EXPECT_TRUE(at::equal(out, expected.narrow(0, first, count))) << "elements " << first << " + " << count;
+  }
+}
+
+TEST(FoldConvBatchNorm, WeightsOverOneWriteChunkInTheModelAndInExternalData) {
+  // 256 x 128 x 3 x 3 floats (1.2 MB): the writer's 1 MiB chunks end inside a channel.
+  at::manual_seed(4);
+  std::vector<at::Tensor> params{at::randn({256, 128, 3, 3}) * 0.05, at::randn({256}), at::randn({256}),
+                                 at::randn({256}), at::randn({256}), at::rand({256}) + 0.5};
+  at::Tensor x = at::randn({1, 128, 6, 6});
+  std::vector<std::string> names{"c.weight", "c.bias", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"};
+  at::Tensor expected = interpret(kConvBn, x, params);
+  ModelGraph inMemory = model(kConvBn, names, params, x);
+  EXPECT_EQ(testing::compareTensors(expected, runInOrt(exportToBytes(inMemory, ExportOptions{}), x), 1e-4), "");
+
+  ModelGraph toFile = model(kConvBn, names, params, x);
+  ExportOptions o;
+  o.externalDataThreshold = 0;  // every large tensor in <model>.onnx.data
+  std::string dir = ::testing::TempDir() + "fold_conv_bn_external";
+  std::filesystem::create_directories(dir);
+  std::string path = dir + "/model.onnx";
+  ExportSummary summary = exportToFile(toFile, o, path);
+  EXPECT_GT(summary.externalDataBytes, 256u * 128 * 9 * 4 - 1);
+  testing::OrtResult r = testing::runModelFileInOrt(path, {"x"}, {x});
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(testing::compareTensors(expected, r.outputs.at(0), 1e-4), "");
 }
 
 }  // namespace
