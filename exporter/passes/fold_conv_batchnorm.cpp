@@ -28,10 +28,10 @@ bool isNone(const Value* v) {
 
 // A non-transposed convolution whose only reader is the batch norm.
 bool isFoldableConv(const Node* conv) {
-  if (conv->output()->uses().size() != 1) return false;
   const std::string kind = conv->kind().toQualString();
-  if (kind == "aten::conv1d" || kind == "aten::conv2d" || kind == "aten::conv3d") return true;
-  return kind == "aten::_convolution" && conv->inputs().size() >= 7 && isConstant(conv->input(6), false);
+  bool plainConv = kind == "aten::conv1d" || kind == "aten::conv2d" || kind == "aten::conv3d" ||
+                   (kind == "aten::_convolution" && conv->inputs().size() >= 7 && isConstant(conv->input(6), false));
+  return plainConv && conv->outputs().size() == 1 && conv->output()->uses().size() == 1;
 }
 
 class Folder {

@@ -182,6 +182,15 @@ TEST(FoldConvBatchNorm, PairsThatMustNotFold) {
   noStats = replaced(noStats, "%one : int = prim::Constant[value=1]()",
                      "%one : int = prim::Constant[value=1]()\n    %none : NoneType = prim::Constant()");
   expectNotFolded("no running statistics", noStats, 1, values);
+  const char* bnOnInput = R"IR(
+    graph(%x : Tensor, %mean : Tensor, %var : Tensor):
+      %none : NoneType = prim::Constant()
+      %false : bool = prim::Constant[value=0]()
+      %m : float = prim::Constant[value=0.1]()
+      %eps : float = prim::Constant[value=1.0000000000000001e-05]()
+      %y : Tensor = aten::batch_norm(%x, %none, %none, %mean, %var, %false, %m, %eps, %false)
+      return (%y))IR";
+  expectNotFolded("batch_norm of a graph input", bnOnInput, 1, {at::randn({3}), at::rand({3}) + 0.5});
 }
 
 TEST(FoldConvBatchNorm, ASharedConvWeightFoldsOncePerConvUnderDistinctNames) {
