@@ -130,7 +130,7 @@ void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& 
   // After type capture, which executes the graph: folded weights are computed while writing.
   if (options.training == TrainingMode::Eval) {
     passes::GraphParameters params{model.numUserInputs, model.paramNames, model.paramValues, model.computedParams};
-    passes::foldConvBatchNorm(*model.graph, params);
+    passes::foldConvBatchNorm(*model.graph, params, [&types](const torch::jit::Value* v) { types.erase(v); });
     timer.done("fold_conv_batchnorm");
   }
   convertGraph(model, types, options, inputNames, out, summary.warnings);

@@ -1,8 +1,8 @@
 // Eval-mode BatchNorm folded into the convolution before it, as torch.onnx's eval peephole does:
 // y = gamma * (conv(x, W) + b - mean) / sqrt(var + eps) + beta is conv(x, W * s) + (b - mean) * s + beta
 // with s = gamma / sqrt(var + eps) per output channel.
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <set>
 
@@ -40,7 +40,7 @@ class Folder {
     for (const std::string& name : params.names) taken_.insert(name);
   }
 
-  void foldAll() {
+  void foldAll(const std::function<void(const Value*)>& forget) {
     at::NoGradGuard noGrad;  // parameters may require grad; nothing here is differentiated
     std::vector<Node*> norms;
     for (Node* n : graph_.nodes())
@@ -48,7 +48,10 @@ class Folder {
     std::vector<Node*> folded;
     for (Node* bn : norms)
       if (fold(bn)) folded.push_back(bn);
-    for (Node* bn : folded) bn->destroy();  // after every addInput (see passes.h)
+    for (Node* bn : folded) {
+      if (forget) forget(bn->output());
+      bn->destroy();
+    }
   }
 
  private:
@@ -151,6 +154,9 @@ class Folder {
 
 }  // namespace
 
-void foldConvBatchNorm(torch::jit::Graph& graph, GraphParameters& params) { Folder(graph, params).foldAll(); }
+void foldConvBatchNorm(torch::jit::Graph& graph, GraphParameters& params,
+                       const std::function<void(const torch::jit::Value*)>& forget) {
+  Folder(graph, params).foldAll(forget);
+}
 
 }  // namespace pt2onnx::passes

@@ -54,8 +54,9 @@ void dropEvalNoops(torch::jit::Graph& graph);
 // nothing else into that convolution's weight and bias, when all of them are parameters. The folded
 // tensors become new parameters ("<conv weight>_fused_bn", "<conv>.bias_fused_bn"); the originals,
 // left unused, are not exported. Folded weights are computed parameters (see GraphParameters), so
-// run it after anything that executes the graph. New inputs are added before any node is destroyed:
-// a Value* kept by the caller (captured types) never names a new input.
-void foldConvBatchNorm(torch::jit::Graph& graph, GraphParameters& params);
+// run it after anything that executes the graph. `forget` is called with each value about to be
+// destroyed, for maps keyed by Value* (captured types) that must not outlive it.
+void foldConvBatchNorm(torch::jit::Graph& graph, GraphParameters& params,
+                       const std::function<void(const torch::jit::Value*)>& forget = nullptr);
 
 }  // namespace pt2onnx::passes

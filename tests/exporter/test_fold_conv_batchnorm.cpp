@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
@@ -212,9 +213,13 @@ TEST(FoldConvBatchNorm, ASharedConvWeightFoldsOncePerConvUnderDistinctNames) {
   std::vector<at::Tensor> values{at::randn({3, 3, 1, 1}), at::randn({3}), at::rand({3}) + 0.5};
   std::map<size_t, std::function<void(size_t, size_t, void*)>> computed;
   passes::GraphParameters params{1, names, values, computed};
-  passes::foldConvBatchNorm(*g, params);
+  std::set<const torch::jit::Value*> forgotten, normOutputs;
+  for (const torch::jit::Node* n : g->nodes())
+    if (n->kind() == c10::aten::batch_norm) normOutputs.insert(n->output());
+  passes::foldConvBatchNorm(*g, params, [&](const torch::jit::Value* v) { forgotten.insert(v); });
   g->lint();
   EXPECT_EQ(countKind(*g, "aten::batch_norm"), 0);
+  EXPECT_EQ(forgotten, normOutputs);  // callers drop what they keyed by these values
   // The folded weights are computed while writing: meta tensors, with a byte source each.
   ASSERT_EQ(values.size(), 7u);
   EXPECT_TRUE(values[3].is_meta() && values[5].is_meta());
