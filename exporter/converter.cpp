@@ -7,6 +7,7 @@
 #include "common/errors.h"
 #include "common/logging.h"
 #include "exporter/jit_util.h"
+#include "exporter/passes/passes.h"
 
 namespace pt2onnx {
 namespace {
@@ -240,6 +241,9 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
   }
 
   converter.convertNodes();
+  // torch.onnx's constant folding writes a Linear's transposed weight as its own initializer; in
+  // eval exports only, so that a training export keeps every parameter under its own name.
+  if (options.doConstantFolding && options.training == TrainingMode::Eval) passes::foldInitializerTransposes(out);
 
   // Outputs: unique values; a graph input, initializer or repeated output gets an Identity.
   std::set<const ir::Value*> used;

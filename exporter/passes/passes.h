@@ -11,6 +11,8 @@
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "ir/onnx_graph.h"
+
 namespace pt2onnx::passes {
 
 struct LiftedParameters {
@@ -58,5 +60,10 @@ void dropEvalNoops(torch::jit::Graph& graph);
 // destroyed, for maps keyed by Value* (captured types) that must not outlive it.
 void foldConvBatchNorm(torch::jit::Graph& graph, GraphParameters& params,
                        const std::function<void(const torch::jit::Value*)>& forget = nullptr);
+
+// On the emitted ONNX graph: replaces the output of each Transpose (perm [1, 0]) of a stored 2-D
+// initializer, where nodes read it, by a new initializer "<name>_transposed" whose bytes are
+// computed while writing. Unread Transposes and initializers are left for dead-node elimination.
+void foldInitializerTransposes(ir::Graph& graph);
 
 }  // namespace pt2onnx::passes
