@@ -143,7 +143,9 @@ void logWarnings(const ExportSummary& summary) {
   for (const auto& w : summary.warnings) logger("exporter")->warn("{}", w);
 }
 
-ModelGraph fromModule(torch::jit::Module module) {
+}  // namespace
+
+ModelGraph fromScriptModule(torch::jit::Module module) {
   module.eval();
   auto method = module.find_method("forward");
   if (!method) throw ExportError("the TorchScript archive has no forward() method");
@@ -158,8 +160,6 @@ ModelGraph fromModule(torch::jit::Module module) {
   model.paramValues = std::move(lifted.values);
   return model;
 }
-
-}  // namespace
 
 ModelGraph loadTorchScript(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -176,7 +176,7 @@ ModelGraph loadTorchScript(std::istream& in) {
     auto nl = what.find('\n');
     throw ExportError("not a readable TorchScript archive: " + what.substr(0, nl));
   }
-  return fromModule(std::move(module));
+  return fromScriptModule(std::move(module));
 }
 
 ModelGraph graphFromIR(std::shared_ptr<torch::jit::Graph> graph, std::vector<c10::IValue> inputs) {

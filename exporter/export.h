@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "common/opsets.h"
@@ -89,6 +90,9 @@ struct ExportSummary {
 // inputs. The caller sets `exampleInputs` (one per name in `userInputNames`) before exporting.
 ModelGraph loadTorchScript(const std::string& path);
 ModelGraph loadTorchScript(std::istream& in);
+// The same from a module already in memory (a ScriptModule passed from Python): its parameters are
+// used in place, not copied. Puts the module in eval mode; callers that lent it restore its mode.
+ModelGraph fromScriptModule(torch::jit::Module module);
 
 // A graph whose inputs are all user inputs (tests and converter checks).
 ModelGraph graphFromIR(std::shared_ptr<torch::jit::Graph> graph, std::vector<c10::IValue> inputs);

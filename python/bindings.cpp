@@ -1,7 +1,6 @@
 // The pt2onnx._pt2onnx extension: the Python front end traces the model and hands the
 // torch._C.Graph, its parameters and example inputs to the C++ exporter in the same process.
 #include <optional>
-#include <sstream>
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -146,15 +145,15 @@ PYBIND11_MODULE(_pt2onnx, m) {
         py::arg("graph"), py::arg("num_user_inputs"), py::arg("user_input_names"), py::arg("param_names"),
         py::arg("param_values"), py::arg("example_inputs"), py::arg("options"), py::arg("path"));
 
-  m.def("export_script_module",
-        [](const py::bytes& archive, std::vector<at::Tensor> exampleInputs, const py::dict& options,
+  // A ScriptModule in memory (torch.jit.ScriptModule._c): no archive round trip, weights not copied.
+  m.def("export_script_object",
+        [](const torch::jit::Module& module, std::vector<at::Tensor> exampleInputs, const py::dict& options,
            const py::object& path) {
-          std::istringstream in(std::string(archive), std::ios::binary);
-          ModelGraph model = loadTorchScript(in);
+          ModelGraph model = fromScriptModule(module);
           model.exampleInputs.assign(exampleInputs.begin(), exampleInputs.end());
           return runExport(model, options, path);
         },
-        py::arg("archive"), py::arg("example_inputs"), py::arg("options"), py::arg("path"));
+        py::arg("module"), py::arg("example_inputs"), py::arg("options"), py::arg("path"));
 
   m.def("check_graph_support",
         [](std::shared_ptr<torch::jit::Graph> graph, size_t numUserInputs, std::vector<std::string> paramNames,

@@ -3,7 +3,6 @@ parameters and example inputs to the C++ exporter in the same process."""
 import contextlib
 import enum
 import inspect
-import io
 import os
 import warnings
 
@@ -166,9 +165,9 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
         raise TypeError(f"f must be a path or a writable binary file object, got {type(f).__name__}")
 
     if isinstance(model, torch.jit.ScriptModule):
-        buffer = io.BytesIO()
-        torch.jit.save(model, buffer)
-        data, summary = _pt2onnx.export_script_module(buffer.getvalue(), list(args), options, path)
+        # Exported in eval mode, as a TorchScript archive is; the caller's mode is restored.
+        with _training_mode(model, "EVAL"):
+            data, summary = _pt2onnx.export_script_object(model._c, list(args), options, path)
     else:
         training = options["training"] == "TRAINING" or (
             options["training"] == "PRESERVE" and getattr(model, "training", False))

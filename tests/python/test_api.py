@@ -594,6 +594,21 @@ def test_traced_script_module_accepted(tmp_path):
     _check_batches(model, path, "x", [(1, 3, 8, 8), (4, 3, 8, 8)])
 
 
+def test_script_module_is_exported_in_place_in_eval_mode_and_left_as_it_was(tmp_path):
+    # Passed to C++ as the module itself: its weights are read in place (no archive round trip),
+    # it is exported in eval mode, and the caller's training flag and weights are untouched.
+    model, args = tiny_cnn()
+    traced = torch.jit.trace(model, args)
+    traced.train()
+    before = {k: v.clone() for k, v in traced.state_dict().items()}
+    path = tmp_path / "traced.onnx"
+    pt2onnx.export(traced, args, path)
+    assert traced.training and all(m.training for m in traced.modules())
+    assert all(torch.equal(before[k], v) for k, v in traced.state_dict().items())
+    model.eval()
+    check_runs_like_torch(model, args, path)
+
+
 def test_traced_script_module_unnamed_input_takes_forward_name(tmp_path):
     model, args = two_inputs()
     traced = torch.jit.trace(model, args)
