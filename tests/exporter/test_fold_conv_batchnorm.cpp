@@ -9,13 +9,12 @@
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
-#include <torch/csrc/jit/ir/irparser.h>
-#include <torch/csrc/jit/runtime/interpreter.h>
 
 #include "exporter/export.h"
 #include "exporter/passes/passes.h"
 #include "tests/util/compare.h"
 #include "tests/util/ort_runner.h"
+#include "tests/util/param_model.h"
 
 namespace pt2onnx {
 namespace {
@@ -55,50 +54,15 @@ const char* kConvBnNoBiasNoAffine = R"IR(
     %n : Tensor = aten::batch_norm(%c, %none, %none, %mean, %var, %false, %momentum, %eps, %true)
     return (%n))IR";
 
-std::shared_ptr<torch::jit::Graph> parse(const std::string& ir) {
-  auto g = std::make_shared<torch::jit::Graph>();
-  torch::jit::parseIR(ir, g.get());
-  return g;
-}
+using testing::initializerNamesOf;
+using testing::opTypesOf;
+// The unfolded graph's result in the TorchScript interpreter is the reference.
+const auto interpret = testing::interpretParamModel;
+const auto model = testing::paramModel;
 
-ModelGraph model(const std::string& ir, std::vector<std::string> paramNames, std::vector<at::Tensor> paramValues,
-                 at::Tensor x) {
-  ModelGraph m;
-  m.graph = parse(ir);
-  m.numUserInputs = 1;
-  m.userInputNames = {"x"};
-  m.paramNames = std::move(paramNames);
-  m.paramValues = std::move(paramValues);
-  m.exampleInputs = {x};
-  return m;
-}
+at::Tensor runInOrt(const std::string& bytes, const at::Tensor& x) { return testing::runWithInputXInOrt(bytes, x); }
 
-// The unfolded graph's result in the TorchScript interpreter.
-at::Tensor interpret(const std::string& ir, const at::Tensor& x, const std::vector<at::Tensor>& params) {
-  torch::jit::Code code(parse(ir), "reference");
-  torch::jit::Stack stack{x};
-  for (const auto& p : params) stack.emplace_back(p);
-  torch::jit::InterpreterState(code).run(stack);
-  return stack.at(0).toTensor();
-}
-
-std::vector<std::string> opTypes(const onnx::ModelProto& p) {
-  std::vector<std::string> ops;
-  for (const auto& n : p.graph().node()) ops.push_back(n.op_type());
-  return ops;
-}
-
-std::vector<std::string> initializerNames(const onnx::ModelProto& p) {
-  std::vector<std::string> names;
-  for (const auto& t : p.graph().initializer()) names.push_back(t.name());
-  return names;
-}
-
-at::Tensor runInOrt(const std::string& bytes, const at::Tensor& x) {
-  auto results = testing::runInOrt({{bytes, {"x"}, {x}}});
-  EXPECT_EQ(results.at(0).error, "");
-  return results.at(0).outputs.empty() ? at::Tensor() : results.at(0).outputs.at(0);
-}
+std::shared_ptr<torch::jit::Graph> parse(const std::string& ir) { return testing::parseGraph(ir); }
 
 int countKind(const torch::jit::Graph& g, const char* kind) {
   int count = 0;
@@ -115,8 +79,8 @@ TEST(FoldConvBatchNorm, EvalBatchNormFoldsIntoConvWithTheSameNumbers) {
                        params, x);
   onnx::ModelProto p;
   ASSERT_TRUE(p.ParseFromString(exportToBytes(m, ExportOptions{})));
-  EXPECT_EQ(opTypes(p), (std::vector<std::string>{"Conv", "Relu"}));
-  EXPECT_EQ(initializerNames(p), (std::vector<std::string>{"conv.weight_fused_bn", "conv.bias_fused_bn"}));
+  EXPECT_EQ(opTypesOf(p), (std::vector<std::string>{"Conv", "Relu"}));
+  EXPECT_EQ(initializerNamesOf(p), (std::vector<std::string>{"conv.weight_fused_bn", "conv.bias_fused_bn"}));
   EXPECT_EQ(testing::compareTensors(interpret(kConvBn, x, params), runInOrt(p.SerializeAsString(), x), 1e-5), "");
 }
 
@@ -128,8 +92,8 @@ TEST(FoldConvBatchNorm, ConvWithoutBiasAndBatchNormWithoutAffineParameters) {
                        params, x);
   onnx::ModelProto p;
   ASSERT_TRUE(p.ParseFromString(exportToBytes(m, ExportOptions{})));
-  EXPECT_EQ(opTypes(p), (std::vector<std::string>{"Conv"}));
-  EXPECT_EQ(initializerNames(p), (std::vector<std::string>{"features.0.weight_fused_bn", "features.0.bias_fused_bn"}));
+  EXPECT_EQ(opTypesOf(p), (std::vector<std::string>{"Conv"}));
+  EXPECT_EQ(initializerNamesOf(p), (std::vector<std::string>{"features.0.weight_fused_bn", "features.0.bias_fused_bn"}));
   EXPECT_EQ(testing::compareTensors(interpret(kConvBnNoBiasNoAffine, x, params), runInOrt(p.SerializeAsString(), x), 1e-5),
             "");
 }
@@ -146,7 +110,7 @@ TEST(FoldConvBatchNorm, OnlyEvalModeExportsFold) {
     o.training = mode;
     onnx::ModelProto p;
     ASSERT_TRUE(p.ParseFromString(exportToBytes(m, o)));
-    EXPECT_EQ(opTypes(p), (std::vector<std::string>{"Conv", "BatchNormalization", "Relu"}));
+    EXPECT_EQ(opTypesOf(p), (std::vector<std::string>{"Conv", "BatchNormalization", "Relu"}));
   }
 }
 

@@ -7,13 +7,12 @@
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
-#include <torch/csrc/jit/ir/irparser.h>
-#include <torch/csrc/jit/runtime/interpreter.h>
 
 #include "exporter/export.h"
 #include "exporter/passes/passes.h"
 #include "tests/util/compare.h"
 #include "tests/util/ort_runner.h"
+#include "tests/util/param_model.h"
 
 namespace pt2onnx {
 namespace {
@@ -33,30 +32,11 @@ const char* kTiedLinears = R"IR(
     %b : Tensor = aten::linear(%a, %w, %none)
     return (%b))IR";
 
-std::shared_ptr<torch::jit::Graph> parse(const std::string& ir) {
-  auto g = std::make_shared<torch::jit::Graph>();
-  torch::jit::parseIR(ir, g.get());
-  return g;
-}
-
-ModelGraph model(const std::string& ir, std::vector<std::string> names, std::vector<at::Tensor> values, at::Tensor x) {
-  ModelGraph m;
-  m.graph = parse(ir);
-  m.numUserInputs = 1;
-  m.userInputNames = {"x"};
-  m.paramNames = std::move(names);
-  m.paramValues = std::move(values);
-  m.exampleInputs = {x};
-  return m;
-}
-
-at::Tensor interpret(const std::string& ir, const at::Tensor& x, const std::vector<at::Tensor>& params) {
-  torch::jit::Code code(parse(ir), "reference");
-  torch::jit::Stack stack{x};
-  for (const auto& p : params) stack.emplace_back(p);
-  torch::jit::InterpreterState(code).run(stack);
-  return stack.at(0).toTensor();
-}
+using testing::initializerNamesOf;
+using testing::opTypesOf;
+// The unfolded graph's result in the TorchScript interpreter is the reference.
+const auto interpret = testing::interpretParamModel;
+const auto model = testing::paramModel;
 
 onnx::ModelProto exported(ModelGraph m, const ExportOptions& options) {
   onnx::ModelProto p;
@@ -64,22 +44,8 @@ onnx::ModelProto exported(ModelGraph m, const ExportOptions& options) {
   return p;
 }
 
-std::vector<std::string> opTypes(const onnx::ModelProto& p) {
-  std::vector<std::string> ops;
-  for (const auto& n : p.graph().node()) ops.push_back(n.op_type());
-  return ops;
-}
-
-std::vector<std::string> initializerNames(const onnx::ModelProto& p) {
-  std::vector<std::string> names;
-  for (const auto& t : p.graph().initializer()) names.push_back(t.name());
-  return names;
-}
-
 at::Tensor runInOrt(const onnx::ModelProto& p, const at::Tensor& x) {
-  auto results = testing::runInOrt({{p.SerializeAsString(), {"x"}, {x}}});
-  EXPECT_EQ(results.at(0).error, "");
-  return results.at(0).outputs.empty() ? at::Tensor() : results.at(0).outputs.at(0);
+  return testing::runWithInputXInOrt(p.SerializeAsString(), x);
 }
 
 TEST(FoldInitializerTransposes, LinearWeightIsWrittenTransposedWithTheSameNumbers) {
@@ -87,8 +53,8 @@ TEST(FoldInitializerTransposes, LinearWeightIsWrittenTransposedWithTheSameNumber
   std::vector<at::Tensor> params{at::randn({6, 4}), at::randn({6})};
   at::Tensor x = at::randn({2, 3, 4});
   onnx::ModelProto p = exported(model(kLinear3d, {"fc.weight", "fc.bias"}, params, x), ExportOptions{});
-  EXPECT_EQ(opTypes(p), (std::vector<std::string>{"MatMul", "Add", "Relu"}));
-  EXPECT_EQ(initializerNames(p), (std::vector<std::string>{"fc.bias", "fc.weight_transposed"}));
+  EXPECT_EQ(opTypesOf(p), (std::vector<std::string>{"MatMul", "Add", "Relu"}));
+  EXPECT_EQ(initializerNamesOf(p), (std::vector<std::string>{"fc.bias", "fc.weight_transposed"}));
   EXPECT_EQ(testing::compareTensors(interpret(kLinear3d, x, params), runInOrt(p, x), 1e-5), "");
 }
 
@@ -101,8 +67,8 @@ TEST(FoldInitializerTransposes, NotWithoutConstantFoldingNorInTrainingExports) {
   training.training = TrainingMode::Training;
   for (const ExportOptions& o : {noFolding, training}) {
     onnx::ModelProto p = exported(model(kLinear3d, {"fc.weight", "fc.bias"}, params, x), o);
-    EXPECT_EQ(opTypes(p), (std::vector<std::string>{"Transpose", "MatMul", "Add", "Relu"}));
-    EXPECT_EQ(initializerNames(p), (std::vector<std::string>{"fc.weight", "fc.bias"}));
+    EXPECT_EQ(opTypesOf(p), (std::vector<std::string>{"Transpose", "MatMul", "Add", "Relu"}));
+    EXPECT_EQ(initializerNamesOf(p), (std::vector<std::string>{"fc.weight", "fc.bias"}));
   }
 }
 
@@ -110,8 +76,8 @@ TEST(FoldInitializerTransposes, ATiedWeightIsTransposedOnce) {
   std::vector<at::Tensor> params{at::randn({4, 4})};
   at::Tensor x = at::randn({2, 3, 4});
   onnx::ModelProto p = exported(model(kTiedLinears, {"shared.weight"}, params, x), ExportOptions{});
-  EXPECT_EQ(opTypes(p), (std::vector<std::string>{"MatMul", "MatMul"}));
-  EXPECT_EQ(initializerNames(p), (std::vector<std::string>{"shared.weight_transposed"}));
+  EXPECT_EQ(opTypesOf(p), (std::vector<std::string>{"MatMul", "MatMul"}));
+  EXPECT_EQ(initializerNamesOf(p), (std::vector<std::string>{"shared.weight_transposed"}));
   EXPECT_EQ(testing::compareTensors(interpret(kTiedLinears, x, params), runInOrt(p, x), 1e-5), "");
 }
 
