@@ -121,7 +121,7 @@ std::optional<at::Tensor> oneDnnProduct(const at::Tensor& a, const at::Tensor& b
       {DNNL_ARG_DST, dnnl::memory(product->desc.dst_desc(), engine, y.data_ptr())},
       {DNNL_ARG_SCRATCHPAD, dnnl::memory(product->desc.scratchpad_desc(), engine, scratchpad.data_ptr())}};
   if (bias2.defined()) args.emplace(DNNL_ARG_BIAS, dnnl::memory(product->desc.bias_desc(), engine, bias2.data_ptr()));
-  dnnl::stream stream(engine);
+  thread_local dnnl::stream stream(engine);  // one per thread, not one per product
   product->primitive.execute(stream, args);
   stream.wait();
   std::vector<int64_t> outShape(a.sizes().begin(), a.sizes().end() - 1);

@@ -13,84 +13,28 @@
 #include "common/errors.h"
 #include "runtime/kernel.h"
 #include "runtime/session.h"
+#include "tests/util/one_node_model.h"
 
 namespace pt2onnx::runtime {
 namespace {
 
-onnx::AttributeProto attr(const std::string& name, int v) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::INT);
-  a.set_i(v);
-  return a;
-}
-onnx::AttributeProto attr(const std::string& name, double v) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::FLOAT);
-  a.set_f(static_cast<float>(v));
-  return a;
-}
-onnx::AttributeProto attr(const std::string& name, const char* v) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::STRING);
-  a.set_s(v);
-  return a;
-}
+using pt2onnx::testing::OneNodeModel;
 
-// A tensor value info: the dims of `shapeOf`, or else `rank` symbolic dims.
-void setTensorType(onnx::ValueInfoProto& v, const std::string& name, at::ScalarType type, const at::Tensor* shapeOf,
-                   int64_t rank = 0) {
-  v.set_name(name);
-  auto* tt = v.mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnxType(type));
-  auto* shape = tt->mutable_shape();
-  if (shapeOf)
-    for (int64_t d : shapeOf->sizes()) shape->add_dim()->set_dim_value(d);
-  else
-    for (int64_t d = 0; d < rank; ++d) shape->add_dim()->set_dim_param("d" + std::to_string(d));
-}
+onnx::AttributeProto attr(const std::string& name, int v) { return pt2onnx::testing::attrInt(name, v); }
+onnx::AttributeProto attr(const std::string& name, double v) { return pt2onnx::testing::attrFloat(name, v); }
+onnx::AttributeProto attr(const std::string& name, const char* v) { return pt2onnx::testing::attrString(name, v); }
 
-// A model of one node `op` whose inputs are graph inputs x0, x1, ... (an undefined tensor is an
-// omitted optional input) and whose one output y has dtype `outType`.
-onnx::ModelProto oneNodeModel(const std::string& op, int opset, const std::vector<at::Tensor>& inputs,
-                              at::ScalarType outType, const std::vector<onnx::AttributeProto>& attrs) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.set_producer_name("test_elementwise_kernels");
-  auto* imp = m.add_opset_import();
-  imp->set_domain("");
-  imp->set_version(opset);
-  auto* g = m.mutable_graph();
-  g->set_name("one_node");
-  auto* n = g->add_node();
-  n->set_op_type(op);
-  n->set_name(op + "_node");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined()) {
-      n->add_input("");
-      continue;
-    }
-    std::string name = "x" + std::to_string(i);
-    n->add_input(name);
-    setTensorType(*g->add_input(), name, inputs[i].scalar_type(), &inputs[i]);
-  }
-  n->add_output("y");
-  for (const auto& a : attrs) *n->add_attribute() = a;
-  int64_t rank = 0;
-  for (const auto& t : inputs) rank = t.defined() ? std::max(rank, t.dim()) : rank;
-  setTensorType(*g->add_output(), "y", outType, nullptr, rank);
-  return m;
-}
-
+// Runs a model of one `op` node whose inputs are graph inputs (an undefined tensor is an omitted
+// optional input) and whose one output has dtype `outType`.
 at::Tensor run(const std::string& op, int opset, const std::vector<at::Tensor>& inputs, at::ScalarType outType,
                const std::vector<onnx::AttributeProto>& attrs = {}) {
-  auto session = Session::fromBytes(oneNodeModel(op, opset, inputs, outType, attrs).SerializeAsString());
-  std::map<std::string, at::Tensor> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i].defined()) feeds["x" + std::to_string(i)] = inputs[i];
-  auto outs = session->run(feeds);
+  OneNodeModel model(op, opset);
+  for (const at::Tensor& t : inputs) {
+    if (t.defined()) model.input(t);
+    else model.omitted();
+  }
+  for (const auto& a : attrs) model.attribute(a);
+  auto outs = model.output(outType).run();
   EXPECT_EQ(outs.size(), 1u);
   return outs.at(0);
 }

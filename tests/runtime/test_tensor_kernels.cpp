@@ -9,6 +9,7 @@
 #include "common/errors.h"
 #include "runtime/kernel.h"
 #include "runtime/session.h"
+#include "tests/util/one_node_model.h"
 #include "runtime/tensor_proto.h"
 
 namespace pt2onnx::runtime {
@@ -25,96 +26,27 @@ In omitted() { return {}; }
 In ints(std::vector<int64_t> v) { return init(at::tensor(v, at::kLong)); }
 In scalar(int64_t v) { return init(at::scalar_tensor(v, at::kLong)); }
 
-onnx::AttributeProto attrInt(const std::string& name, int64_t v) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::INT);
-  a.set_i(v);
-  return a;
-}
-onnx::AttributeProto attrFloat(const std::string& name, float v) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::FLOAT);
-  a.set_f(v);
-  return a;
-}
-onnx::AttributeProto attrString(const std::string& name, const std::string& v) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::STRING);
-  a.set_s(v);
-  return a;
-}
-onnx::AttributeProto attrInts(const std::string& name, const std::vector<int64_t>& v) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::INTS);
-  for (int64_t x : v) a.add_ints(x);
-  return a;
-}
-onnx::AttributeProto attrFloats(const std::string& name, const std::vector<float>& v) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::FLOATS);
-  for (float x : v) a.add_floats(x);
-  return a;
-}
-onnx::AttributeProto attrTensor(const std::string& name, const at::Tensor& t) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::TENSOR);
-  tensorToProto(t, *a.mutable_t());
-  return a;
-}
+using pt2onnx::testing::attrFloat;
+using pt2onnx::testing::attrFloats;
+using pt2onnx::testing::attrInt;
+using pt2onnx::testing::attrInts;
+using pt2onnx::testing::attrString;
+using pt2onnx::testing::attrTensor;
+using pt2onnx::testing::OneNodeModel;
 
-// Builds a model of one `opType` node (named "n") at `opset` and runs it.
+// Runs a model of one `opType` node (named "n") at `opset`; outputs are declared with the first input's dtype.
 std::vector<at::Tensor> runOp(const std::string& opType, int opset, const std::vector<In>& inputs,
                               const std::vector<onnx::AttributeProto>& attrs = {}, int numOutputs = 1) {
-  onnx::ModelProto model;
-  model.set_ir_version(8);
-  model.add_opset_import()->set_version(opset);
-  onnx::GraphProto* g = model.mutable_graph();
-  g->set_name("g");
-  onnx::NodeProto* node = g->add_node();
-  node->set_name("n");
-  node->set_op_type(opType);
-  std::map<std::string, at::Tensor> feeds;
-  int32_t firstType = 1;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].t.defined()) {
-      node->add_input("");
-      continue;
-    }
-    std::string name = "in" + std::to_string(i);
-    node->add_input(name);
-    if (i == 0) firstType = onnxType(inputs[i].t.scalar_type());
-    if (inputs[i].init) {
-      onnx::TensorProto* t = g->add_initializer();
-      tensorToProto(inputs[i].t, *t);
-      t->set_name(name);
-      continue;
-    }
-    onnx::ValueInfoProto* vi = g->add_input();
-    vi->set_name(name);
-    auto* tt = vi->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(onnxType(inputs[i].t.scalar_type()));
-    tt->mutable_shape();
-    for (int64_t d : inputs[i].t.sizes()) tt->mutable_shape()->add_dim()->set_dim_value(d);
-    feeds[name] = inputs[i].t;
+  OneNodeModel model(opType, opset, "n");
+  for (const In& in : inputs) {
+    if (!in.t.defined()) model.omitted();
+    else if (in.init) model.constant(in.t);
+    else model.input(in.t);
   }
-  for (const auto& a : attrs) *node->add_attribute() = a;
-  for (int k = 0; k < numOutputs; ++k) {
-    std::string name = "out" + std::to_string(k);
-    node->add_output(name);
-    onnx::ValueInfoProto* vi = g->add_output();
-    vi->set_name(name);
-    auto* tt = vi->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(firstType);  // neither type nor shape of outputs is checked by the runtime
-    tt->mutable_shape();  // the checker wants a shape; an empty one
-  }
-  auto session = Session::fromBytes(model.SerializeAsString());
-  return session->run(feeds);
+  for (const auto& a : attrs) model.attribute(a);
+  at::ScalarType outType = !inputs.empty() && inputs[0].t.defined() ? inputs[0].t.scalar_type() : at::kFloat;
+  for (int k = 0; k < numOutputs; ++k) model.output(outType);
+  return model.run();
 }
 
 at::Tensor run1(const std::string& opType, int opset, const std::vector<In>& inputs,

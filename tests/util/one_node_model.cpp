@@ -9,10 +9,58 @@ namespace pt2onnx::testing {
 
 using runtime::onnxType;
 
-OneNodeModel::OneNodeModel(const std::string& op, int opset) : opset_(opset) {
+onnx::AttributeProto attrInt(const std::string& name, int64_t v) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INT);
+  a.set_i(v);
+  return a;
+}
+
+onnx::AttributeProto attrFloat(const std::string& name, double v) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::FLOAT);
+  a.set_f(static_cast<float>(v));
+  return a;
+}
+
+onnx::AttributeProto attrString(const std::string& name, const std::string& v) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::STRING);
+  a.set_s(v);
+  return a;
+}
+
+onnx::AttributeProto attrInts(const std::string& name, const std::vector<int64_t>& v) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a.add_ints(x);
+  return a;
+}
+
+onnx::AttributeProto attrFloats(const std::string& name, const std::vector<float>& v) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::FLOATS);
+  for (float x : v) a.add_floats(x);
+  return a;
+}
+
+onnx::AttributeProto attrTensor(const std::string& name, const at::Tensor& t) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::TENSOR);
+  runtime::tensorToProto(t, *a.mutable_t());
+  return a;
+}
+
+OneNodeModel::OneNodeModel(const std::string& op, int opset, const std::string& nodeName) : opset_(opset) {
   auto* n = model_.mutable_graph()->add_node();
   n->set_op_type(op);
-  n->set_name(op + "_node");
+  n->set_name(nodeName.empty() ? op + "_node" : nodeName);
 }
 
 OneNodeModel& OneNodeModel::input(const at::Tensor& value) {
@@ -42,24 +90,18 @@ OneNodeModel& OneNodeModel::omitted() {
   return *this;
 }
 
-OneNodeModel& OneNodeModel::attr(const std::string& name, int64_t v) {
-  addAttribute(name, onnx::AttributeProto::INT)->set_i(v);
-  return *this;
-}
+OneNodeModel& OneNodeModel::attr(const std::string& name, int64_t v) { return attribute(attrInt(name, v)); }
 
-OneNodeModel& OneNodeModel::attr(const std::string& name, double v) {
-  addAttribute(name, onnx::AttributeProto::FLOAT)->set_f(static_cast<float>(v));
-  return *this;
-}
+OneNodeModel& OneNodeModel::attr(const std::string& name, double v) { return attribute(attrFloat(name, v)); }
 
-OneNodeModel& OneNodeModel::attr(const std::string& name, const char* v) {
-  addAttribute(name, onnx::AttributeProto::STRING)->set_s(v);
-  return *this;
-}
+OneNodeModel& OneNodeModel::attr(const std::string& name, const char* v) { return attribute(attrString(name, v)); }
 
 OneNodeModel& OneNodeModel::attr(const std::string& name, const std::vector<int64_t>& v) {
-  auto* a = addAttribute(name, onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
+  return attribute(attrInts(name, v));
+}
+
+OneNodeModel& OneNodeModel::attribute(const onnx::AttributeProto& a) {
+  *node()->add_attribute() = a;
   return *this;
 }
 
@@ -101,13 +143,6 @@ std::string runError(OneNodeModel& model) {
     return e.what();
   }
   return "";
-}
-
-onnx::AttributeProto* OneNodeModel::addAttribute(const std::string& name, onnx::AttributeProto::AttributeType type) {
-  auto* a = node()->add_attribute();
-  a->set_name(name);
-  a->set_type(type);
-  return a;
 }
 
 }  // namespace pt2onnx::testing

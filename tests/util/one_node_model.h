@@ -12,9 +12,18 @@
 
 namespace pt2onnx::testing {
 
+// Node attributes as protos, for tests that keep attribute lists.
+onnx::AttributeProto attrInt(const std::string& name, int64_t v);
+onnx::AttributeProto attrFloat(const std::string& name, double v);
+onnx::AttributeProto attrString(const std::string& name, const std::string& v);
+onnx::AttributeProto attrInts(const std::string& name, const std::vector<int64_t>& v);
+onnx::AttributeProto attrFloats(const std::string& name, const std::vector<float>& v);
+onnx::AttributeProto attrTensor(const std::string& name, const at::Tensor& t);
+
 class OneNodeModel {
  public:
-  OneNodeModel(const std::string& op, int opset);
+  // The node is named `nodeName`, by default "<op>_node".
+  OneNodeModel(const std::string& op, int opset, const std::string& nodeName = "");
 
   OneNodeModel& input(const at::Tensor& value);     // a graph input, fed at run time
   OneNodeModel& constant(const at::Tensor& value);  // an initializer
@@ -24,7 +33,8 @@ class OneNodeModel {
   OneNodeModel& attr(const std::string& name, double v);
   OneNodeModel& attr(const std::string& name, const char* v);
   OneNodeModel& attr(const std::string& name, const std::vector<int64_t>& v);
-  OneNodeModel& output(at::ScalarType type);
+  OneNodeModel& attribute(const onnx::AttributeProto& a);
+  OneNodeModel& output(at::ScalarType type);  // no shape stated: the runtime checks none
 
   // The serialized model (completing it: opset import, a default output).
   std::string bytes();
@@ -32,7 +42,6 @@ class OneNodeModel {
   at::Tensor run1() { return run().at(0); }
 
  private:
-  onnx::AttributeProto* addAttribute(const std::string& name, onnx::AttributeProto::AttributeType type);
   onnx::NodeProto* node() { return model_.mutable_graph()->mutable_node(0); }
 
   onnx::ModelProto model_;
