@@ -1,13 +1,17 @@
-// The graph walk: every TorchScript node is handed, with its arguments bound, to the symbolic the
-// registry picks for the target opset; the ONNX values it returns replace the node's outputs.
+// The graph walk (exporter/graph_converter.h) and convertGraph: inputs, parameters and outputs of
+// the ONNX graph around it. Control flow is converted in exporter/control_flow.cpp.
 #include "exporter/converter.h"
 
-#include <unordered_map>
+#include <algorithm>
+#include <set>
 
 #include "common/errors.h"
 #include "common/logging.h"
+#include "exporter/graph_converter.h"
 #include "exporter/jit_util.h"
+#include "exporter/meta_types.h"
 #include "exporter/passes/passes.h"
+#include "writer/node_type_inference.h"
 
 namespace pt2onnx {
 namespace {
@@ -16,6 +20,8 @@ using symbolic::Arg;
 
 // Tensor constants larger than this become initializers instead of Constant nodes.
 constexpr size_t kConstantNodeMaxBytes = 1024;
+// What the walker binds to the outputs of a node it could not convert (collect mode only).
+const char* const kPoison = "unconvertible";
 
 std::shared_ptr<ir::TensorData> tensorData(const at::Tensor& tensor) {
   at::Tensor t = tensor.contiguous();
@@ -28,176 +34,254 @@ std::shared_ptr<ir::TensorData> tensorData(const at::Tensor& tensor) {
   return data;
 }
 
-class GraphConverter {
- public:
-  GraphConverter(const ModelGraph& model, const TypeMap& types, const ExportOptions& options,
-                 ir::Graph& out)
-      : model_(model), types_(types), options_(options), out_(out),
-        registry_(symbolic::defaultRegistry()) {}
+}  // namespace
 
-  void bindInput(const torch::jit::Value* v, ir::Value* onnx) { env_[v] = Arg(onnx); }
+GraphConverter::GraphConverter(const ExportOptions& options, Typing typing, const TypeMap& captured,
+                               ir::Graph& out, SupportReport* collect)
+    : options_(options), typing_(typing), captured_(captured), out_(out), current_(&out), collect_(collect),
+      registry_(symbolic::defaultRegistry()) {}
 
-  void convertNodes() {
-    for (const torch::jit::Node* n : model_.graph->nodes()) convertNode(n);
+void GraphConverter::convertBlock(const torch::jit::Block* block) {
+  for (const torch::jit::Node* n : block->nodes()) convertNode(n);
+}
+
+ir::TensorType GraphConverter::typeOf(const torch::jit::Value* v) const {
+  auto it = captured_.find(v);
+  return it != captured_.end() ? it->second : jit::typeOfValue(v);
+}
+
+Arg GraphConverter::constantArg(const torch::jit::Node* n) {
+  return argFromIValue(*torch::jit::toIValue(n->output()));
+}
+
+Arg GraphConverter::argFromIValue(const c10::IValue& iv) {
+  if (iv.isNone()) return Arg::none();
+  if (iv.isInt()) return Arg::ofInt(iv.toInt());
+  if (iv.isDouble()) return Arg::ofDouble(iv.toDouble());
+  if (iv.isBool()) return Arg::ofBool(iv.toBool());
+  if (iv.isString()) return Arg::ofString(iv.toStringRef());
+  if (iv.isDevice()) {
+    Arg a;
+    a.kind = Arg::Kind::Device;
+    a.s = iv.toDevice().str();
+    return a;
   }
-
-  // The ONNX value for a graph output (materializing numbers known at export time).
-  ir::Value* outputValue(const torch::jit::Value* v) {
-    const Arg& a = env_.at(v);
-    if (a.value) return a.value;
-    out_.setScope("");
-    symbolic::Context ctx(out_, options_.opset, "graph output", {a}, {typeOf(v)});
-    ir::Value* value = ctx.tensor(0);
-    if (value->type.dtype == ir::DType::Undefined) value->type = typeOf(v);
-    return value;
+  if (iv.isTensor()) {
+    Arg a;
+    a.kind = Arg::Kind::Tensor;
+    a.constTensor = tensorData(iv.toTensor());
+    if (a.constTensor->nbytes > kConstantNodeMaxBytes)
+      a.value = out_.addInitializer("onnx::Constant_" + std::to_string(constantCounter_++), *a.constTensor);
+    return a;
   }
-
- private:
-  ir::TensorType typeOf(const torch::jit::Value* v) const {
-    auto it = types_.find(v);
-    return it != types_.end() ? it->second : jit::typeOfValue(v);
+  if (iv.isList() || iv.isTuple()) {
+    std::vector<Arg> elems;
+    if (iv.isList())
+      for (const c10::IValue& e : iv.toListRef()) elems.push_back(argFromIValue(e));
+    else
+      for (const c10::IValue& e : iv.toTupleRef().elements()) elems.push_back(argFromIValue(e));
+    return Arg::ofList(std::move(elems));
   }
+  Arg other;
+  other.kind = Arg::Kind::Other;
+  other.s = iv.tagKind();
+  return other;
+}
 
-  Arg constantArg(const torch::jit::Node* n) {
-    c10::IValue iv = *torch::jit::toIValue(n->output());
-    return argFromIValue(iv, n);
+void GraphConverter::setLocation(const torch::jit::Node* n) {
+  std::string scope = jit::moduleScope(n);
+  current_->setScope(scope.empty() ? "" : "/" + scope);
+  current_->setDocString(jit::sourceLocation(n));
+}
+
+bool GraphConverter::poisoned(const torch::jit::Node* n) const {
+  if (!collect_) return false;
+  for (const torch::jit::Value* in : n->inputs()) {
+    const Arg& a = env_.at(in);
+    if (a.kind == Arg::Kind::Other && a.s == kPoison) return true;
   }
+  return false;
+}
 
-  Arg argFromIValue(const c10::IValue& iv, const torch::jit::Node* n) {
-    if (iv.isNone()) return Arg::none();
-    if (iv.isInt()) return Arg::ofInt(iv.toInt());
-    if (iv.isDouble()) return Arg::ofDouble(iv.toDouble());
-    if (iv.isBool()) return Arg::ofBool(iv.toBool());
-    if (iv.isString()) return Arg::ofString(iv.toStringRef());
-    if (iv.isDevice()) {
-      Arg a;
-      a.kind = Arg::Kind::Device;
-      a.s = iv.toDevice().str();
-      return a;
+void GraphConverter::unconvertible(const torch::jit::Node* n, const std::string& reason, bool noSymbolic) {
+  if (!collect_) {
+    throw ExportError(noSymbolic ? unsupportedMessage(n)
+                                 : "cannot convert " + jit::describeNode(n) + " to ONNX opset " +
+                                       std::to_string(options_.opset) + ": " + reason);
+  }
+  std::string key = jit::qualifiedKind(n) + (jit::overloadName(n).empty() ? "" : "." + jit::overloadName(n));
+  auto it = std::find_if(collect_->unsupported.begin(), collect_->unsupported.end(),
+                         [&](const UnsupportedOp& op) { return op.op == key; });
+  if (it == collect_->unsupported.end()) {
+    collect_->unsupported.emplace_back();
+    it = collect_->unsupported.end() - 1;
+    it->op = key;
+    it->schema = jit::schemaText(n);
+    it->supportedFromOpset = registry_.lowestOpset(jit::qualifiedKind(n), jit::overloadName(n));
+    if (it->supportedFromOpset && *it->supportedFromOpset <= options_.opset) it->supportedFromOpset.reset();
+    if (!noSymbolic) it->reason = reason;
+  }
+  ++it->count;
+  constexpr size_t kMaxListedPlaces = 5;
+  std::string loc = jit::sourceLocation(n), scope = jit::moduleScope(n);
+  if (!loc.empty() && it->locations.size() < kMaxListedPlaces) it->locations.push_back(loc);
+  if (!scope.empty() && it->scopes.size() < kMaxListedPlaces) it->scopes.push_back(scope);
+  poison(n);
+}
+
+void GraphConverter::poison(const torch::jit::Node* n) {
+  Arg poisoned;
+  poisoned.kind = Arg::Kind::Other;
+  poisoned.s = kPoison;
+  for (const torch::jit::Value* o : n->outputs()) env_[o] = poisoned;
+}
+
+void GraphConverter::convertNode(const torch::jit::Node* n) {
+  if (n->kind() == c10::prim::Constant) {
+    env_[n->output()] = constantArg(n);
+    return;
+  }
+  if (poisoned(n)) {  // downstream of a node already reported: not a problem of its own
+    poison(n);
+    return;
+  }
+  if (n->kind() == c10::prim::If) return convertIf(n);
+  if (n->kind() == c10::prim::Loop) return convertLoop(n);
+  if (n->kind() == c10::prim::Uninitialized) {
+    env_[n->output()] = Arg::uninitialized();
+    return;
+  }
+  if (n->kind() == c10::prim::RaiseException)
+    return unconvertible(n, "the model raises an exception here on every path that reaches it; an ONNX graph "
+                            "cannot raise", false);
+  convertWithSymbolic(n);
+}
+
+void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
+  std::string kind = jit::qualifiedKind(n);
+  const auto* entry = registry_.find(kind, jit::overloadName(n), options_.opset);
+  std::vector<Arg> args;
+  for (const torch::jit::Value* in : n->inputs()) args.push_back(env_.at(in));
+  std::vector<ir::TensorType> outputTypes;
+  for (const torch::jit::Value* o : n->outputs()) outputTypes.push_back(typeOf(o));
+
+  setLocation(n);
+  symbolic::Context ctx(*current_, options_.opset, jit::schemaText(n), args, outputTypes);
+  ctx.setSourceNode(n);
+  if (typing_ == Typing::Static)
+    ctx.setOutputTypeOracle([n, args](size_t k) {
+      std::vector<ir::TensorType> types = metaOutputTypes(n, args);
+      return k < types.size() ? types[k] : ir::TensorType{};
+    });
+  symbolic::Outputs outs;
+  if (!entry) {
+    if (options_.operatorExportType != OperatorExportType::OnnxFallthrough) return unconvertible(n, "", true);
+    outs = fallthrough(ctx, n);
+  } else {
+    auto log = logger("symbolic");
+    if (log->should_log(spdlog::level::debug))
+      log->debug("{}{} -> opset {} symbolic of {} (target {})", kind,
+                 jit::overloadName(n).empty() ? "" : "." + jit::overloadName(n), entry->sinceOpset, entry->op,
+                 options_.opset);
+    try {
+      outs = entry->fn(ctx);
+    } catch (const SymbolicError& e) {
+      return unconvertible(n, e.what(), false);
+    } catch (const ExportError& e) {  // ONNX type inference rejected a node the symbolic built
+      return unconvertible(n, e.what(), false);
     }
-    if (iv.isTensor()) {
-      Arg a;
-      a.kind = Arg::Kind::Tensor;
-      a.constTensor = tensorData(iv.toTensor());
-      if (a.constTensor->nbytes > kConstantNodeMaxBytes)
-        a.value = out_.addInitializer("onnx::Constant_" + std::to_string(constantCounter_++), *a.constTensor);
-      return a;
-    }
-    if (iv.isList() || iv.isTuple()) {
-      std::vector<Arg> elems;
-      if (iv.isList())
-        for (const c10::IValue& e : iv.toListRef()) elems.push_back(argFromIValue(e, n));
-      else
-        for (const c10::IValue& e : iv.toTupleRef().elements()) elems.push_back(argFromIValue(e, n));
-      return Arg::ofList(std::move(elems));
-    }
-    Arg other;
-    other.kind = Arg::Kind::Other;
-    other.s = iv.tagKind();
-    return other;
   }
-
-  void convertNode(const torch::jit::Node* n) {
-    if (n->kind() == c10::prim::Constant) {
-      env_[n->output()] = constantArg(n);
-      return;
-    }
-    std::string kind = jit::qualifiedKind(n);
-    const auto* entry = registry_.find(kind, jit::overloadName(n), options_.opset);
-    std::vector<Arg> args;
-    for (const torch::jit::Value* in : n->inputs()) args.push_back(env_.at(in));
-    std::vector<ir::TensorType> outputTypes;
-    for (const torch::jit::Value* o : n->outputs()) outputTypes.push_back(typeOf(o));
-
-    std::string scope = jit::moduleScope(n);
-    out_.setScope(scope.empty() ? "" : "/" + scope);
-    out_.setDocString(jit::sourceLocation(n));
-    symbolic::Context ctx(out_, options_.opset, jit::schemaText(n), std::move(args), outputTypes);
-    ctx.setSourceNode(n);
-    symbolic::Outputs outs;
-    if (!entry) {
-      if (options_.operatorExportType != OperatorExportType::OnnxFallthrough)
-        throw ExportError(unsupportedMessage(n));
-      outs = fallthrough(ctx, n);
-    } else {
-      auto log = logger("symbolic");
-      if (log->should_log(spdlog::level::debug))
-        log->debug("{}{} -> opset {} symbolic of {} (target {})", kind,
-                   jit::overloadName(n).empty() ? "" : "." + jit::overloadName(n), entry->sinceOpset,
-                   entry->op, options_.opset);
-      try {
-        outs = entry->fn(ctx);
-      } catch (const SymbolicError& e) {
-        throw ExportError("cannot convert " + jit::describeNode(n) + " to ONNX opset " +
-                          std::to_string(options_.opset) + ": " + e.what());
-      }
-    }
-    PT2ONNX_ASSERT(outs.size() == n->outputs().size(),
-                   "symbolic of " << kind << " returned " << outs.size() << " outputs for "
-                                  << n->outputs().size());
-    for (size_t k = 0; k < outs.size(); ++k) {
-      Arg& a = outs[k];
-      if (a.value && a.value->type.dtype == ir::DType::Undefined) a.value->type = outputTypes[k];
-      else if (a.value && !a.value->type.hasRank()) a.value->type.shape = outputTypes[k].shape;
-      env_[n->outputs()[k]] = std::move(a);
-    }
+  PT2ONNX_ASSERT(outs.size() == n->outputs().size(),
+                 "symbolic of " << kind << " returned " << outs.size() << " outputs for " << n->outputs().size());
+  for (size_t k = 0; k < outs.size(); ++k) {
+    Arg& a = outs[k];
+    if (a.value && a.value->type.dtype == ir::DType::Undefined) a.value->type = ctx.outputType(k);
+    else if (a.value && !a.value->type.hasRank()) a.value->type.shape = ctx.outputType(k).shape;
+    env_[n->outputs()[k]] = std::move(a);
   }
+}
 
-  std::string unsupportedMessage(const torch::jit::Node* n) const {
-    std::string msg = "unsupported operator: " + jit::describeNode(n) + " has no symbolic at ONNX opset " +
-                      std::to_string(options_.opset);
-    if (auto lowest = registry_.lowestOpset(jit::qualifiedKind(n), jit::overloadName(n)))
-      msg += " (supported from opset " + std::to_string(*lowest) + ")";
-    return msg;
+std::string GraphConverter::unsupportedMessage(const torch::jit::Node* n) const {
+  std::string msg = "unsupported operator: " + jit::describeNode(n) + " has no symbolic at ONNX opset " +
+                    std::to_string(options_.opset);
+  if (auto lowest = registry_.lowestOpset(jit::qualifiedKind(n), jit::overloadName(n)))
+    msg += " (supported from opset " + std::to_string(*lowest) + ")";
+  return msg;
+}
+
+// ONNX_FALLTHROUGH: the node is kept as is, in a domain named after its namespace.
+symbolic::Outputs GraphConverter::fallthrough(symbolic::Context& ctx, const torch::jit::Node* n) {
+  std::vector<ir::Value*> inputs;
+  for (size_t i = 0; i < ctx.numArgs(); ++i) {
+    const Arg& a = ctx.arg(i);
+    if (a.isNone()) inputs.push_back(nullptr);
+    else if (a.kind == Arg::Kind::List) inputs.push_back(ctx.intsAsTensor(i));
+    else inputs.push_back(ctx.tensor(i));
   }
+  std::string ns = n->kind().ns().toUnqualString();
+  std::string domain = ns == "aten" ? "org.pytorch.aten" : ns;
+  auto outs = ctx.opMulti(n->kind().toUnqualString(), inputs, n->outputs().size(), {}, domain);
+  warnings_.push_back("operator " + jit::qualifiedKind(n) + " exported as is (ONNX_FALLTHROUGH) in domain " + domain);
+  return symbolic::Outputs(outs.begin(), outs.end());
+}
 
-  // ONNX_FALLTHROUGH: the node is kept as is, in a domain named after its namespace.
-  symbolic::Outputs fallthrough(symbolic::Context& ctx, const torch::jit::Node* n) {
-    std::vector<ir::Value*> inputs;
-    for (size_t i = 0; i < ctx.numArgs(); ++i) {
-      const Arg& a = ctx.arg(i);
-      if (a.isNone()) inputs.push_back(nullptr);
-      else if (a.kind == Arg::Kind::List) inputs.push_back(ctx.intsAsTensor(i));
-      else inputs.push_back(ctx.tensor(i));
-    }
-    std::string ns = n->kind().ns().toUnqualString();
-    std::string domain = ns == "aten" ? "org.pytorch.aten" : ns;
-    auto outs = ctx.opMulti(n->kind().toUnqualString(), inputs, n->outputs().size(), {}, domain);
-    warnings_.push_back("operator " + jit::qualifiedKind(n) + " exported as is (ONNX_FALLTHROUGH) in domain " + domain);
-    return symbolic::Outputs(outs.begin(), outs.end());
-  }
+ir::Value* GraphConverter::outputValue(const torch::jit::Value* v) {
+  const Arg& a = env_.at(v);
+  if (a.value) return a.value;
+  out_.setScope("");
+  if (a.kind == Arg::Kind::List || a.isUninitialized())
+    return materialize(a, v->type(), nullptr, "graph output " + v->debugName());
+  symbolic::Context ctx(out_, options_.opset, "graph output", {a}, {typeOf(v)});
+  ir::Value* value = ctx.tensor(0);
+  if (value->type.dtype == ir::DType::Undefined) value->type = typeOf(v);
+  return value;
+}
 
- public:
-  std::vector<std::string> warnings_;
-
- private:
-  const ModelGraph& model_;
-  const TypeMap& types_;
-  const ExportOptions& options_;
-  ir::Graph& out_;
-  const symbolic::Registry& registry_;
-  std::unordered_map<const torch::jit::Value*, Arg> env_;
-  int constantCounter_ = 0;
-};
+namespace {
 
 bool sameStorage(const at::Tensor& a, const at::Tensor& b) {
   return a.data_ptr() == b.data_ptr() && a.sizes() == b.sizes() && a.strides() == b.strides() &&
          a.scalar_type() == b.scalar_type();
 }
 
+// The type of user input i: captured, else from the example input (its dtype and shape: metadata,
+// nothing is run), else what TorchScript knows. Python numbers are 0-d tensors, as in torch.onnx.
+ir::TensorType userInputType(const ModelGraph& model, const TypeMap& types, size_t i) {
+  const torch::jit::Value* v = model.graph->inputs()[i];
+  const c10::IValue& example = model.exampleInputs.at(i);
+  if (example.isInt()) return {ir::DType::Int64, std::vector<ir::Dim>{}};
+  if (example.isDouble()) return {ir::DType::Double, std::vector<ir::Dim>{}};  // a Python float is a double
+  if (example.isBool()) return {ir::DType::Bool, std::vector<ir::Dim>{}};
+  auto it = types.find(v);
+  if (it != types.end()) return it->second;
+  if (example.isTensor()) return jit::typeOfTensor(example.toTensor());
+  return jit::typeOfValue(v);
+}
+
+Arg userInputArg(const c10::IValue& example, ir::Value* in) {
+  if (example.isInt()) return Arg::dynamicNumber(Arg::Kind::Int, in);
+  if (example.isDouble()) return Arg::dynamicNumber(Arg::Kind::Double, in);
+  if (example.isBool()) return Arg::dynamicNumber(Arg::Kind::Bool, in);
+  return Arg(in);
+}
+
 }  // namespace
 
 void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOptions& options,
-                  const std::vector<std::string>& inputNames, ir::Graph& out,
-                  std::vector<std::string>& warnings) {
-  GraphConverter converter(model, types, options, out);
+                  const std::vector<std::string>& inputNames, ir::Graph& out, std::vector<std::string>& warnings,
+                  Typing typing, SupportReport* collect) {
+  if (typing == Typing::Static) {
+    std::map<std::string, int> customOpsets = options.customOpsets;
+    int opset = options.opset;
+    out.setNodeObserver([opset, customOpsets](ir::Node* n) { writer::inferNodeTypes(*n, opset, customOpsets); });
+  }
+  GraphConverter converter(options, typing, types, out, collect);
   const auto& jitInputs = model.graph->inputs();
 
   // User inputs, with dynamic axes as dim_params.
   for (size_t i = 0; i < model.numUserInputs; ++i) {
     const torch::jit::Value* v = jitInputs[i];
-    auto it = types.find(v);
-    ir::TensorType type = it != types.end() ? it->second : jit::typeOfValue(v);
+    ir::TensorType type = userInputType(model, types, i);
     auto axes = options.dynamicAxes.find(inputNames[i]);
     if (axes != options.dynamicAxes.end() && type.shape)
       for (const auto& [axis, name] : axes->second) {
@@ -209,7 +293,7 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
       }
     ir::Value* in = out.addInput(inputNames[i], type);
     if (in->name != inputNames[i]) throw ExportError("duplicate input name '" + inputNames[i] + "'");
-    converter.bindInput(v, in);
+    converter.bind(v, userInputArg(model.exampleInputs.at(i), in));
   }
 
   // Parameters: initializers (or inputs without export_params); tied tensors written once.
@@ -237,10 +321,13 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
       }
       if (computed == model.computedParams.end()) written.emplace_back(t, bound);
     }
-    converter.bindInput(v, bound);
+    converter.bind(v, Arg(bound));
   }
 
-  converter.convertNodes();
+  converter.convertBlock(model.graph->block());
+  out.setNodeObserver(nullptr);
+  warnings.insert(warnings.end(), converter.warnings().begin(), converter.warnings().end());
+  if (collect && !collect->ok()) return;  // a support report: nothing to finish
   // torch.onnx's constant folding writes a Linear's transposed weight as its own initializer; in
   // eval exports only, so that a training export keeps every parameter under its own name.
   if (options.doConstantFolding && options.training == TrainingMode::Eval) passes::foldInitializerTransposes(out);
@@ -252,7 +339,7 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
   for (size_t k = 0; k < model.graph->outputs().size(); ++k) {
     const torch::jit::Value* v = model.graph->outputs()[k];
     ir::Value* value = converter.outputValue(v);
-    if (!value->producer || used.count(value)) {
+    if (!value->producer || used.count(value) || value->graph != &out) {
       ir::Node* id = out.addNode("Identity", {value}, 1);
       id->outputs[0]->type = value->type;
       value = id->outputs[0];
@@ -281,11 +368,14 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
   std::set<const ir::Value*> consumed;
   for (const auto& n : out.nodes())
     for (const ir::Value* in : n->inputs) consumed.insert(in);
+  for (const auto& n : out.nodes())
+    for (const ir::Attribute& a : n->attributes)
+      if (a.kind == ir::Attribute::Kind::Graph)
+        for (const ir::Value* c : a.g->capturedValues()) consumed.insert(c);
   for (const ir::Value* o : out.outputs()) consumed.insert(o);
   inputs.erase(std::remove_if(inputs.begin() + static_cast<std::ptrdiff_t>(model.numUserInputs), inputs.end(),
                               [&](const ir::Value* v) { return !consumed.count(v); }),
                inputs.end());
-  warnings.insert(warnings.end(), converter.warnings_.begin(), converter.warnings_.end());
 }
 
 }  // namespace pt2onnx

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "exporter/export.h"
+#include "exporter/graph_converter.h"
 #include "exporter/type_capture.h"
 #include "ir/onnx_graph.h"
 #include "symbolic/registry.h"
@@ -11,9 +12,11 @@
 namespace pt2onnx {
 
 // Converts a lowered graph into `out` with the default registry. `inputNames` are the final names
-// of the user inputs. Throws ExportError for nodes that cannot be converted.
+// of the user inputs. Throws ExportError for nodes that cannot be converted, or, given `collect`,
+// records every such node there and leaves `out` unfinished (a support report).
 void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOptions& options,
                   const std::vector<std::string>& inputNames, ir::Graph& out,
-                  std::vector<std::string>& warnings);
+                  std::vector<std::string>& warnings, Typing typing = Typing::Captured,
+                  SupportReport* collect = nullptr);
 
 }  // namespace pt2onnx

@@ -2,6 +2,7 @@
 // convert -> write (checker + shape inference inside the writer).
 #include "exporter/export.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <regex>
@@ -90,11 +91,47 @@ writer::WriteOptions writeOptions(const ModelGraph& model, const ExportOptions& 
   return w;
 }
 
-// Lowering, support check, type capture and conversion: everything before writing.
-void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& out,
-                    ExportSummary& summary) {
+// Optional arguments passed as None are not inputs of the ONNX model (as in torch.onnx): the graph
+// reads the None constant instead, so `x is None` tests fold.
+void bindNoneInputs(ModelGraph& model) {
+  for (size_t i = model.numUserInputs; i-- > 0;) {
+    if (!model.exampleInputs.at(i).isNone()) continue;
+    torch::jit::Value* in = model.graph->inputs()[i];
+    torch::jit::WithInsertPoint guard(*model.graph->nodes().begin());
+    in->replaceAllUsesWith(model.graph->insertConstant(c10::IValue()));
+    model.graph->eraseInput(i);
+    model.exampleInputs.erase(model.exampleInputs.begin() + static_cast<std::ptrdiff_t>(i));
+    if (i < model.userInputNames.size())
+      model.userInputNames.erase(model.userInputNames.begin() + static_cast<std::ptrdiff_t>(i));
+    --model.numUserInputs;
+  }
+}
+
+bool hasBlocks(const torch::jit::Block* block) {
+  for (const torch::jit::Node* n : block->nodes())
+    if (!n->blocks().empty()) return true;
+  return false;
+}
+
+size_t countNodes(const torch::jit::Block* block) {
+  size_t count = 0;
+  for (const torch::jit::Node* n : block->nodes()) {
+    ++count;
+    for (const torch::jit::Block* b : n->blocks()) count += countNodes(b);
+  }
+  return count;
+}
+
+// Lowering, support check, typing and conversion: everything before writing. Straight-line graphs
+// are checked before anything runs, then typed by running them once (exporter/type_capture);
+// graphs with control flow are typed statically while converting, which also finds every node
+// that cannot be converted (on the paths that survive specialization). With `report`, problems are
+// recorded there instead of thrown, and the graph is left unfinished.
+void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& out, ExportSummary& summary,
+                    SupportReport* report = nullptr) {
   validateOptions(model, options);
   PhaseTimer timer(summary.secondsByPhase);
+  bindNoneInputs(model);
   lowerGraph(*model.graph, options);
   timer.done("lower");
   // Counted after lowering, which flattens returned tuples into separate outputs.
@@ -104,10 +141,17 @@ void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& 
   // Names beyond the model's inputs rename its parameters in order, as torch.onnx does.
   for (size_t k = model.numUserInputs; k < options.inputNames.size(); ++k)
     model.paramNames[k - model.numUserInputs] = options.inputNames[k];
-  SupportReport report = checkGraphSupport(*model.graph, options.opset);
-  if (!report.ok() && options.operatorExportType == OperatorExportType::Onnx)
-    throw ExportError("unsupported operators: " + report.toText());
-  timer.done("support_check");
+  Typing typing = hasBlocks(model.graph->block()) ? Typing::Static : Typing::Captured;
+  if (typing == Typing::Captured) {
+    SupportReport preflight = checkGraphSupport(*model.graph, options.opset);
+    if (report) {
+      *report = std::move(preflight);
+      return;
+    }
+    if (!preflight.ok() && options.operatorExportType == OperatorExportType::Onnx)
+      throw ExportError("unsupported operators: " + preflight.toText());
+    timer.done("support_check");
+  }
 
   std::vector<std::string> inputNames = finalInputNames(model, options);
   std::set<std::string> known(inputNames.begin(), inputNames.end());
@@ -125,15 +169,32 @@ void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& 
           dynamicAxes[i].insert(axis < 0 ? axis + rank : axis);
         }
   }
-  TypeMap types = captureTypes(model, dynamicAxes);
-  timer.done("capture_types");
+  TypeMap types;
+  if (typing == Typing::Captured) {
+    types = captureTypes(model, dynamicAxes);
+    timer.done("capture_types");
+  }
   // After type capture, which executes the graph: folded weights are computed while writing.
   if (options.training == TrainingMode::Eval) {
     passes::GraphParameters params{model.numUserInputs, model.paramNames, model.paramValues, model.computedParams};
     passes::foldConvBatchNorm(*model.graph, params, [&types](const torch::jit::Value* v) { types.erase(v); });
     timer.done("fold_conv_batchnorm");
   }
-  convertGraph(model, types, options, inputNames, out, summary.warnings);
+  if (typing == Typing::Captured) {
+    convertGraph(model, types, options, inputNames, out, summary.warnings);
+  } else {
+    SupportReport found;
+    found.opset = options.opset;
+    found.nodesChecked = countNodes(model.graph->block());
+    convertGraph(model, types, options, inputNames, out, summary.warnings, typing, &found);
+    std::sort(found.unsupported.begin(), found.unsupported.end(),
+              [](const UnsupportedOp& a, const UnsupportedOp& b) { return a.op < b.op; });
+    if (report) {
+      *report = std::move(found);
+      return;
+    }
+    if (!found.ok()) throw ExportError("unsupported operators: " + found.toText());
+  }
   timer.done("convert");
   summary.onnxNodes = out.nodes().size();
   summary.initializers = out.initializers().size();
@@ -188,9 +249,11 @@ ModelGraph graphFromIR(std::shared_ptr<torch::jit::Graph> graph, std::vector<c10
 }
 
 SupportReport checkSupport(ModelGraph& model, const ExportOptions& options) {
-  validateOptions(model, options);
-  lowerGraph(*model.graph, options);
-  return checkGraphSupport(*model.graph, options.opset);
+  SupportReport report;
+  ExportSummary summary;
+  ir::Graph out;
+  buildOnnxGraph(model, options, out, summary, &report);
+  return report;
 }
 
 ExportSummary exportToFile(ModelGraph& model, const ExportOptions& options, const std::string& path) {

@@ -1,5 +1,6 @@
 #include "exporter/jit_util.h"
 
+#include <regex>
 #include <sstream>
 
 namespace pt2onnx::jit {
@@ -82,6 +83,12 @@ std::string describeNode(const torch::jit::Node* node) {
   std::string scope = moduleScope(node);
   if (!scope.empty()) out += " in module " + scope;
   return out;
+}
+
+std::string cleanName(const torch::jit::Value* v, const std::string& fallback) {
+  if (!v->hasDebugName()) return fallback;
+  static const std::regex suffix("\\.[0-9]+$");
+  return std::regex_replace(v->debugName(), suffix, "");
 }
 
 ir::DType onnxDType(c10::ScalarType t) {

@@ -22,6 +22,9 @@ std::string nodeSummary(const torch::jit::Node* node);
 // "node aten::relu (%y = aten::relu(%x)) at model.py:12 in module layer1.0.conv1".
 std::string describeNode(const torch::jit::Node* node);
 
+// A value's debug name without TorchScript's ".N" suffix ("x.1" -> "x"), or `fallback` if it has none.
+std::string cleanName(const torch::jit::Value* v, const std::string& fallback);
+
 ir::DType onnxDType(c10::ScalarType t);
 // A TensorType from a concrete tensor (dtype and shape).
 ir::TensorType typeOfTensor(const at::Tensor& t);

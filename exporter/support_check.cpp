@@ -1,5 +1,6 @@
-// Pre-flight support check: every node in every block (prim::If / prim::Loop bodies too) is checked
-// against the registry before anything is converted, so one run reports every unsupported op.
+// Pre-flight support check of straight-line graphs: every node is checked against the registry
+// before anything runs or is converted, so one run reports every unsupported op. (Graphs with
+// control flow are checked by converting them: exporter/export.cpp.)
 #include <map>
 #include <sstream>
 
@@ -49,7 +50,6 @@ void checkBlock(const torch::jit::Block* block, int opset, const symbolic::Regis
     if (!scope.empty() && op.scopes.size() < kMaxListedPlaces) op.scopes.push_back(scope);
     op.supportedFromOpset = registry.lowestOpset(kind, overload);
     if (op.supportedFromOpset && *op.supportedFromOpset <= opset) op.supportedFromOpset.reset();
-    if (!n->blocks().empty()) op.reason = "control flow (prim::If / prim::Loop) is not exported yet";
   }
 }
 

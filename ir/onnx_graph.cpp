@@ -229,6 +229,13 @@ Attribute strings(std::string name, std::vector<std::string> v) {
   a.strings = std::move(v);
   return a;
 }
+Attribute graph(std::string name, std::shared_ptr<Graph> g) {
+  Attribute a;
+  a.name = std::move(name);
+  a.kind = Attribute::Kind::Graph;
+  a.g = std::move(g);
+  return a;
+}
 }  // namespace attr
 
 const Attribute* Node::findAttribute(const std::string& n) const {
@@ -240,7 +247,21 @@ const Attribute* Node::findAttribute(const std::string& n) const {
 Graph::Graph() = default;
 Graph::~Graph() = default;
 
+std::shared_ptr<Graph> Graph::createSubgraph(const std::string& name) {
+  auto g = std::make_shared<Graph>();
+  g->parent_ = this;
+  g->name_ = name;
+  return g;
+}
+
+bool Graph::defines(const Value* v) const {
+  for (const Graph* g = v->graph; g; g = g->parent_)
+    if (g == this) return true;
+  return false;
+}
+
 std::string Graph::uniqueValueName(const std::string& wanted) {
+  if (parent_) return root().uniqueValueName(wanted);
   std::string base = wanted.empty() ? std::string("v") : wanted;
   std::string name = base;
   int& next = valueNameCount_[base];
@@ -250,6 +271,7 @@ std::string Graph::uniqueValueName(const std::string& wanted) {
 }
 
 std::string Graph::uniqueNodeName(const std::string& wanted) {
+  if (parent_) return root().uniqueNodeName(wanted);
   int& count = nodeNameCount_[wanted];
   std::string name = count == 0 ? wanted : wanted + "_" + std::to_string(count);
   ++count;
@@ -257,6 +279,7 @@ std::string Graph::uniqueNodeName(const std::string& wanted) {
 }
 
 void Graph::renameValue(Value* v, const std::string& wanted) {
+  if (parent_) return root().renameValue(v, wanted);
   usedValueNames_.erase(v->name);
   v->name = uniqueValueName(wanted);
 }
@@ -265,6 +288,7 @@ Value* Graph::newValue(const std::string& name) {
   values_.push_back(std::make_unique<Value>());
   Value* v = values_.back().get();
   v->name = uniqueValueName(name);
+  v->graph = this;
   return v;
 }
 
@@ -276,6 +300,7 @@ Value* Graph::addInput(const std::string& name, TensorType type) {
 }
 
 Value* Graph::addInitializer(const std::string& name, TensorData data) {
+  if (parent_) return root().addInitializer(name, std::move(data));
   Value* v = newValue(name);
   v->isInitializer = true;
   v->type.dtype = data.dtype;
@@ -302,6 +327,8 @@ Node* Graph::addNode(const std::string& opType, const std::vector<Value*>& input
     out->producer = n;
     n->outputs.push_back(out);
   }
+  Graph& main = root();
+  if (main.observer_) main.observer_(n);
   return n;
 }
 
@@ -317,25 +344,53 @@ void Graph::setMetadata(const std::string& key, const std::string& value) {
 }
 
 void Graph::eliminateDeadNodes() {
-  std::unordered_set<const Value*> live(outputs_.begin(), outputs_.end());
+  std::unordered_set<const Value*> live;
+  eliminateDeadNodesIn(live);
+  std::vector<Initializer> inits;
+  for (Initializer& init : initializers_)
+    if (live.count(init.value)) inits.push_back(std::move(init));
+  initializers_ = std::move(inits);
+}
+
+// Keeps the nodes this graph's outputs need; `live` collects every value read, including values
+// of enclosing graphs that subgraph nodes capture.
+void Graph::eliminateDeadNodesIn(std::unordered_set<const Value*>& live) {
+  live.insert(outputs_.begin(), outputs_.end());
   std::vector<bool> keep(nodes_.size(), false);
   for (size_t k = nodes_.size(); k-- > 0;) {
-    const Node& n = *nodes_[k];
+    Node& n = *nodes_[k];
     bool used = false;
     for (const Value* o : n.outputs) used = used || live.count(o);
     if (!used) continue;
     keep[k] = true;
     for (const Value* in : n.inputs)
       if (in) live.insert(in);
+    for (Attribute& a : n.attributes)
+      if (a.kind == Attribute::Kind::Graph) a.g->eliminateDeadNodesIn(live);
   }
   std::vector<std::unique_ptr<Node>> kept;
   for (size_t k = 0; k < nodes_.size(); ++k)
     if (keep[k]) kept.push_back(std::move(nodes_[k]));
   nodes_ = std::move(kept);
-  std::vector<Initializer> inits;
-  for (Initializer& init : initializers_)
-    if (live.count(init.value)) inits.push_back(std::move(init));
-  initializers_ = std::move(inits);
+}
+
+std::vector<const Value*> Graph::capturedValues() const {
+  std::vector<const Value*> out;
+  std::unordered_set<const Value*> seen;
+  // First-use order: nodes in order, subgraphs at their node, then the outputs.
+  std::function<void(const Graph&)> visit = [&](const Graph& g) {
+    auto consider = [&](const Value* v) {
+      if (v && !defines(v) && seen.insert(v).second) out.push_back(v);
+    };
+    for (const auto& n : g.nodes_) {
+      for (const Value* in : n->inputs) consider(in);
+      for (const Attribute& a : n->attributes)
+        if (a.kind == Attribute::Kind::Graph) visit(*a.g);
+    }
+    for (const Value* o : g.outputs_) consider(o);
+  };
+  visit(*this);
+  return out;
 }
 
 }  // namespace pt2onnx::ir

@@ -48,10 +48,22 @@ struct Dim {
   bool isStatic() const { return size >= 0; }
 };
 
+// What holds the tensor(s) a value stands for: ONNX's tensor, sequence(tensor) and optional types.
+enum class ValueKind : uint8_t { Tensor, Sequence, Optional, OptionalSequence };
+
+// A value's type. For a sequence or optional, `dtype` and `shape` describe its tensors (the shape
+// only when every element is known to have it).
 struct TensorType {
   DType dtype = DType::Undefined;
   std::optional<std::vector<Dim>> shape;  // nullopt: rank unknown
+  ValueKind kind = ValueKind::Tensor;
 
+  static TensorType sequenceOf(DType dtype, std::optional<std::vector<Dim>> shape = std::nullopt) {
+    return {dtype, std::move(shape), ValueKind::Sequence};
+  }
+  bool isTensor() const { return kind == ValueKind::Tensor; }
+  bool isSequence() const { return kind == ValueKind::Sequence || kind == ValueKind::OptionalSequence; }
+  bool isOptional() const { return kind == ValueKind::Optional || kind == ValueKind::OptionalSequence; }
   bool hasRank() const { return shape.has_value(); }
   int64_t rank() const { return shape ? static_cast<int64_t>(shape->size()) : -1; }
   bool isFullyStatic() const;
@@ -84,7 +96,7 @@ struct TensorData {
 class Graph;
 
 struct Attribute {
-  enum class Kind { Float, Int, String, Tensor, Floats, Ints, Strings };
+  enum class Kind { Float, Int, String, Tensor, Floats, Ints, Strings, Graph };
   std::string name;
   Kind kind = Kind::Int;
   double f = 0;
@@ -94,6 +106,7 @@ struct Attribute {
   std::vector<double> floats;
   std::vector<int64_t> ints;
   std::vector<std::string> strings;
+  std::shared_ptr<Graph> g;  // a subgraph: If's then_branch/else_branch, Loop's body
 };
 
 // Attribute constructors, so symbolics read as `{attr::i("axis", 1), attr::ints("perm", p)}`.
@@ -105,6 +118,7 @@ Attribute t(std::string name, TensorData v);
 Attribute floats(std::string name, std::vector<double> v);
 Attribute ints(std::string name, std::vector<int64_t> v);
 Attribute strings(std::string name, std::vector<std::string> v);
+Attribute graph(std::string name, std::shared_ptr<Graph> g);
 }  // namespace attr
 
 struct Node;
@@ -113,6 +127,7 @@ struct Value {
   std::string name;
   TensorType type;
   Node* producer = nullptr;  // null for graph inputs and initializers
+  Graph* graph = nullptr;    // the graph (or subgraph) that defines it
   bool isInitializer = false;
 };
 
@@ -135,6 +150,11 @@ struct Initializer {
 
 // An ONNX graph under construction. Values and nodes live as long as the graph; names are made
 // unique and deterministic (the same sequence of calls gives the same names).
+//
+// A subgraph (an If branch, a Loop body) is a Graph with a parent. Its nodes may read any value of
+// an enclosing graph directly (ONNX's implicit capture); value and node names are unique in the
+// whole model, so a captured name never needs resolving through shadowing. Initializers live in
+// the main graph only.
 class Graph {
  public:
   Graph();
@@ -142,8 +162,16 @@ class Graph {
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
+  // A new, empty subgraph of this graph, to be attached to a node with attr::graph().
+  std::shared_ptr<Graph> createSubgraph(const std::string& name);
+  Graph* parent() const { return parent_; }
+  Graph& root() { return parent_ ? parent_->root() : *this; }
+  const std::string& name() const { return name_; }
+  // Whether `v` is defined in this graph or in one of its subgraphs (recursively).
+  bool defines(const Value* v) const;
+
   Value* addInput(const std::string& name, TensorType type);
-  Value* addInitializer(const std::string& name, TensorData data);
+  Value* addInitializer(const std::string& name, TensorData data);  // always in the main graph
   // Appends a node; its outputs are named "<node name>_output_<k>".
   Node* addNode(const std::string& opType, const std::vector<Value*>& inputs, size_t numOutputs,
                 std::vector<Attribute> attributes = {}, const std::string& domain = "");
@@ -168,12 +196,23 @@ class Graph {
   void setMetadata(const std::string& key, const std::string& value);
   const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
 
-  // Removes nodes whose outputs are unused (and unused initializers); keeps order.
+  // Called with each node as it is added, in this graph and every subgraph (the exporter types
+  // nodes this way when it has no traced types); set on the main graph.
+  void setNodeObserver(std::function<void(Node*)> observer) { observer_ = std::move(observer); }
+
+  // Removes nodes whose outputs are unused (and unused initializers), in subgraphs too; keeps order.
   void eliminateDeadNodes();
+  // Values this (sub)graph's nodes read from enclosing graphs, in first-use order.
+  std::vector<const Value*> capturedValues() const;
 
  private:
   Value* newValue(const std::string& name);
   std::string uniqueNodeName(const std::string& wanted);
+  void eliminateDeadNodesIn(std::unordered_set<const Value*>& live);
+
+  Graph* parent_ = nullptr;
+  std::string name_ = "main_graph";
+  std::function<void(Node*)> observer_;
 
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<std::unique_ptr<Node>> nodes_;

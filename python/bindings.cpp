@@ -65,6 +65,16 @@ ModelGraph modelFrom(std::shared_ptr<torch::jit::Graph> graph, size_t numUserInp
   return model;
 }
 
+c10::IValue exampleValue(const py::handle& item) {
+  if (item.is_none()) return c10::IValue();
+  if (THPVariable_Check(item.ptr())) return THPVariable_Unpack(item.ptr());
+  if (py::isinstance<py::bool_>(item)) return item.cast<bool>();
+  if (py::isinstance<py::int_>(item)) return item.cast<int64_t>();
+  if (py::isinstance<py::float_>(item)) return item.cast<double>();
+  throw ExportError("an example input is a " + std::string(py::str(item.get_type().attr("__name__"))) +
+                    ": pass tensors, Python numbers or None");
+}
+
 py::dict summaryToDict(const ExportSummary& s) {
   py::dict d;
   d["onnx_nodes"] = s.onnxNodes;
@@ -146,11 +156,12 @@ PYBIND11_MODULE(_pt2onnx, m) {
         py::arg("param_values"), py::arg("example_inputs"), py::arg("options"), py::arg("path"));
 
   // A ScriptModule in memory (torch.jit.ScriptModule._c): no archive round trip, weights not copied.
+  // Example inputs are tensors, Python numbers, or None for Optional arguments.
   m.def("export_script_object",
-        [](const torch::jit::Module& module, std::vector<at::Tensor> exampleInputs, const py::dict& options,
+        [](const torch::jit::Module& module, const py::list& exampleInputs, const py::dict& options,
            const py::object& path) {
           ModelGraph model = fromScriptModule(module);
-          model.exampleInputs.assign(exampleInputs.begin(), exampleInputs.end());
+          for (const py::handle& item : exampleInputs) model.exampleInputs.push_back(exampleValue(item));
           return runExport(model, options, path);
         },
         py::arg("module"), py::arg("example_inputs"), py::arg("options"), py::arg("path"));

@@ -15,6 +15,7 @@ bool Arg::isStatic() const {
     case Kind::Double:
     case Kind::Bool: return value == nullptr;
     case Kind::List:
+      if (value) return false;
       for (const Arg& e : elems)
         if (!e.isStatic()) return false;
       return true;
@@ -40,6 +41,7 @@ std::string Arg::describe() const {
     case Kind::String: return "str(\"" + s + "\")";
     case Kind::Device: return "device(" + s + ")";
     case Kind::List:
+      if (value) return "list(dynamic " + value->name + ")";
       ss << "[";
       for (size_t k = 0; k < elems.size(); ++k) ss << (k ? ", " : "") << elems[k].describe();
       ss << "]";
@@ -70,7 +72,19 @@ const Arg& Context::arg(size_t i) const {
 
 const ir::TensorType& Context::outputType(size_t i) const {
   PT2ONNX_ASSERT(i < outputTypes_.size(), "output " << i << " of " << schema_);
-  return outputTypes_[i];
+  ir::TensorType& t = outputTypes_[i];
+  if (t.dtype == ir::DType::Undefined && outputTypeOracle_) {
+    if (outputTypeAsked_.size() <= i) outputTypeAsked_.resize(outputTypes_.size(), false);
+    if (!outputTypeAsked_[i]) {
+      outputTypeAsked_[i] = true;
+      ir::TensorType computed = outputTypeOracle_(i);
+      if (computed.dtype != ir::DType::Undefined) {
+        t.dtype = computed.dtype;
+        if (!t.hasRank()) t.shape = computed.shape;
+      }
+    }
+  }
+  return t;
 }
 
 namespace {
@@ -109,7 +123,8 @@ std::optional<ir::Value*> Context::optTensor(size_t i) {
 
 std::vector<ir::Value*> Context::tensors(size_t i) {
   const Arg& a = arg(i);
-  if (a.kind != Arg::Kind::List) fail(argError(i, "a list of tensors", a));
+  if (a.kind != Arg::Kind::List || a.isDynamicList())
+    fail(argError(i, "a list of tensors of a length known at export time", a));
   std::vector<ir::Value*> out;
   for (const Arg& e : a.elems) {
     ir::Value* v = materialize(e, ir::DType::Int64);
@@ -170,7 +185,7 @@ std::string Context::str(size_t i) const {
 std::vector<int64_t> Context::ints(size_t i) const {
   const Arg& a = arg(i);
   if (a.kind == Arg::Kind::Int && !a.value) return {a.i};
-  if (a.kind == Arg::Kind::List) {
+  if (a.kind == Arg::Kind::List && !a.isDynamicList()) {
     std::vector<int64_t> out;
     for (const Arg& e : a.elems) {
       if (e.kind != Arg::Kind::Int || e.value) fail(argError(i, "a list of ints known at export time", a));
@@ -188,7 +203,7 @@ std::vector<int64_t> Context::ints(size_t i) const {
 
 std::vector<double> Context::floats(size_t i) const {
   const Arg& a = arg(i);
-  if (a.kind == Arg::Kind::List) {
+  if (a.kind == Arg::Kind::List && !a.isDynamicList()) {
     std::vector<double> out;
     for (const Arg& e : a.elems) {
       if (e.value) fail(argError(i, "a list of floats known at export time", a));
@@ -205,6 +220,7 @@ std::vector<double> Context::floats(size_t i) const {
 ir::Value* Context::intsAsTensor(size_t i) {
   const Arg& a = arg(i);
   if (a.isStatic()) return constInt64s(ints(i));
+  if (a.isDynamicList()) return cast(a.value, ir::DType::Int64);
   if (a.kind == Arg::Kind::Tensor) return cast(tensor(i), ir::DType::Int64);
   if (a.kind == Arg::Kind::Int) return unsqueeze(cast(a.value, ir::DType::Int64), {0});
   if (a.kind != Arg::Kind::List) fail(argError(i, "a list of ints", a));

@@ -14,7 +14,9 @@ namespace pt2onnx::symbolic {
 
 // One argument of the TorchScript node being converted, or one result of a symbolic.
 // Numbers may be known at conversion time (i/d/b set, value == nullptr) or dynamic
-// (value = a 0-d ONNX tensor, e.g. a dimension of a dynamic axis).
+// (value = a 0-d ONNX tensor, e.g. a dimension of a dynamic axis). Lists are known element by
+// element (`elems`), or dynamic (`value`: a 1-D int64 tensor for int[], a sequence for Tensor[]),
+// as lists built in a loop or returned by an If are.
 struct Arg {
   enum class Kind { None, Tensor, Int, Double, Bool, String, List, Device, Other };
   Kind kind = Kind::None;
@@ -36,9 +38,14 @@ struct Arg {
   static Arg ofString(std::string v) { Arg a; a.kind = Kind::String; a.s = std::move(v); return a; }
   static Arg ofList(std::vector<Arg> v) { Arg a; a.kind = Kind::List; a.elems = std::move(v); return a; }
   static Arg dynamicNumber(Kind kind, ir::Value* v) { Arg a; a.kind = kind; a.value = v; return a; }
+  static Arg dynamicList(ir::Value* v) { Arg a; a.kind = Kind::List; a.value = v; return a; }
+  // A value TorchScript leaves undefined on a path that never reads it (prim::Uninitialized).
+  static Arg uninitialized() { Arg a; a.kind = Kind::Other; a.s = "uninitialized"; return a; }
 
   bool isNone() const { return kind == Kind::None; }
   bool isTensor() const { return kind == Kind::Tensor; }
+  bool isDynamicList() const { return kind == Kind::List && value != nullptr; }
+  bool isUninitialized() const { return kind == Kind::Other && s == "uninitialized"; }
   // True for numbers, bools, strings and lists of them known at conversion time.
   bool isStatic() const;
   std::string describe() const;
@@ -63,6 +70,9 @@ class Context {
   // The TorchScript types of the node's outputs (dtype and, when traced, static shape).
   size_t numOutputs() const { return outputTypes_.size(); }
   const ir::TensorType& outputType(size_t i) const;
+  // Computes an output type the constructor got without a dtype, when a symbolic asks for it
+  // (graphs typed without running them: PyTorch's type promotion, found on meta tensors).
+  void setOutputTypeOracle(std::function<ir::TensorType(size_t)> oracle) { outputTypeOracle_ = std::move(oracle); }
 
   // ---- typed binder ----
   ir::Value* tensor(size_t i);                 // a Tensor (numbers become 0-d constants)
@@ -121,7 +131,9 @@ class Context {
   int opset_;
   std::string schema_;
   std::vector<Arg> args_;
-  std::vector<ir::TensorType> outputTypes_;
+  mutable std::vector<ir::TensorType> outputTypes_;
+  mutable std::vector<bool> outputTypeAsked_;
+  std::function<ir::TensorType(size_t)> outputTypeOracle_;
   const void* sourceNode_ = nullptr;
 };
 

@@ -5,7 +5,9 @@ namespace pt2onnx::symbolic {
 
 class Registry;
 
-void registerPrimSymbolics(Registry& r);          // prim.cpp: constants, lists, numbers (evaluators)
+void registerPrimSymbolics(Registry& r);          // prim.cpp: lists, tuples, sizes, dtype/device (evaluators)
+void registerListSymbolics(Registry& r);          // list.cpp: lists (known elements, or ONNX sequences)
+void registerNumberSymbolics(Registry& r);        // number.cpp: Python int/float/bool arithmetic and logic
 void registerElementwiseSymbolics(Registry& r);   // elementwise.cpp: arithmetic, comparison, math
 void registerActivationSymbolics(Registry& r);    // activation.cpp: relu, gelu, softmax, ...
 void registerReductionSymbolics(Registry& r);     // reduction.cpp: mean, sum, max, argmax, ...

@@ -1,7 +1,6 @@
-// Evaluators: non-tensor nodes (lists, tuples, numbers, sizes) folded at conversion time when their
-// inputs are known, and turned into small ONNX computations on 0-d int64 tensors when they are not
-// (e.g. `x.size(0)` on a dynamic batch axis).
-#include <cmath>
+// Evaluators: tuples, sizes, ranks, dtypes and devices folded at conversion time when known, and
+// turned into small ONNX computations on 0-d int64 tensors when they are not (e.g. `x.size(0)` on a
+// dynamic batch axis). Lists are in list.cpp, Python numbers in number.cpp.
 
 #include "symbolic/dtype.h"
 #include "symbolic/families.h"
@@ -12,20 +11,31 @@ namespace {
 
 Outputs passThrough(Context& ctx) { return {ctx.arg(0)}; }
 
-Outputs listConstruct(Context& ctx) {
+// Tuples are lists known element by element (LowerAllTuples has flattened those crossing blocks).
+Outputs tupleConstruct(Context& ctx) {
   std::vector<Arg> elems;
   for (size_t i = 0; i < ctx.numArgs(); ++i) elems.push_back(ctx.arg(i));
   return {Arg::ofList(std::move(elems))};
 }
 
-Outputs listUnpack(Context& ctx) {
-  const Arg& list = ctx.arg(0);
-  if (list.kind != Arg::Kind::List)
-    ctx.fail("unpacking " + list.describe() + ": only lists known at export time can be unpacked");
-  if (list.elems.size() != ctx.numOutputs())
-    ctx.fail("unpacking a list of " + std::to_string(list.elems.size()) + " elements into " +
-             std::to_string(ctx.numOutputs()) + " values");
-  return list.elems;
+Outputs tupleUnpack(Context& ctx) {
+  const Arg& tuple = ctx.arg(0);
+  if (tuple.kind != Arg::Kind::List || tuple.isDynamicList() || tuple.elems.size() != ctx.numOutputs())
+    ctx.fail("unpacking " + tuple.describe() + " into " + std::to_string(ctx.numOutputs()) + " values");
+  return tuple.elems;
+}
+
+// `a is b` / `a is not b` where the answer is known at export time: None against None or against a
+// value, or a value against itself (the specialization passes fold what they can; this sees what
+// conversion resolved, e.g. after a branch folded).
+Outputs identityTest(bool is, Context& ctx) {
+  const Arg& a = ctx.arg(0);
+  const Arg& b = ctx.arg(1);
+  bool same;
+  if (a.isNone() || b.isNone()) same = a.isNone() && b.isNone();
+  else if (a.value && a.value == b.value) same = true;
+  else ctx.fail("`is` between " + a.describe() + " and " + b.describe() + " is not known at export time");
+  return {Arg::ofBool(is ? same : !same)};
 }
 
 Outputs tupleIndex(Context& ctx) {
@@ -73,109 +83,6 @@ Outputs sizeList(Context& ctx) {
 
 Outputs rankOf(Context& ctx) { return {Arg::ofInt(ctx.requireRank(ctx.tensor(0), "the tensor"))}; }
 
-// aten::Int / aten::Float / ScalarImplicit on a 0-d tensor or number: keep static values static.
-Outputs numberOf(Arg::Kind kind, Context& ctx) {
-  const Arg& a = ctx.arg(0);
-  if (a.isStatic() && (a.kind == Arg::Kind::Int || a.kind == Arg::Kind::Double || a.kind == Arg::Kind::Bool)) {
-    if (kind == Arg::Kind::Int) return {Arg::ofInt(a.kind == Arg::Kind::Double ? static_cast<int64_t>(a.d) : ctx.int64(0))};
-    if (kind == Arg::Kind::Double) return {Arg::ofDouble(ctx.float64(0))};
-    return {a};
-  }
-  if (a.kind == Arg::Kind::Tensor && a.constTensor && a.constTensor->numel() == 1) {
-    if (kind == Arg::Kind::Int) return {Arg::ofInt(a.constTensor->elementAsInt64(0))};
-    return {Arg::ofDouble(a.constTensor->elementAsDouble(0))};
-  }
-  ir::DType target = kind == Arg::Kind::Int ? ir::DType::Int64 : ir::DType::Float;
-  return {Arg::dynamicNumber(kind, ctx.cast(ctx.tensor(0), target))};
-}
-
-// Python int/float arithmetic, folded when both sides are static.
-enum class NumberOp { Add, Sub, Mul, FloorDiv, TrueDiv, Mod };
-
-Outputs numberArith(NumberOp op, Context& ctx) {
-  const Arg& a = ctx.arg(0);
-  const Arg& b = ctx.arg(1);
-  bool bothInt = a.kind == Arg::Kind::Int && b.kind == Arg::Kind::Int;
-  if (a.isStatic() && b.isStatic()) {
-    if (bothInt && op != NumberOp::TrueDiv) {
-      int64_t x = a.i, y = b.i;
-      if ((op == NumberOp::FloorDiv || op == NumberOp::Mod) && y == 0) ctx.fail("integer division by zero");
-      switch (op) {
-        case NumberOp::Add: return {Arg::ofInt(x + y)};
-        case NumberOp::Sub: return {Arg::ofInt(x - y)};
-        case NumberOp::Mul: return {Arg::ofInt(x * y)};
-        case NumberOp::FloorDiv: {
-          int64_t q = x / y;
-          if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
-          return {Arg::ofInt(q)};
-        }
-        case NumberOp::Mod: {
-          int64_t m = x % y;
-          if (m != 0 && ((m < 0) != (y < 0))) m += y;
-          return {Arg::ofInt(m)};
-        }
-        case NumberOp::TrueDiv: break;
-      }
-    }
-    double x = ctx.float64(0), y = ctx.float64(1);
-    switch (op) {
-      case NumberOp::Add: return {Arg::ofDouble(x + y)};
-      case NumberOp::Sub: return {Arg::ofDouble(x - y)};
-      case NumberOp::Mul: return {Arg::ofDouble(x * y)};
-      case NumberOp::TrueDiv: return {Arg::ofDouble(x / y)};
-      case NumberOp::FloorDiv: return {Arg::ofDouble(std::floor(x / y))};
-      case NumberOp::Mod: return {Arg::ofDouble(x - std::floor(x / y) * y)};
-    }
-  }
-  // Dynamic: compute on 0-d tensors. Sizes are non-negative, so ONNX's truncating integer Div
-  // equals floor division for them; a negative dynamic divisor is not something shapes produce.
-  bool isInt = bothInt && op != NumberOp::TrueDiv;
-  ir::DType dtype = isInt ? ir::DType::Int64 : ir::DType::Float;
-  ir::Value* x = ctx.scalarAsTensor(0, dtype);
-  ir::Value* y = ctx.scalarAsTensor(1, dtype);
-  ir::Value* out = nullptr;
-  switch (op) {
-    case NumberOp::Add: out = ctx.op("Add", {x, y}); break;
-    case NumberOp::Sub: out = ctx.op("Sub", {x, y}); break;
-    case NumberOp::Mul: out = ctx.op("Mul", {x, y}); break;
-    case NumberOp::TrueDiv: out = ctx.op("Div", {x, y}); break;
-    case NumberOp::FloorDiv:
-      out = isInt ? ctx.op("Div", {x, y}) : ctx.op("Floor", {ctx.op("Div", {x, y})});
-      break;
-    case NumberOp::Mod:
-      out = ctx.op("Mod", {x, y}, {ir::attr::i("fmod", isInt ? 0 : 1)});
-      break;
-  }
-  out->type = {dtype, std::vector<ir::Dim>{}};
-  return {Arg::dynamicNumber(isInt ? Arg::Kind::Int : Arg::Kind::Double, out)};
-}
-
-Outputs numberNeg(Context& ctx) {
-  const Arg& a = ctx.arg(0);
-  if (a.isStatic()) {
-    if (a.kind == Arg::Kind::Int) return {Arg::ofInt(-a.i)};
-    return {Arg::ofDouble(-ctx.float64(0))};
-  }
-  ir::Value* out = ctx.op("Neg", {a.value});
-  out->type = a.value->type;
-  return {Arg::dynamicNumber(a.kind, out)};
-}
-
-Outputs listGetItem(Context& ctx) {
-  const Arg& list = ctx.arg(0);
-  if (list.kind != Arg::Kind::List) ctx.fail("indexing " + list.describe() + " is not supported");
-  int64_t size = static_cast<int64_t>(list.elems.size());
-  int64_t index = ctx.int64(1);
-  if (index < -size || index >= size) ctx.fail("list index " + std::to_string(index) + " out of range");
-  return {list.elems[normalizeDim(index, size)]};
-}
-
-Outputs listLength(Context& ctx) {
-  const Arg& list = ctx.arg(0);
-  if (list.kind != Arg::Kind::List) ctx.fail("len() of " + list.describe() + " is not supported");
-  return {Arg::ofInt(static_cast<int64_t>(list.elems.size()))};
-}
-
 // prim::dtype(Tensor) -> int (the c10::ScalarType code).
 Outputs dtypeOf(Context& ctx) {
   ir::DType t = ctx.dtypeOf(ctx.tensor(0));
@@ -194,34 +101,17 @@ Outputs deviceOf(Context& ctx) {
 }  // namespace
 
 void registerPrimSymbolics(Registry& r) {
-  r.onOp("prim::ListConstruct", 13, listConstruct);
-  r.onOp("prim::TupleConstruct", 13, listConstruct);
-  r.onOp("prim::ListUnpack", 13, listUnpack);
-  r.onOp("prim::TupleUnpack", 13, listUnpack);
+  r.onOp("prim::TupleConstruct", 13, tupleConstruct);
+  r.onOp("prim::TupleUnpack", 13, tupleUnpack);
   r.onOp("prim::TupleIndex", 13, tupleIndex);
   r.onOp("aten::size.int", 13, sizeOfDim);
   r.onOp("aten::size", 13, sizeList);
   r.onOp("aten::dim", 13, rankOf);
   r.onOp("prim::NumToTensor", 13, passThrough);
   r.onOp("aten::ScalarImplicit", 13, passThrough);
-  r.onOp("aten::Int", 13, [](Context& ctx) { return numberOf(Arg::Kind::Int, ctx); });
-  r.onOp("aten::IntImplicit", 13, [](Context& ctx) { return numberOf(Arg::Kind::Int, ctx); });
-  r.onOp("aten::Float", 13, [](Context& ctx) { return numberOf(Arg::Kind::Double, ctx); });
-  r.onOp("aten::FloatImplicit", 13, [](Context& ctx) { return numberOf(Arg::Kind::Double, ctx); });
-  r.onOp("aten::add.int", 13, [](Context& ctx) { return numberArith(NumberOp::Add, ctx); });
-  r.onOp("aten::add.float", 13, [](Context& ctx) { return numberArith(NumberOp::Add, ctx); });
-  r.onOp("aten::sub.int", 13, [](Context& ctx) { return numberArith(NumberOp::Sub, ctx); });
-  r.onOp("aten::sub.float", 13, [](Context& ctx) { return numberArith(NumberOp::Sub, ctx); });
-  r.onOp("aten::mul.int", 13, [](Context& ctx) { return numberArith(NumberOp::Mul, ctx); });
-  r.onOp("aten::mul.float", 13, [](Context& ctx) { return numberArith(NumberOp::Mul, ctx); });
-  r.onOp("aten::floordiv.int", 13, [](Context& ctx) { return numberArith(NumberOp::FloorDiv, ctx); });
-  r.onOp("aten::div.int", 13, [](Context& ctx) { return numberArith(NumberOp::TrueDiv, ctx); });
-  r.onOp("aten::div.float", 13, [](Context& ctx) { return numberArith(NumberOp::TrueDiv, ctx); });
-  r.onOp("aten::remainder.int", 13, [](Context& ctx) { return numberArith(NumberOp::Mod, ctx); });
-  r.onOp("aten::neg.int", 13, numberNeg);
-  r.onOp("aten::neg.float", 13, numberNeg);
-  r.onOp("aten::__getitem__.t", 13, listGetItem);
-  r.onOp("aten::len.t", 13, listLength);
+  r.onOp("prim::unchecked_cast", 13, passThrough);
+  r.onOp("aten::__is__", 13, [](Context& ctx) { return identityTest(true, ctx); });
+  r.onOp("aten::__isnot__", 13, [](Context& ctx) { return identityTest(false, ctx); });
   r.onOp("prim::dtype", 13, dtypeOf);
   r.onOp("prim::device", 13, deviceOf);
 }

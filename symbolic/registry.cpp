@@ -69,6 +69,8 @@ std::vector<std::pair<std::string, std::vector<int>>> Registry::listing() const 
 
 void registerAllSymbolics(Registry& r) {
   registerPrimSymbolics(r);
+  registerListSymbolics(r);
+  registerNumberSymbolics(r);
   registerElementwiseSymbolics(r);
   registerActivationSymbolics(r);
   registerReductionSymbolics(r);

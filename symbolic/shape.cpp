@@ -309,7 +309,15 @@ Outputs tileSymbolic(Context& ctx) {
 
 // ---------------------------------------------------------------- cat / stack / split
 
+// cat/stack of a list of unknown length (built in a loop): ConcatFromSequence.
+Outputs concatFromSequence(Context& ctx, bool newAxis) {
+  ir::Value* seq = ctx.arg(0).value;
+  if (!seq->type.isSequence()) ctx.fail("cat/stack of " + ctx.arg(0).describe() + ", which is not a list of tensors");
+  return {ctx.op("ConcatFromSequence", {seq}, {i("axis", ctx.int64(1)), i("new_axis", newAxis ? 1 : 0)})};
+}
+
 Outputs catSymbolic(Context& ctx) {
+  if (ctx.arg(0).isDynamicList()) return concatFromSequence(ctx, false);
   std::vector<ir::Value*> parts = ctx.tensors(0);
   if (parts.empty()) ctx.fail("cat of an empty list");
   ir::DType out = ctx.outputType(0).dtype;
@@ -320,6 +328,7 @@ Outputs catSymbolic(Context& ctx) {
 }
 
 Outputs stackSymbolic(Context& ctx) {
+  if (ctx.arg(0).isDynamicList()) return concatFromSequence(ctx, true);
   std::vector<ir::Value*> parts = ctx.tensors(0);
   if (parts.empty()) ctx.fail("stack of an empty list");
   int64_t dim = ctx.int64(1);  // relative to the output rank, for both Unsqueeze and Concat

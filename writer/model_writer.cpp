@@ -15,6 +15,7 @@
 #include "common/errors.h"
 #include "common/logging.h"
 #include "common/opsets.h"
+#include "writer/proto_encoding.h"
 #include "writer/schemas.h"
 
 namespace pt2onnx::writer {
@@ -27,23 +28,6 @@ constexpr size_t kInlineIntegerTensorBytes = 64 * 1024;
 // torch.onnx's threshold for moving one initializer to external data.
 constexpr int64_t kExternalMinElements = 1024;
 constexpr uint64_t kExternalAlignment = 4096;
-
-void fillTensorHeader(onnx::TensorProto* t, const std::string& name, const ir::TensorData& data) {
-  if (!name.empty()) t->set_name(name);
-  t->set_data_type(static_cast<int32_t>(data.dtype));
-  for (int64_t d : data.dims) t->add_dims(d);
-}
-
-void fillTensor(onnx::TensorProto* t, const std::string& name, const ir::TensorData& data) {
-  fillTensorHeader(t, name, data);
-  if (!data.compute) {
-    t->set_raw_data(data.data, data.nbytes);
-    return;
-  }
-  std::string bytes(data.nbytes, '\0');
-  data.compute(0, data.nbytes, bytes.data());
-  t->set_raw_data(std::move(bytes));
-}
 
 // Writes a tensor's bytes: straight from their owner, or computed a chunk at a time into `scratch`,
 // one buffer for every tensor (fresh pages are slow to fault in; the buffer is faulted in once).
@@ -61,41 +45,42 @@ void writeTensorBytes(std::ostream& os, const ir::TensorData& data, std::vector<
   }
 }
 
-void fillType(onnx::TypeProto* type, const ir::TensorType& t) {
-  auto* tensor = type->mutable_tensor_type();
-  tensor->set_elem_type(static_cast<int32_t>(t.dtype));
-  if (!t.shape) return;
-  auto* shape = tensor->mutable_shape();
-  for (const ir::Dim& d : *t.shape) {
-    auto* dim = shape->add_dim();
-    if (d.isStatic()) dim->set_dim_value(d.size);
-    else if (!d.param.empty()) dim->set_dim_param(d.param);
-  }
+void encodeGraphBody(onnx::GraphProto* g, const ir::Graph& graph, const WriteOptions& options);
+
+void fillAttribute(onnx::AttributeProto* a, const ir::Attribute& attr, const WriteOptions& options) {
+  fillAttributeValue(a, attr);
+  if (attr.kind == ir::Attribute::Kind::Graph) encodeGraphBody(a->mutable_g(), *attr.g, options);
 }
 
-void fillAttribute(onnx::AttributeProto* a, const ir::Attribute& attr) {
-  a->set_name(attr.name);
-  using K = ir::Attribute::Kind;
-  switch (attr.kind) {
-    case K::Float: a->set_type(onnx::AttributeProto::FLOAT); a->set_f(static_cast<float>(attr.f)); break;
-    case K::Int: a->set_type(onnx::AttributeProto::INT); a->set_i(attr.i); break;
-    case K::String: a->set_type(onnx::AttributeProto::STRING); a->set_s(attr.s); break;
-    case K::Tensor:
-      a->set_type(onnx::AttributeProto::TENSOR);
-      fillTensor(a->mutable_t(), "", *attr.t);
-      break;
-    case K::Floats:
-      a->set_type(onnx::AttributeProto::FLOATS);
-      for (double f : attr.floats) a->add_floats(static_cast<float>(f));
-      break;
-    case K::Ints:
-      a->set_type(onnx::AttributeProto::INTS);
-      for (int64_t i : attr.ints) a->add_ints(i);
-      break;
-    case K::Strings:
-      a->set_type(onnx::AttributeProto::STRINGS);
-      for (const auto& s : attr.strings) a->add_strings(s);
-      break;
+void addValueInfo(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list, const ir::Value* v) {
+  onnx::ValueInfoProto* vi = list->Add();
+  vi->set_name(v->name);
+  fillType(vi->mutable_type(), v->type);
+}
+
+// Nodes, inputs and outputs of a graph or subgraph (subgraph attributes recursively); the main
+// graph's initializers are encoded by the caller.
+void encodeGraphBody(onnx::GraphProto* g, const ir::Graph& graph, const WriteOptions& options) {
+  g->set_name(graph.parent() ? graph.name() : options.graphName);
+  for (const auto& n : graph.nodes()) {
+    onnx::NodeProto* np = g->add_node();
+    for (const ir::Value* in : n->inputs) np->add_input(in ? in->name : "");
+    for (const ir::Value* o : n->outputs) np->add_output(o->name);
+    np->set_name(n->name);
+    np->set_op_type(n->opType);
+    if (!n->domain.empty()) np->set_domain(n->domain);
+    if (options.docStrings && !n->docString.empty()) np->set_doc_string(n->docString);
+    for (const ir::Attribute& a : n->attributes) fillAttribute(np->add_attribute(), a, options);
+  }
+  for (const ir::Value* in : graph.inputs()) addValueInfo(g->mutable_input(), in);
+  for (const ir::Value* o : graph.outputs()) addValueInfo(g->mutable_output(), o);
+}
+
+void collectDomains(const ir::Graph& graph, std::set<std::string>& domains) {
+  for (const auto& n : graph.nodes()) {
+    if (!n->domain.empty()) domains.insert(n->domain);
+    for (const ir::Attribute& a : n->attributes)
+      if (a.kind == ir::Attribute::Kind::Graph) collectDomains(*a.g, domains);
   }
 }
 
@@ -117,8 +102,7 @@ Encoded encode(const ir::Graph& graph, const WriteOptions& options, bool externa
   m.set_producer_version(options.producerVersion);
 
   std::set<std::string> domains;
-  for (const auto& n : graph.nodes())
-    if (!n->domain.empty()) domains.insert(n->domain);
+  collectDomains(graph, domains);
   auto* ai = m.add_opset_import();
   ai->set_domain("");
   ai->set_version(options.opset);
@@ -133,17 +117,7 @@ Encoded encode(const ir::Graph& graph, const WriteOptions& options, bool externa
       out.warnings.push_back("custom opset domain '" + domain + "' is declared but not used in the model");
 
   onnx::GraphProto* g = m.mutable_graph();
-  g->set_name(options.graphName);
-  for (const auto& n : graph.nodes()) {
-    onnx::NodeProto* np = g->add_node();
-    for (const ir::Value* in : n->inputs) np->add_input(in ? in->name : "");
-    for (const ir::Value* o : n->outputs) np->add_output(o->name);
-    np->set_name(n->name);
-    np->set_op_type(n->opType);
-    if (!n->domain.empty()) np->set_domain(n->domain);
-    if (options.docStrings && !n->docString.empty()) np->set_doc_string(n->docString);
-    for (const ir::Attribute& a : n->attributes) fillAttribute(np->add_attribute(), a);
-  }
+  encodeGraphBody(g, graph, options);
 
   uint64_t externalOffset = 0;
   for (const ir::Initializer& init : graph.initializers()) {
@@ -172,16 +146,8 @@ Encoded encode(const ir::Graph& graph, const WriteOptions& options, bool externa
     }
   }
 
-  auto addValueInfo = [](google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list,
-                         const ir::Value* v) {
-    onnx::ValueInfoProto* vi = list->Add();
-    vi->set_name(v->name);
-    fillType(vi->mutable_type(), v->type);
-  };
-  for (const ir::Value* in : graph.inputs()) addValueInfo(g->mutable_input(), in);
   if (options.keepInitializersAsInputs)
     for (const ir::Initializer& init : graph.initializers()) addValueInfo(g->mutable_input(), init.value);
-  for (const ir::Value* o : graph.outputs()) addValueInfo(g->mutable_output(), o);
 
   for (const auto& [k, v] : graph.metadata()) {
     auto* p = m.add_metadata_props();

@@ -56,6 +56,36 @@ def _normalize_args(model, args):
     return args
 
 
+def _normalize_script_args(model, args):
+    """Arguments of a ScriptModule's forward(): tensors, Python numbers (0-d inputs of the ONNX
+    model, as in torch.onnx) and None for Optional arguments (dropped from the model's inputs). A
+    trailing dict gives keyword arguments; the others take their declared defaults."""
+    if isinstance(args, torch.Tensor) or not isinstance(args, tuple):
+        args = (args,)
+    kwargs = {}
+    if args and isinstance(args[-1], dict):
+        kwargs, args = args[-1], args[:-1]
+    schema_args = model.forward.schema.arguments[1:]  # without self
+    if len(args) > len(schema_args):
+        raise _pt2onnx.ExportError(f"forward() takes {len(schema_args)} arguments, {len(args)} were given")
+    bound = list(args)
+    for a in schema_args[len(args):]:
+        if a.name in kwargs:
+            bound.append(kwargs.pop(a.name))
+        elif a.has_default_value():
+            bound.append(a.default_value)
+        else:
+            raise _pt2onnx.ExportError(f"forward() argument '{a.name}' has no value and no default")
+    if kwargs:
+        raise _pt2onnx.ExportError(f"forward() has no argument named {sorted(kwargs)[0]!r}")
+    for i, (a, value) in enumerate(zip(schema_args, bound)):
+        if not (value is None or isinstance(value, (torch.Tensor, bool, int, float))):
+            raise _pt2onnx.ExportError(
+                f"argument {i} ('{a.name}') is a {type(value).__name__}: pt2onnx exports scripted models whose "
+                "inputs are tensors, Python numbers or None")
+    return tuple(bound)
+
+
 def _input_names_of(model, count):
     forward = model.forward if isinstance(model, torch.nn.Module) else model
     try:
@@ -159,7 +189,10 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     options = _options(opset_version, export_params, verbose, training, input_names, output_names,
                        operator_export_type, do_constant_folding, dynamic_axes,
                        keep_initializers_as_inputs, custom_opsets)
-    args = _normalize_args(model, args)
+    if isinstance(model, torch.jit.ScriptModule):
+        args = _normalize_script_args(model, args)
+    else:
+        args = _normalize_args(model, args)
     path = os.fspath(f) if isinstance(f, (str, os.PathLike)) else None
     if path is None and not hasattr(f, "write"):
         raise TypeError(f"f must be a path or a writable binary file object, got {type(f).__name__}")

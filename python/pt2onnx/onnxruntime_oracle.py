@@ -30,7 +30,7 @@ def run(model_path, feeds, threads=1):
         os.makedirs(f"{d}/in")
         manifest = {}
         for k, (name, array) in enumerate(feeds.items()):
-            np.save(f"{d}/in/{k}.npy", np.ascontiguousarray(array))
+            np.save(f"{d}/in/{k}.npy", np.asarray(array, order="C"))
             manifest[name] = f"{k}.npy"
         with open(f"{d}/in/manifest.json", "w") as f:
             json.dump(manifest, f)

@@ -256,5 +256,5 @@ class PyOpPlan:
             r = np.asarray(r)
             if r.dtype != _NUMPY_TYPES.get(declared):
                 raise TypeError(f"PyOp {self.node_name}: output {k} is {r.dtype}, output_types declares ONNX type {declared}")
-            out.append(torch.from_numpy(np.ascontiguousarray(r)))
+            out.append(torch.from_numpy(np.asarray(r, order="C")))
         return out

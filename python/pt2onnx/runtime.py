@@ -52,7 +52,7 @@ class InferenceSession:
             if isinstance(value, torch.Tensor):
                 feeds[name] = value.detach()
             else:
-                feeds[name] = torch.from_numpy(np.ascontiguousarray(value))
+                feeds[name] = torch.from_numpy(np.asarray(value, order="C"))
         outputs = self._session.run(feeds, list(output_names or []))
         return [None if t is None else t.numpy() for t in outputs]
 
