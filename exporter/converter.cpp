@@ -34,6 +34,21 @@ std::shared_ptr<ir::TensorData> tensorData(const at::Tensor& tensor) {
   return data;
 }
 
+// Fills dims `t` leaves unknown (no size, no symbol) from `exact`, a fully static type of the same
+// value computed by PyTorch (meta tensors).
+void refineShape(ir::TensorType& t, const ir::TensorType& exact) {
+  if (!exact.isFullyStatic() || exact.dtype != t.dtype) return;
+  if (!t.hasRank()) {
+    t.shape = exact.shape;
+    return;
+  }
+  if (t.rank() != exact.rank()) return;
+  for (int64_t d = 0; d < t.rank(); ++d) {
+    ir::Dim& dim = (*t.shape)[d];
+    if (!dim.isStatic() && dim.param.empty()) dim = (*exact.shape)[d];
+  }
+}
+
 }  // namespace
 
 GraphConverter::GraphConverter(const ExportOptions& options, Typing typing, const TypeMap& captured,
@@ -95,7 +110,6 @@ void GraphConverter::setLocation(const torch::jit::Node* n) {
 }
 
 bool GraphConverter::poisoned(const torch::jit::Node* n) const {
-  if (!collect_) return false;
   for (const torch::jit::Value* in : n->inputs()) {
     const Arg& a = env_.at(in);
     if (a.kind == Arg::Kind::Other && a.s == kPoison) return true;
@@ -136,19 +150,41 @@ void GraphConverter::poison(const torch::jit::Node* n) {
   for (const torch::jit::Value* o : n->outputs()) env_[o] = poisoned;
 }
 
+// A node without a symbolic whose results are not tensors (a string formatted for an error
+// message, a flag) is reported only when something that is converted reads one of them: nodes that
+// feed only a branch folded away or a dropped check cost nothing.
+bool GraphConverter::deferUnconvertible(const torch::jit::Node* n) {
+  for (const torch::jit::Value* o : n->outputs())
+    if (o->type()->kind() == c10::TypeKind::TensorType || o->type()->kind() == c10::TypeKind::ListType) return false;
+  for (const torch::jit::Value* o : n->outputs()) deferred_[o] = n;
+  poison(n);
+  return true;
+}
+
+void GraphConverter::reportDeferredInputs(const torch::jit::Node* reader) {
+  for (const torch::jit::Value* in : reader->inputs()) {
+    auto it = deferred_.find(in);
+    if (it == deferred_.end()) continue;
+    const torch::jit::Node* cause = it->second;
+    for (const torch::jit::Value* o : cause->outputs()) deferred_.erase(o);
+    unconvertible(cause, "", true);
+  }
+}
+
 void GraphConverter::convertNode(const torch::jit::Node* n) {
   if (n->kind() == c10::prim::Constant) {
     env_[n->output()] = constantArg(n);
     return;
   }
+  reportDeferredInputs(n);
   if (poisoned(n)) {  // downstream of a node already reported: not a problem of its own
     poison(n);
     return;
   }
   if (n->kind() == c10::prim::If) return convertIf(n);
   if (n->kind() == c10::prim::Loop) return convertLoop(n);
-  if (n->kind() == c10::prim::Uninitialized) {
-    env_[n->output()] = Arg::uninitialized();
+  if (n->kind() == c10::prim::Uninitialized) {  // several outputs once tuples are lowered
+    for (const torch::jit::Value* o : n->outputs()) env_[o] = Arg::uninitialized();
     return;
   }
   if (n->kind() == c10::prim::RaiseException)
@@ -175,7 +211,10 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
     });
   symbolic::Outputs outs;
   if (!entry) {
-    if (options_.operatorExportType != OperatorExportType::OnnxFallthrough) return unconvertible(n, "", true);
+    if (options_.operatorExportType != OperatorExportType::OnnxFallthrough) {
+      if (typing_ == Typing::Static && deferUnconvertible(n)) return;
+      return unconvertible(n, "", true);
+    }
     outs = fallthrough(ctx, n);
   } else {
     auto log = logger("symbolic");
@@ -193,10 +232,15 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
   }
   PT2ONNX_ASSERT(outs.size() == n->outputs().size(),
                  "symbolic of " << kind << " returned " << outs.size() << " outputs for " << n->outputs().size());
+  std::optional<std::vector<ir::TensorType>> exact;  // PyTorch's shapes, for what ONNX inference left open
   for (size_t k = 0; k < outs.size(); ++k) {
     Arg& a = outs[k];
     if (a.value && a.value->type.dtype == ir::DType::Undefined) a.value->type = ctx.outputType(k);
     else if (a.value && !a.value->type.hasRank()) a.value->type.shape = ctx.outputType(k).shape;
+    if (typing_ == Typing::Static && a.value && a.value->type.isTensor() && !a.value->type.isFullyStatic()) {
+      if (!exact) exact = metaOutputTypes(n, args);
+      if (k < exact->size()) refineShape(a.value->type, (*exact)[k]);
+    }
     env_[n->outputs()[k]] = std::move(a);
   }
 }
@@ -226,6 +270,8 @@ symbolic::Outputs GraphConverter::fallthrough(symbolic::Context& ctx, const torc
 }
 
 ir::Value* GraphConverter::outputValue(const torch::jit::Value* v) {
+  auto deferred = deferred_.find(v);
+  if (deferred != deferred_.end()) unconvertible(deferred->second, "", true);
   const Arg& a = env_.at(v);
   if (a.value) return a.value;
   out_.setScope("");
@@ -336,8 +382,11 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
   std::set<const ir::Value*> used;
   out.setScope("");
   out.setDocString("");
-  for (size_t k = 0; k < model.graph->outputs().size(); ++k) {
-    const torch::jit::Value* v = model.graph->outputs()[k];
+  // None outputs (an Optional result, e.g. scripted googlenet's aux logits in eval) are not model
+  // outputs, as in torch.onnx; output names apply to the others in order.
+  size_t k = 0;
+  for (const torch::jit::Value* v : model.graph->outputs()) {
+    if (converter.isNone(v)) continue;
     ir::Value* value = converter.outputValue(v);
     if (!value->producer || used.count(value) || value->graph != &out) {
       ir::Node* id = out.addNode("Identity", {value}, 1);
@@ -361,6 +410,7 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
         (*value->type.shape)[a] = ir::Dim::symbol(dimName);
       }
     out.addOutput(value);
+    ++k;
   }
   out.eliminateDeadNodes();
   // Parameters handed over as inputs but unused are dropped, as torch.onnx does.

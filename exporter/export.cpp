@@ -141,7 +141,7 @@ void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& 
   // Names beyond the model's inputs rename its parameters in order, as torch.onnx does.
   for (size_t k = model.numUserInputs; k < options.inputNames.size(); ++k)
     model.paramNames[k - model.numUserInputs] = options.inputNames[k];
-  Typing typing = hasBlocks(model.graph->block()) ? Typing::Static : Typing::Captured;
+  Typing typing = options.staticTyping || hasBlocks(model.graph->block()) ? Typing::Static : Typing::Captured;
   if (typing == Typing::Captured) {
     SupportReport preflight = checkGraphSupport(*model.graph, options.opset);
     if (report) {

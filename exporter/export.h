@@ -40,6 +40,9 @@ struct ExportOptions {
   // all of them when exporting to ONNX, none with ONNX_FALLTHROUGH. The Python front end decides
   // per Function (symbolic / registered symbolic / inline / com.microsoft::PythonOp).
   std::function<bool(const torch::jit::Node*)> inlineAutogradFunction;
+  // Types straight-line graphs statically too (without running them once on the example inputs,
+  // which is how they are typed by default; graphs with control flow are always typed statically).
+  bool staticTyping = false;
 };
 
 // A graph ready for export: its first `numUserInputs` inputs are the model's inputs, the rest are

@@ -33,6 +33,7 @@ class GraphConverter {
   void convertBlock(const torch::jit::Block* block);
   // The ONNX value for a graph output (materializing values known at export time).
   ir::Value* outputValue(const torch::jit::Value* v);
+  bool isNone(const torch::jit::Value* v) const { return env_.at(v).isNone(); }
   std::vector<std::string>& warnings() { return warnings_; }
 
  private:
@@ -58,6 +59,8 @@ class GraphConverter {
   void setLocation(const torch::jit::Node* n);
   // In collect mode: records why `n` cannot be converted and poisons its outputs. Otherwise throws.
   void unconvertible(const torch::jit::Node* n, const std::string& reason, bool noSymbolic);
+  bool deferUnconvertible(const torch::jit::Node* n);
+  void reportDeferredInputs(const torch::jit::Node* reader);
   bool poisoned(const torch::jit::Node* n) const;
   void poison(const torch::jit::Node* n);
   std::string unsupportedMessage(const torch::jit::Node* n) const;
@@ -71,6 +74,8 @@ class GraphConverter {
   SupportReport* collect_;
   const symbolic::Registry& registry_;
   std::unordered_map<const torch::jit::Value*, symbolic::Arg> env_;
+  // Results of unconvertible non-tensor nodes not read by anything converted yet.
+  std::unordered_map<const torch::jit::Value*, const torch::jit::Node*> deferred_;
   std::vector<std::string> warnings_;
   int constantCounter_ = 0;
 };

@@ -27,7 +27,7 @@ std::string callStackScope(const torch::jit::Node* node) {
     const auto& info = std::get<torch::jit::kModuleInstanceInfo>(entry);
     if (!info) continue;
     std::string name = info->instance_name();
-    if (name.empty() || name == "self") continue;  // the root module
+    if (name.empty() || name == "self" || name == "SELF") continue;  // the root module
     path += (path.empty() ? "" : ".") + name;
   }
   return path;

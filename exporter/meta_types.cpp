@@ -30,8 +30,21 @@ std::optional<at::ScalarType> atenType(ir::DType t) {
   }
 }
 
+// How stand-in tensors are made: on the meta device with the argument's shape (nothing computed,
+// exact shapes), or, for ops without meta kernels in LibTorch 1.13 (relu, where, group_norm...), as
+// small CPU tensors of ones: with the argument's shape when it is known and small, else with every
+// dimension 1 (promotion depends on dtypes and ranks only).
+// Small CPU stand-ins are made twice, filled differently: where the output shapes differ, they depend
+// on the data (nonzero, masked_select, unique) and only ranks are reported.
+enum class StandIn { Meta, SmallCpuOnes, SmallCpuRamp };
+
+// Elements of a CPU stand-in given its real shape; larger ones get dimensions of 1.
+constexpr int64_t kMaxRealSizeElements = 1 << 16;
+
 class MetaStack {
  public:
+  explicit MetaStack(StandIn standIn) : standIn_(standIn) {}
+
   // The IValue `a` stands for, as the op's argument of type `type`; nullopt when unknowable.
   std::optional<c10::IValue> build(const Arg& a, const c10::TypePtr& type) {
     c10::TypePtr t = type;
@@ -81,11 +94,20 @@ class MetaStack {
     auto dtype = atenType(type.dtype);
     if (!dtype || !type.hasRank() || !type.isTensor()) return std::nullopt;
     std::vector<int64_t> sizes;
+    int64_t numel = 1;
     for (const ir::Dim& d : *type.shape) {
       if (!d.isStatic()) exact_ = false;
       sizes.push_back(d.isStatic() ? d.size : kUnknownSize);
+      numel *= sizes.back();
     }
-    at::Tensor t = at::empty(sizes, at::TensorOptions().dtype(*dtype).device(at::kMeta));
+    if (standIn_ != StandIn::Meta && numel > kMaxRealSizeElements) {
+      sizes.assign(sizes.size(), 1);
+      exact_ = false;
+    }
+    at::Tensor t;
+    if (standIn_ == StandIn::Meta) t = at::empty(sizes, at::TensorOptions().dtype(*dtype).device(at::kMeta));
+    else if (standIn_ == StandIn::SmallCpuOnes) t = at::ones(sizes, at::TensorOptions().dtype(*dtype));
+    else t = at::arange(at::ones(sizes).numel()).remainder(3).reshape(sizes).to(*dtype);
     // torch promotes a Python number wrapped into a tensor like a number, not like a 0-d tensor.
     if (!a.value && !a.constTensor) t.unsafeGetTensorImpl()->set_wrapped_number(true);
     return c10::IValue(t);
@@ -104,15 +126,15 @@ class MetaStack {
     return c10::IValue(list);
   }
 
+  StandIn standIn_;
   bool exact_ = true;
 };
 
-}  // namespace
-
-std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std::vector<Arg>& args) {
+// Runs `n`'s op on stand-ins for `args`; empty when it cannot.
+std::vector<ir::TensorType> runOnStandIns(const torch::jit::Node* n, const std::vector<Arg>& args, StandIn standIn) {
   const c10::FunctionSchema* schema = n->maybeSchema();
   if (!schema || schema->arguments().size() != args.size()) return {};
-  MetaStack builder;
+  MetaStack builder(standIn);
   torch::jit::Stack stack;
   for (size_t i = 0; i < args.size(); ++i) {
     auto v = builder.build(args[i], schema->arguments()[i].type());
@@ -122,8 +144,9 @@ std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std
   try {
     n->getOperation()(stack);
   } catch (const std::exception&) {
-    return {};  // no meta kernel, or the stand-ins do not fit the op
+    return {};  // no kernel for the stand-ins, or they do not fit the op
   }
+  bool exactShapes = builder.exact();
   std::vector<ir::TensorType> out;
   for (const c10::IValue& v : stack) {
     if (!v.isTensor()) {
@@ -131,10 +154,25 @@ std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std
       continue;
     }
     ir::TensorType t = jit::typeOfTensor(v.toTensor());
-    if (!builder.exact()) t.shape = std::vector<ir::Dim>(t.shape->size());
+    if (!exactShapes) t.shape = std::vector<ir::Dim>(t.shape->size());
     out.push_back(std::move(t));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std::vector<Arg>& args) {
+  std::vector<ir::TensorType> types = runOnStandIns(n, args, StandIn::Meta);
+  if (!types.empty()) return types;
+  types = runOnStandIns(n, args, StandIn::SmallCpuOnes);
+  std::vector<ir::TensorType> again = runOnStandIns(n, args, StandIn::SmallCpuRamp);
+  for (size_t k = 0; k < types.size(); ++k) {
+    bool same = k < again.size() && types[k].shape && again[k].shape && types[k].rank() == again[k].rank();
+    for (int64_t d = 0; same && d < types[k].rank(); ++d) same = (*types[k].shape)[d].size == (*again[k].shape)[d].size;
+    if (!same && types[k].shape) types[k].shape = std::vector<ir::Dim>(types[k].shape->size());
+  }
+  return types;
 }
 
 }  // namespace pt2onnx

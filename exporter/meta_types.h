@@ -1,6 +1,7 @@
-// PyTorch's own output types for one TorchScript node, from its op run on meta tensors: tensors
-// that have a shape and a dtype but no data, so nothing of the model is computed. The walker asks
-// for them when a symbolic needs a type PyTorch decides (type promotion) in a graph it cannot run.
+// PyTorch's own output types for one TorchScript node, from its op run on stand-in arguments: meta
+// tensors (a shape and a dtype, no data), or where LibTorch has no meta kernel, tiny tensors of ones
+// with the arguments' dtypes and ranks. Nothing of the model is computed. The walker asks for them
+// when a symbolic needs a type PyTorch decides (type promotion) in a graph it does not run.
 #pragma once
 
 #include <vector>
@@ -13,8 +14,8 @@
 namespace pt2onnx {
 
 // One type per output of `n` (Undefined where unknown), given its converted arguments. Dtypes are
-// exact; shapes are given only when every dimension and number the op saw was known (otherwise
-// rank only). Empty when the op cannot run on meta tensors for these arguments.
+// exact; shapes are given only when the op ran on meta tensors and every dimension and number it saw
+// was known (otherwise rank only). Empty when the op cannot run on stand-ins for these arguments.
 std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std::vector<symbolic::Arg>& args);
 
 }  // namespace pt2onnx

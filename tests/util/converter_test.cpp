@@ -1,6 +1,8 @@
 #include "tests/util/converter_test.h"
 
 #include <algorithm>
+#include <fstream>
+#include <set>
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
@@ -10,6 +12,7 @@
 #include "common/errors.h"
 #include "exporter/export.h"
 #include "tests/util/compare.h"
+#include "tests/util/golden.h"
 #include "tests/util/ort_runner.h"
 
 namespace pt2onnx::testing {
@@ -44,9 +47,53 @@ ExportOptions optionsFor(int opset, size_t numInputs) {
   return options;
 }
 
+// Tests whose model is known to differ when typed statically (tests/exporter/static_typing_differences.txt).
+const std::set<std::string>& staticTypingDifferences() {
+  static const std::set<std::string> listed = [] {
+    std::set<std::string> names;
+    std::ifstream in(sourcePath("tests/exporter/static_typing_differences.txt"));
+    std::string line;
+    while (std::getline(in, line))
+      if (!line.empty() && line[0] != '#') names.insert(line.substr(0, line.find(' ')));
+    EXPECT_FALSE(names.empty()) << "tests/exporter/static_typing_differences.txt not found";
+    return names;
+  }();
+  return listed;
+}
+
+std::string currentTestName() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  return info ? std::string(info->test_suite_name()) + "." + info->name() : "";
+}
+
+// Exports with types captured by running the graph, and checks that typing it statically (ONNX
+// inference + meta tensors, as graphs with control flow are typed) gives the same bytes, except for
+// the tests listed as known differences (which must still differ).
 std::string exportIR(const std::string& irText, const std::vector<at::Tensor>& inputs, int opset) {
   ModelGraph model = graphFromIR(parse(irText), std::vector<c10::IValue>(inputs.begin(), inputs.end()));
-  return exportToBytes(model, optionsFor(opset, inputs.size()));
+  std::string captured = exportToBytes(model, optionsFor(opset, inputs.size()));
+  ModelGraph again = graphFromIR(parse(irText), std::vector<c10::IValue>(inputs.begin(), inputs.end()));
+  ExportOptions staticOptions = optionsFor(opset, inputs.size());
+  staticOptions.staticTyping = true;
+  std::string typedStatically;
+  try {
+    typedStatically = exportToBytes(again, staticOptions);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "static typing fails where captured types export: " << e.what();
+    return captured;
+  }
+  bool listed = staticTypingDifferences().count(currentTestName()) > 0;
+  if (listed) {
+    EXPECT_NE(captured, typedStatically) << currentTestName()
+                                         << " is listed in static_typing_differences.txt but no longer differs";
+  } else if (captured != typedStatically) {
+    onnx::ModelProto a, b;
+    a.ParseFromString(captured);
+    b.ParseFromString(typedStatically);
+    ADD_FAILURE() << "static typing gives a different model at opset " << opset << ":\n--- captured types\n"
+                  << a.graph().DebugString() << "\n--- static types\n" << b.graph().DebugString();
+  }
+  return captured;
 }
 
 void expectOpsetsConvert(const std::string& irText, const std::vector<at::Tensor>& inputs,
