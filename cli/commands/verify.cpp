@@ -18,6 +18,8 @@ struct VerifyOptions {
   ModelSourceOptions source;
   std::string onnx;
   std::vector<std::string> inputs;  // NAME=FILE.npy
+  std::vector<std::string> inputSets;  // NAME=FILE.npy[,NAME=FILE.npy...], one more input set each
+  int random = 0;
   double rtol = 1e-3;
   double atol = 1e-5;
   std::string format = "text";
@@ -36,16 +38,33 @@ bool runVerify(const VerifyOptions& o) {
         {"Short", "int16"}, {"Char", "int8"}, {"Byte", "uint8"}, {"Bool", "bool"}};
     shapes[spec.name] = {spec.shape, names.at(dtype)};
   }
-  std::map<std::string, std::string> files;
-  for (const auto& spec : o.inputs) {
-    auto eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0) throw ExportError("bad --input '" + spec + "': expected NAME=FILE.npy");
-    files[spec.substr(0, eq)] = spec.substr(eq + 1);
+  auto parseFiles = [](const std::string& option, const std::vector<std::string>& specs) {
+    std::map<std::string, std::string> files;
+    for (const auto& spec : specs) {
+      auto eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw ExportError("bad " + option + " '" + spec + "': expected NAME=FILE.npy");
+      files[spec.substr(0, eq)] = spec.substr(eq + 1);
+    }
+    return files;
+  };
+  std::map<std::string, std::string> files = parseFiles("--input", o.inputs);
+  std::vector<std::map<std::string, std::string>> sets;
+  for (const auto& set : o.inputSets) {
+    std::vector<std::string> specs;
+    for (size_t start = 0; start <= set.size();) {
+      size_t comma = set.find(',', start);
+      if (comma == std::string::npos) comma = set.size();
+      specs.push_back(set.substr(start, comma - start));
+      start = comma + 1;
+    }
+    sets.push_back(parseFiles("--input-set", specs));
   }
+  if (o.random < 0) throw ExportError("--random must be 0 or more");
   return runWithPython([&](py::module_) {
     py::tuple result = py::module_::import("pt2onnx.verify").attr("cli_verify")(
         o.source.modelPath, o.source.python, o.onnx.empty() ? py::object(py::none()) : py::object(py::str(o.onnx)),
-        shapes, files, o.source.opset, o.rtol, o.atol, o.format, o.autogradFunctions);
+        shapes, files, o.source.opset, o.rtol, o.atol, o.format, o.autogradFunctions, sets, o.random);
     std::cout << result[0].cast<std::string>();
     return result[1].cast<bool>();
   });
@@ -63,6 +82,13 @@ void addVerifyCommand(CLI::App& app, int& exitCode) {
   cmd->add_option("--onnx", opts->onnx, "Verify this .onnx instead of exporting the model again");
   cmd->add_option("--input", opts->inputs, "Use this input instead of random values: NAME=FILE.npy; repeatable")
       ->take_all();
+  cmd->add_option("--input-set", opts->inputSets,
+                  "Also check this input set (the model is exported once, with the first): NAME=FILE.npy[,NAME=FILE.npy...]; "
+                  "inputs not named keep the first set's value; repeatable")
+      ->take_all();
+  cmd->add_option("--random", opts->random,
+                  "Also check N random input sets shaped like the first (floats N(0,1), ints in the first set's range)")
+      ->capture_default_str();
   cmd->add_option("--rtol", opts->rtol, "Relative tolerance")->capture_default_str();
   cmd->add_option("--atol", opts->atol, "Absolute tolerance")->capture_default_str();
   cmd->add_option("--format", opts->format, "Output format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();

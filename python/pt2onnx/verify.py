@@ -38,55 +38,109 @@ def _compare(expected, actual, rtol, atol):
             "max_rel": float(np.max(np.where(finite, rel, 0), initial=0))}
 
 
+def _as_array(value):
+    """A model argument as the array fed to the ONNX model (Python numbers are 0-d inputs)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().numpy()
+    if isinstance(value, bool):
+        return np.array(value, dtype=np.bool_)
+    if isinstance(value, int):
+        return np.array(value, dtype=np.int64)
+    return np.array(value, dtype=np.float64)
+
+
+def _random_like(args, generator):
+    """Arguments shaped like `args` with new values: floats from N(0, 1), integer tensors drawn from
+    the example's own range (token ids stay valid ids); Python numbers and None are kept."""
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.is_floating_point():
+            out.append(torch.randn(a.shape, generator=generator, dtype=a.dtype))
+        elif isinstance(a, torch.Tensor) and a.dtype != torch.bool and a.numel():
+            low, high = int(a.min()), int(a.max())
+            out.append(torch.randint(low, high + 1, a.shape, generator=generator, dtype=a.dtype))
+        else:
+            out.append(a)
+    return tuple(out)
+
+
+def _check_input_set(model, args, onnx_path, proto, rtol, atol):
+    with torch.no_grad():
+        expected = [np.asarray(_as_array(t)) for t in _flatten(model(*args))]
+    present = [a for a in args if a is not None]  # None arguments are not model inputs
+    feeds = {i.name: _as_array(a) for i, a in zip(proto.graph.input, present)}
+    result = {"runtimes": {}}
+    outputs = {"pt2onnx": lambda: InferenceSession(onnx_path).run(None, feeds)}
+    nonstandard = sorted({f"{n.domain}::{n.op_type}" for n in proto.graph.node if n.domain not in STANDARD_DOMAINS})
+    if nonstandard:
+        result["onnxruntime_skipped"] = f"the model has non-standard ops ({', '.join(nonstandard)})"
+    elif onnxruntime_oracle.runner() is None:
+        result["onnxruntime_skipped"] = "ONNX Runtime is not installed (set PT2ONNX_ORT_RUNNER)"
+    else:
+        outputs["onnxruntime"] = lambda: list(onnxruntime_oracle.run(onnx_path, feeds).values())
+    for runtime, run in outputs.items():
+        try:
+            actual = run()
+        except Exception as e:  # a runtime refusing the model is a verification failure
+            result["runtimes"][runtime] = {"error": str(e).splitlines()[0][:500], "pass": False}
+            continue
+        names = [o.name for o in proto.graph.output]
+        results = {}
+        for k, (name, e) in enumerate(zip(names, expected)):
+            results[name] = _compare(e, actual[k], rtol, atol) if k < len(actual) else {"pass": False, "error": "missing"}
+        if len(actual) != len(expected):
+            results["<count>"] = {"pass": False, "error": f"{len(actual)} outputs, PyTorch gives {len(expected)}"}
+        result["runtimes"][runtime] = {"outputs": results, "pass": all(r["pass"] for r in results.values())}
+    result["pass"] = all(r["pass"] for r in result["runtimes"].values())
+    return result
+
+
 def verify(model, args, onnx_path=None, opset=exporter._pt2onnx.DEFAULT_OPSET, rtol=1e-3, atol=1e-5,
-           autograd_functions="auto"):
-    """Returns a report dict; report["pass"] is False when any runtime's output mismatches."""
+           autograd_functions="auto", more_args=(), random=0, seed=0):
+    """Exports `model` once with `args` (unless `onnx_path` is given), then checks it on `args`, on
+    each argument tuple of `more_args` and on `random` argument sets shaped like `args`: control
+    flow that the example did not take is checked too. Returns a report dict with one entry per
+    input set under "input_sets" (the first also as "runtimes"); report["pass"] is False when any
+    runtime's output mismatches on any set."""
     args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
+    sets = [("example", args)] + [(f"given {k + 1}", tuple(a) if isinstance(a, (tuple, list)) else (a,))
+                                  for k, a in enumerate(more_args)]
+    generator = torch.Generator().manual_seed(seed)
+    sets += [(f"random {k + 1}", _random_like(args, generator)) for k in range(random)]
     with tempfile.TemporaryDirectory(prefix="pt2onnx-verify-") as tmp:
+        given = onnx_path
         if onnx_path is None:
             onnx_path = os.path.join(tmp, "model.onnx")
             kwargs = {"autograd_functions": autograd_functions} if not isinstance(model, torch.jit.ScriptModule) else {}
             exporter.export(model, args, onnx_path, opset_version=opset, **kwargs)
-        with torch.no_grad():
-            expected = [t.numpy() for t in _flatten(model(*args))]
         proto = onnx.load(onnx_path, load_external_data=False)
-        feeds = {i.name: a.numpy() for i, a in zip(proto.graph.input, args)}
-        report = {"model": onnx_path if onnx_path.find("pt2onnx-verify-") < 0 else None, "rtol": rtol, "atol": atol,
-                  "runtimes": {}}
-        outputs = {"pt2onnx": lambda: InferenceSession(onnx_path).run(None, feeds)}
-        nonstandard = sorted({f"{n.domain}::{n.op_type}" for n in proto.graph.node if n.domain not in STANDARD_DOMAINS})
-        if nonstandard:
-            report["onnxruntime_skipped"] = f"the model has non-standard ops ({', '.join(nonstandard)})"
-        elif onnxruntime_oracle.runner() is None:
-            report["onnxruntime_skipped"] = "ONNX Runtime is not installed (set PT2ONNX_ORT_RUNNER)"
-        else:
-            outputs["onnxruntime"] = lambda: list(onnxruntime_oracle.run(onnx_path, feeds).values())
-        for runtime, run in outputs.items():
-            try:
-                actual = run()
-            except Exception as e:  # a runtime refusing the model is a verification failure
-                report["runtimes"][runtime] = {"error": str(e).splitlines()[0][:500], "pass": False}
-                continue
-            names = [o.name for o in proto.graph.output]
-            results = {}
-            for k, (name, e) in enumerate(zip(names, expected)):
-                results[name] = _compare(e, actual[k], rtol, atol) if k < len(actual) else {"pass": False, "error": "missing"}
-            if len(actual) != len(expected):
-                results["<count>"] = {"pass": False, "error": f"{len(actual)} outputs, PyTorch gives {len(expected)}"}
-            report["runtimes"][runtime] = {"outputs": results, "pass": all(r["pass"] for r in results.values())}
-        report["pass"] = all(r["pass"] for r in report["runtimes"].values())
+        report = {"model": os.fspath(given) if given is not None else None, "rtol": rtol, "atol": atol,
+                  "input_sets": []}
+        for source, set_args in sets:
+            result = _check_input_set(model, set_args, onnx_path, proto, rtol, atol)
+            result["source"] = source
+            report["input_sets"].append(result)
+        first = report["input_sets"][0]
+        report["runtimes"] = first["runtimes"]
+        if "onnxruntime_skipped" in first:
+            report["onnxruntime_skipped"] = first["onnxruntime_skipped"]
+        report["pass"] = all(r["pass"] for r in report["input_sets"])
         return report
 
 
 def format_text(report):
-    lines = [f"verify (rtol {report['rtol']}, atol {report['atol']}), PyTorch is the reference:"]
-    for runtime, r in report["runtimes"].items():
-        if "error" in r:
-            lines.append(f"  {runtime}: FAIL: {r['error']}")
-            continue
-        for name, o in r["outputs"].items():
-            detail = o.get("error") or f"max abs {o['max_abs']:.3g}, max rel {o['max_rel']:.3g}"
-            lines.append(f"  {runtime:12s} {name}: {detail}  {'pass' if o['pass'] else 'FAIL'}")
+    lines = [f"verify (pass when |a - b| <= atol + rtol * |a| for every element, a = PyTorch; rtol {report['rtol']}, "
+             f"atol {report['atol']}):"]
+    sets = report["input_sets"]
+    for result in sets:
+        prefix = f"[{result['source']}] " if len(sets) > 1 else ""
+        for runtime, r in result["runtimes"].items():
+            if "error" in r:
+                lines.append(f"  {prefix}{runtime}: FAIL: {r['error']}")
+                continue
+            for name, o in r["outputs"].items():
+                detail = o.get("error") or f"max abs {o['max_abs']:.3g}, max rel {o['max_rel']:.3g}"
+                lines.append(f"  {prefix}{runtime:12s} {name}: {detail}  {'pass' if o['pass'] else 'FAIL'}")
     if "onnxruntime_skipped" in report:
         lines.append(f"  onnxruntime: skipped: {report['onnxruntime_skipped']}")
     lines.append("PASS" if report["pass"] else "FAIL")
@@ -94,7 +148,7 @@ def format_text(report):
 
 
 def cli_verify(archive, python_spec, onnx_path, input_shapes, input_files, opset, rtol, atol, output_format,
-               autograd_functions):
+               autograd_functions, input_sets=(), random=0):
     """The CLI's verify: returns (text, passed)."""
     from . import cli_entry
     if python_spec:
@@ -120,7 +174,15 @@ def cli_verify(archive, python_spec, onnx_path, input_shapes, input_files, opset
     if missing:
         raise ValueError(f"no --input-shape or --input for {', '.join(missing)} (the model takes: {', '.join(names)})")
     args = tuple(by_name[n] for n in names)
+    more = []
+    for files in input_sets:  # each {name: FILE.npy}; names not given keep the first set's value
+        unknown = [n for n in files if n not in names]
+        if unknown:
+            raise ValueError(f"--input-set names '{unknown[0]}', but the model takes: {', '.join(names)}")
+        values = dict(by_name)
+        values.update({n: torch.from_numpy(np.load(p)) for n, p in files.items()})
+        more.append(tuple(values[n] for n in names))
     report = verify(model, args, onnx_path=onnx_path, opset=opset, rtol=rtol, atol=atol,
-                    autograd_functions=autograd_functions)
+                    autograd_functions=autograd_functions, more_args=more, random=random)
     text = json.dumps(report, indent=2) + "\n" if output_format == "json" else format_text(report)
     return text, report["pass"]

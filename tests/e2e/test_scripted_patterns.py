@@ -89,3 +89,27 @@ def test_static_control_flow_is_folded(tmp_path):
         _, path, _ = export_once(name, tmp_path)
         ops = {n.op_type for n in onnx.load(str(path)).graph.node}
         assert not ops & {"If", "Loop"}, f"{name}: {sorted(ops)}"
+
+
+def test_verify_checks_every_input_set(tmp_path):
+    """pt2onnx.verify exports once and checks the example, given argument sets and random ones."""
+    from pt2onnx.verify import verify
+    _, factory, example, runs, _, _ = PATTERNS["if_elif"]
+    module = torch.jit.script(factory().eval())
+    report = verify(module, example, opset=17, rtol=1e-4, atol=1e-5, more_args=runs, random=2)
+    assert [s["source"] for s in report["input_sets"]] == ["example", "given 1", "given 2", "random 1", "random 2"]
+    assert report["pass"], report
+
+
+def test_verify_catches_a_model_specialized_to_the_example(tmp_path):
+    """A trace of the same module keeps only the example's branch: verify must fail on the other sets."""
+    from pt2onnx.verify import verify
+    _, factory, example, runs, _, _ = PATTERNS["if_elif"]
+    module = factory().eval()
+    traced = tmp_path / "traced.onnx"
+    with pytest.warns(torch.jit.TracerWarning):
+        pt2onnx.export(module, example, traced, opset_version=17)
+    report = verify(torch.jit.script(module), example, onnx_path=str(traced), rtol=1e-4, atol=1e-5, more_args=runs)
+    assert report["input_sets"][0]["pass"]
+    assert not report["input_sets"][1]["pass"] and not report["input_sets"][2]["pass"]
+    assert not report["pass"]
