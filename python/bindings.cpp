@@ -117,14 +117,16 @@ py::object runExport(ModelGraph& model, const py::dict& options, const py::objec
 
 // Python values as runtime values: a tensor; a list or tuple of tensors, a sequence (an empty one of
 // the declared element type); None, an empty optional.
-runtime::Value valueFromPython(const py::handle& obj, const runtime::ValueInfo* declared) {
+runtime::Value valueFromPython(const runtime::Session& s, const std::string& name, const py::handle& obj) {
+  if (THPVariable_Check(obj.ptr())) return runtime::Value(THPVariable_Unpack(obj.ptr()));  // the common case first
   if (obj.is_none()) return runtime::Value::emptyOptional();
   if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
     std::vector<at::Tensor> elements;
     for (const py::handle& item : obj) elements.push_back(item.cast<at::Tensor>());
     at::ScalarType type = at::kFloat;
     if (!elements.empty()) type = elements[0].scalar_type();
-    else if (declared && declared->onnxType) type = runtime::atenType(declared->onnxType).value_or(at::kFloat);
+    for (const auto& in : s.inputs())
+      if (elements.empty() && in.name == name && in.onnxType) type = runtime::atenType(in.onnxType).value_or(at::kFloat);
     return runtime::Value::sequence(type, std::move(elements));
   }
   return runtime::Value(obj.cast<at::Tensor>());
@@ -226,10 +228,7 @@ PYBIND11_MODULE(_pt2onnx, m) {
              std::map<std::string, runtime::Value> values;
              for (const auto& [key, value] : feeds) {
                std::string name = key.cast<std::string>();
-               const runtime::ValueInfo* declared = nullptr;
-               for (const auto& in : s.inputs())
-                 if (in.name == name) declared = &in;
-               values[name] = valueFromPython(value, declared);
+               values[name] = valueFromPython(s, name, value);
              }
              std::vector<runtime::Value> outs;
              {

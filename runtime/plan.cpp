@@ -217,7 +217,7 @@ void runTensorStep(const Step& step, std::vector<Value>& values) {
   std::vector<at::Tensor> outs = callKernel(ctx, [&] { return (*step.kernel)(ctx); });
   if (outs.size() > step.outputs.size()) ctx.fail("kernel returned " + std::to_string(outs.size()) + " outputs");
   for (size_t k = 0; k < outs.size(); ++k)
-    if (step.outputs[k] >= 0) values[step.outputs[k]] = Value(std::move(outs[k]));
+    if (step.outputs[k] >= 0) values[step.outputs[k]].setTensor(std::move(outs[k]));
 }
 
 void runValueStep(const Step& step, std::vector<Value>& values) {
@@ -247,7 +247,7 @@ void runPlan(const Plan& plan, std::vector<Value>& values) {
   for (const Step& step : plan.steps) {
     if (step.kernel) runTensorStep(step, values);
     else runValueStep(step, values);
-    for (int s : step.release) values[s] = Value();
+    for (int s : step.release) values[s].reset();
   }
 }
 

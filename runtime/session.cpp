@@ -23,37 +23,48 @@ std::string shapeText(const ValueInfo& info) {
   return want.empty() ? "a scalar" : want;
 }
 
-void checkTensorFeed(const ValueInfo& info, const at::Tensor& t, const std::string& what) {
+void checkTensorFeed(const ValueInfo& info, const at::Tensor& t) {
+  auto what = [&] { return "input '" + info.name + "'"; };
   if (info.onnxType && onnxType(t.scalar_type()) != info.onnxType)
-    throw ExportError(what + " has dtype " + std::string(c10::toString(t.scalar_type())) + ", the model expects ONNX type " +
+    throw ExportError(what() + " has dtype " + std::string(c10::toString(t.scalar_type())) + ", the model expects ONNX type " +
                       std::to_string(info.onnxType) + " (" + onnxTypeName(info.onnxType) + ")");
   if (!info.shape.empty() || t.dim() == 0) {
     bool ok = t.dim() == static_cast<int64_t>(info.shape.size());
     for (size_t d = 0; ok && d < info.shape.size(); ++d) ok = info.shape[d] < 0 || info.shape[d] == t.size(d);
-    if (!ok) throw ExportError(what + " has shape " + c10::str(t.sizes()) + ", the model expects " + shapeText(info));
+    if (!ok) throw ExportError(what() + " has shape " + c10::str(t.sizes()) + ", the model expects " + shapeText(info));
   }
+}
+
+void checkSequenceFeed(const ValueInfo& info, const Value& seq) {
+  if (!info.onnxType) return;
+  auto mismatch = [&](const std::string& what) {
+    return ExportError("input '" + info.name + "' " + what + ", the model expects " + info.typeName());
+  };
+  if (onnxType(seq.elementType()) != info.onnxType) throw mismatch("is a " + seq.typeName());
+  for (size_t k = 0; k < seq.elements().size(); ++k)
+    if (onnxType(seq.elements()[k].scalar_type()) != info.onnxType)
+      throw mismatch("element " + std::to_string(k) + " has dtype " + c10::toString(seq.elements()[k].scalar_type()));
 }
 
 // A fed value checked against the declared input: kind, dtype, and a tensor's shape (a sequence's
 // elements may differ in shape: only their dtype is checked). A tensor or sequence fed to an
 // optional input is wrapped in one, an undefined tensor there is an empty optional.
 Value checkFeed(const ValueInfo& info, Value v) {
-  const std::string what = "input '" + info.name + "'";
+  if (info.kind == Value::Kind::Tensor && v.isTensor()) {  // the common case first
+    checkTensorFeed(info, v.tensor());
+    return v;
+  }
   if (info.kind == Value::Kind::Optional && !v.isOptional())
     v = v.defined() ? Value::optional(std::move(v)) : Value::emptyOptional();
-  if (!v.defined()) throw ExportError(what + " is undefined");
+  if (!v.defined()) throw ExportError("input '" + info.name + "' is undefined");
   if (v.kind() != info.kind || (v.hasElement() && v.element().kind() != info.elementKind))
-    throw ExportError(what + " is a " + v.typeName() + ", the model expects " + info.typeName());
-  Value content = v.isOptional() ? (v.hasElement() ? v.element() : Value()) : v;
-  if (content.isTensor()) checkTensorFeed(info, content.tensor(), what);
-  if (content.isSequence() && info.onnxType) {
-    if (onnxType(content.elementType()) != info.onnxType)
-      throw ExportError(what + " is a " + content.typeName() + ", the model expects " + info.typeName());
-    for (size_t k = 0; k < content.elements().size(); ++k)
-      if (onnxType(content.elements()[k].scalar_type()) != info.onnxType)
-        throw ExportError(what + " element " + std::to_string(k) + " has dtype " +
-                          c10::toString(content.elements()[k].scalar_type()) + ", the model expects " + info.typeName());
+    throw ExportError("input '" + info.name + "' is a " + v.typeName() + ", the model expects " + info.typeName());
+  if (v.isOptional() && v.hasElement()) {
+    Value content = v.element();
+    if (content.isTensor()) checkTensorFeed(info, content.tensor());
+    else checkSequenceFeed(info, content);
   }
+  if (v.isSequence()) checkSequenceFeed(info, v);
   return v;
 }
 

@@ -11,7 +11,7 @@ Value::Value(at::Tensor tensor) : tensor_(std::move(tensor)), kind_(tensor_.defi
 
 Value Value::sequence(at::ScalarType elementType, std::vector<at::Tensor> elements) {
   Value v;
-  v.sequence_ = std::make_shared<SequenceData>(SequenceData{elementType, std::move(elements)});
+  v.sequence_ = c10::make_intrusive<SequenceData>(elementType, std::move(elements));
   v.kind_ = Kind::Sequence;
   return v;
 }
@@ -44,7 +44,7 @@ std::vector<at::Tensor>& Value::mutableElements() {
   PT2ONNX_ASSERT(kind_ == Kind::Sequence, "mutableElements() of a " + typeName());
   // use_count() == 1 is exact here: no other Value can be copying this one concurrently, since
   // it would have to hold a reference to it.
-  if (sequence_.use_count() != 1) sequence_ = std::make_shared<SequenceData>(*sequence_);
+  if (sequence_.use_count() != 1) sequence_ = c10::make_intrusive<SequenceData>(sequence_->elementType, sequence_->elements);
   return sequence_->elements;
 }
 

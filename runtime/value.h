@@ -4,7 +4,6 @@
 // plain at::Tensors.
 #pragma once
 
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,6 +42,19 @@ class Value {
   // (copy-on-write), so no other Value referencing the old sequence ever sees the change.
   std::vector<at::Tensor>& mutableElements();
 
+  // Slot updates of the session's hot loop, without temporaries.
+  void setTensor(at::Tensor&& t) {
+    tensor_ = std::move(t);
+    if (sequence_) sequence_.reset();
+    kind_ = tensor_.defined() ? Kind::Tensor : Kind::None;
+    element_ = Kind::None;
+  }
+  void reset() {
+    tensor_.reset();
+    if (sequence_) sequence_.reset();
+    kind_ = element_ = Kind::None;
+  }
+
   // An optional's content: whether it holds one, and the held tensor or sequence.
   bool hasElement() const { return kind_ == Kind::Optional && element_ != Kind::None; }
   Value element() const;
@@ -52,13 +64,15 @@ class Value {
   std::string typeName() const;
 
  private:
-  struct SequenceData {
+  struct SequenceData : c10::intrusive_ptr_target {
+    SequenceData(at::ScalarType type, std::vector<at::Tensor> tensors) : elementType(type), elements(std::move(tensors)) {}
     at::ScalarType elementType;
     std::vector<at::Tensor> elements;
   };
 
-  at::Tensor tensor_;                        // a tensor, or the tensor an optional holds
-  std::shared_ptr<SequenceData> sequence_;   // a sequence, or the sequence an optional holds
+  // 24 bytes: slots are copied per run and touched per step.
+  at::Tensor tensor_;                             // a tensor, or the tensor an optional holds
+  c10::intrusive_ptr<SequenceData> sequence_;     // a sequence, or the sequence an optional holds
   Kind kind_ = Kind::None;
   Kind element_ = Kind::None;                // an optional's content: None (empty), Tensor or Sequence
 };

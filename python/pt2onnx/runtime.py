@@ -15,21 +15,23 @@ from . import _pt2onnx
 
 def _to_torch(value):
     """A feed as the extension takes it: torch tensors, lists of them (sequences), None."""
+    if isinstance(value, torch.Tensor):  # the common cases first: this runs per input per call
+        return value.detach()
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(value))
     if value is None:
         return None
     if isinstance(value, (list, tuple)):
         return [_to_torch(v) for v in value]
-    if isinstance(value, torch.Tensor):
-        return value.detach()
     return torch.from_numpy(np.ascontiguousarray(value))
 
 
 def _to_numpy(value):
-    if value is None:
-        return None
+    if isinstance(value, torch.Tensor):
+        return value.numpy()
     if isinstance(value, list):
         return [_to_numpy(v) for v in value]
-    return value.numpy()
+    return value  # None: an empty optional
 
 
 class NodeArg:
