@@ -179,6 +179,9 @@ std::unique_ptr<Plan> planGraph(const onnx::GraphProto& g, const PlanContext& pc
   plan->constants.resize(plan->numSlots);
   for (auto& [slot, t] : initializers) plan->constants[slot] = Value(std::move(t));
   planReleases(*plan);
+  if (enclosing)
+    logger("runtime")->debug("subgraph '{}': {} nodes, {} values, {} read from enclosing graphs", g.name(),
+                             plan->steps.size(), plan->numSlots, plan->captures.size());
   return plan;
 }
 

@@ -76,6 +76,7 @@ Values sequenceInsert(ValueKernelContext& ctx) {
 Values sequenceAt(ValueKernelContext& ctx) {
   const Value& seq = ctx.sequenceInput(0, "input_sequence");
   int64_t n = static_cast<int64_t>(seq.elements().size());
+  if (n == 0) ctx.fail("cannot read from an empty sequence");
   return {Value(seq.elements()[position(ctx, 1, n, 0)])};
 }
 

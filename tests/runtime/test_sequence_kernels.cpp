@@ -109,10 +109,14 @@ TEST(SequenceKernels, SequenceEraseDefaultsToTheLast) {
   expectContains(graphError(at, 11, abc(3)), {"SequenceErase", "position 3 is out of range", "[-3, 2]"});
 }
 
-TEST(SequenceKernels, EraseOfTheEmptySequenceFails) {
+TEST(SequenceKernels, EraseOrReadOfTheEmptySequenceFails) {
   GraphModel g("main");
   g.node("SequenceEmpty", {}, {"empty"}).node("SequenceErase", {"empty"}, {"out"}).sequenceOutput("out", at::kFloat);
   expectContains(graphError(g, 11, {}), {"SequenceErase", "cannot erase from an empty sequence"});
+  GraphModel at("main");
+  at.constant("zero", i64(0)).node("SequenceEmpty", {}, {"empty"}).node("SequenceAt", {"empty", "zero"}, {"out"})
+      .output("out", at::kFloat);
+  expectContains(graphError(at, 11, {}), {"SequenceAt", "cannot read from an empty sequence"});
 }
 
 TEST(SequenceKernels, InsertAndEraseLeaveTheirInputSequenceUnchanged) {
