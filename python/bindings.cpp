@@ -125,6 +125,33 @@ py::object runExport(ModelGraph& model, const py::dict& options, const py::objec
   return py::make_tuple(py::none(), summaryToDict(summary));
 }
 
+// Python values as runtime values: a tensor; a list or tuple of tensors, a sequence (an empty one of
+// the declared element type); None, an empty optional.
+runtime::Value valueFromPython(const runtime::Session& s, const std::string& name, const py::handle& obj) {
+  if (THPVariable_Check(obj.ptr())) return runtime::Value(THPVariable_Unpack(obj.ptr()));  // the common case first
+  if (obj.is_none()) return runtime::Value::emptyOptional();
+  if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
+    std::vector<at::Tensor> elements;
+    for (const py::handle& item : obj) elements.push_back(item.cast<at::Tensor>());
+    at::ScalarType type = at::kFloat;
+    if (!elements.empty()) type = elements[0].scalar_type();
+    for (const auto& in : s.inputs())
+      if (elements.empty() && in.name == name && in.onnxType) type = runtime::atenType(in.onnxType).value_or(at::kFloat);
+    return runtime::Value::sequence(type, std::move(elements));
+  }
+  return runtime::Value(obj.cast<at::Tensor>());
+}
+
+// As onnxruntime returns them: a tensor, a list of tensors, None or the optional's content.
+py::object valueToPython(const runtime::Value& v) {
+  switch (v.kind()) {
+    case runtime::Value::Kind::Tensor: return py::cast(v.tensor());
+    case runtime::Value::Kind::Sequence: return py::cast(v.elements());
+    case runtime::Value::Kind::Optional: return v.hasElement() ? valueToPython(v.element()) : py::none();
+    default: return py::none();
+  }
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_pt2onnx, m) {
@@ -188,7 +215,8 @@ PYBIND11_MODULE(_pt2onnx, m) {
       .def_readonly("name", &runtime::ValueInfo::name)
       .def_readonly("onnx_type", &runtime::ValueInfo::onnxType)
       .def_readonly("shape", &runtime::ValueInfo::shape)
-      .def_readonly("dim_params", &runtime::ValueInfo::dimParams);
+      .def_readonly("dim_params", &runtime::ValueInfo::dimParams)
+      .def_property_readonly("type_name", &runtime::ValueInfo::typeName);
   py::class_<runtime::Session>(m, "RuntimeSession")
       .def(py::init([](const py::object& model, int threads) {
              runtime::SessionOptions options;
@@ -207,10 +235,20 @@ PYBIND11_MODULE(_pt2onnx, m) {
       .def_property_readonly("outputs", &runtime::Session::outputs)
       .def_property_readonly("metadata", &runtime::Session::metadata)
       .def("run",
-           [](const runtime::Session& s, const std::map<std::string, at::Tensor>& feeds,
-              const std::vector<std::string>& outputNames) {
-             py::gil_scoped_release release;  // kernels that need Python take the GIL back
-             return s.run(feeds, outputNames);
+           [](const runtime::Session& s, const py::dict& feeds, const std::vector<std::string>& outputNames) {
+             std::map<std::string, runtime::Value> values;
+             for (const auto& [key, value] : feeds) {
+               std::string name = key.cast<std::string>();
+               values[name] = valueFromPython(s, name, value);
+             }
+             std::vector<runtime::Value> outs;
+             {
+               py::gil_scoped_release release;  // kernels that need Python take the GIL back
+               outs = s.runValues(values, outputNames);
+             }
+             py::list result;
+             for (const runtime::Value& v : outs) result.append(valueToPython(v));
+             return result;
            },
            py::arg("feeds"), py::arg("output_names") = std::vector<std::string>{});
 

@@ -7,18 +7,16 @@
 
 namespace pt2onnx::runtime {
 
+NodeContext::NodeContext(const std::string& nodeName, const std::string& opType, const std::string& domain, int opset,
+                         const std::unordered_map<std::string, Attribute>& attributes)
+    : nodeName_(nodeName), opType_(opType), domain_(domain), opset_(opset), attributes_(attributes) {}
+
 KernelContext::KernelContext(const std::string& nodeName, const std::string& opType, const std::string& domain,
                              int opset, const std::unordered_map<std::string, Attribute>& attributes,
                              std::vector<at::Tensor> inputs, size_t numOutputs)
-    : nodeName_(nodeName),
-      opType_(opType),
-      domain_(domain),
-      opset_(opset),
-      attributes_(attributes),
-      inputs_(std::move(inputs)),
-      numOutputs_(numOutputs) {}
+    : NodeContext(nodeName, opType, domain, opset, attributes), inputs_(std::move(inputs)), numOutputs_(numOutputs) {}
 
-void KernelContext::fail(const std::string& message) const {
+void NodeContext::fail(const std::string& message) const {
   throw ExportError("node '" + nodeName_ + "' (" + (domain_.empty() ? "ai.onnx" : domain_) + "::" + opType_ +
                     ", opset " + std::to_string(opset_) + "): " + message);
 }
@@ -28,57 +26,107 @@ const at::Tensor& KernelContext::input(size_t i) const {
   return inputs_[i];
 }
 
-const Attribute* KernelContext::attribute(const std::string& name) const {
+const Attribute* NodeContext::attribute(const std::string& name) const {
   auto it = attributes_.find(name);
   return it == attributes_.end() ? nullptr : &it->second;
 }
 
-const Attribute& KernelContext::need(const std::string& name, Attribute::Kind kind) const {
+const Attribute& NodeContext::need(const std::string& name, Attribute::Kind kind) const {
   const Attribute* a = attribute(name);
   if (!a) fail("required attribute '" + name + "' is missing");
   if (a->kind != kind) fail("attribute '" + name + "' has the wrong type");
   return *a;
 }
 
-int64_t KernelContext::attrInt(const std::string& name, std::optional<int64_t> fallback) const {
+int64_t NodeContext::attrInt(const std::string& name, std::optional<int64_t> fallback) const {
   if (!attribute(name) && fallback) return *fallback;
   return need(name, Attribute::Kind::Int).i;
 }
 
-double KernelContext::attrFloat(const std::string& name, std::optional<double> fallback) const {
+double NodeContext::attrFloat(const std::string& name, std::optional<double> fallback) const {
   if (!attribute(name) && fallback) return *fallback;
   return need(name, Attribute::Kind::Float).f;
 }
 
-std::string KernelContext::attrString(const std::string& name, std::optional<std::string> fallback) const {
+std::string NodeContext::attrString(const std::string& name, std::optional<std::string> fallback) const {
   if (!attribute(name) && fallback) return *fallback;
   return need(name, Attribute::Kind::String).s;
 }
 
-std::vector<int64_t> KernelContext::attrInts(const std::string& name,
+std::vector<int64_t> NodeContext::attrInts(const std::string& name,
                                              std::optional<std::vector<int64_t>> fallback) const {
   if (!attribute(name) && fallback) return *fallback;
   return need(name, Attribute::Kind::Ints).ints;
 }
 
-std::vector<double> KernelContext::attrFloats(const std::string& name,
+std::vector<double> NodeContext::attrFloats(const std::string& name,
                                               std::optional<std::vector<double>> fallback) const {
   if (!attribute(name) && fallback) return *fallback;
   return need(name, Attribute::Kind::Floats).floats;
 }
 
-at::Tensor KernelContext::attrTensor(const std::string& name) const { return need(name, Attribute::Kind::Tensor).t; }
+at::Tensor NodeContext::attrTensor(const std::string& name) const { return need(name, Attribute::Kind::Tensor).t; }
 
 std::vector<int64_t> KernelContext::inputInts(size_t i) const {
   at::Tensor t = input(i).to(at::kLong).contiguous().flatten();
   return std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
 }
 
-void KernelRegistry::add(const std::string& domain, const std::string& opType, int sinceVersion, Kernel kernel) {
-  kernels_[{domain, opType}][sinceVersion] = std::move(kernel);
+ValueKernelContext::ValueKernelContext(const std::string& nodeName, const std::string& opType,
+                                       const std::string& domain, int opset,
+                                       const std::unordered_map<std::string, Attribute>& attributes,
+                                       std::vector<Value> inputs, size_t numOutputs,
+                                       const std::vector<std::pair<std::string, std::unique_ptr<Plan>>>& subgraphs,
+                                       const std::vector<Value>& frame)
+    : NodeContext(nodeName, opType, domain, opset, attributes),
+      inputs_(std::move(inputs)),
+      numOutputs_(numOutputs),
+      subgraphs_(subgraphs),
+      frame_(frame) {}
+
+const Value& ValueKernelContext::input(size_t i) const {
+  if (!hasInput(i)) fail("input " + std::to_string(i) + " is missing");
+  return inputs_[i];
 }
 
-const Kernel* KernelRegistry::find(const std::string& domain, const std::string& opType, int opset) const {
+Value ValueKernelContext::takeInput(size_t i) {
+  input(i);
+  return std::move(inputs_[i]);
+}
+
+const at::Tensor& ValueKernelContext::tensorInput(size_t i, const char* what) const {
+  const Value& v = input(i);
+  if (!v.isTensor()) fail("input " + std::to_string(i) + " (" + what + ") must be a tensor, got " + v.typeName());
+  return v.tensor();
+}
+
+const Value& ValueKernelContext::sequenceInput(size_t i, const char* what) const {
+  const Value& v = input(i);
+  if (!v.isSequence()) fail("input " + std::to_string(i) + " (" + what + ") must be a sequence, got " + v.typeName());
+  return v;
+}
+
+const Value& ValueKernelContext::optionalInput(size_t i, const char* what) const {
+  const Value& v = input(i);
+  if (!v.isOptional()) fail("input " + std::to_string(i) + " (" + what + ") must be an optional, got " + v.typeName());
+  return v;
+}
+
+Subgraph ValueKernelContext::subgraph(const std::string& name) const {
+  for (const auto& [attr, plan] : subgraphs_)
+    if (attr == name) return Subgraph(*plan, frame_);
+  fail("graph attribute '" + name + "' is missing");
+}
+
+void KernelRegistry::add(const std::string& domain, const std::string& opType, int sinceVersion, Kernel kernel) {
+  kernels_[{domain, opType}][sinceVersion] = RegisteredKernel{std::move(kernel), nullptr};
+}
+
+void KernelRegistry::add(const std::string& domain, const std::string& opType, int sinceVersion, ValueKernel kernel) {
+  kernels_[{domain, opType}][sinceVersion] = RegisteredKernel{nullptr, std::move(kernel)};
+}
+
+const RegisteredKernel* KernelRegistry::find(const std::string& domain, const std::string& opType, int opset) const {
   auto it = kernels_.find({domain, opType});
   if (it == kernels_.end()) return nullptr;
   auto v = it->second.upper_bound(opset);
@@ -106,6 +154,8 @@ void registerAllKernels(KernelRegistry& r) {
   registerTensorKernels(r);
   registerNnKernels(r);
   registerMatMulKernels(r);
+  registerSequenceKernels(r);
+  registerControlFlowKernels(r);
 }
 
 KernelRegistry& defaultKernels() {

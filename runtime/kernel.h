@@ -1,16 +1,21 @@
 // The runtime's kernel API: a kernel computes one ONNX node on ATen tensors. Kernels live in
 // runtime_ops/<family>.cpp, registered explicitly by (domain, op type, since-version) like the
 // exporter's symbolics; dispatch takes the highest since-version <= the model's opset for the domain.
+// Two kinds: tensor kernels (Kernel, almost every op) and value kernels (ValueKernel: ops that take
+// or return sequences or optionals, or run subgraphs).
 #pragma once
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include <ATen/ATen.h>
+
+#include "runtime/value.h"
 
 namespace onnx {
 class NodeProto;
@@ -21,34 +26,27 @@ namespace pt2onnx::runtime {
 
 // A node's attributes, parsed once when the session is created.
 struct Attribute {
-  enum class Kind { Float, Int, String, Tensor, Floats, Ints, Strings, Graph };
+  enum class Kind { Float, Int, String, Tensor, Floats, Ints, Strings, Graph, Type };
   Kind kind = Kind::Int;
   double f = 0;
   int64_t i = 0;
-  std::string s;
+  std::string s;  // a string; for a type, its ONNX notation ("optional(seq(tensor(float)))")
   at::Tensor t;
   std::vector<double> floats;
   std::vector<int64_t> ints;
   std::vector<std::string> strings;
 };
 
-// What a kernel sees of its node when it runs.
-class KernelContext {
+// What every kernel sees of its node: name, op, opset, attributes, and how to fail.
+class NodeContext {
  public:
-  KernelContext(const std::string& nodeName, const std::string& opType, const std::string& domain, int opset,
-                const std::unordered_map<std::string, Attribute>& attributes, std::vector<at::Tensor> inputs,
-                size_t numOutputs);
+  NodeContext(const std::string& nodeName, const std::string& opType, const std::string& domain, int opset,
+              const std::unordered_map<std::string, Attribute>& attributes);
 
   int opset() const { return opset_; }
   const std::string& opType() const { return opType_; }
   const std::string& nodeName() const { return nodeName_; }
   const std::unordered_map<std::string, Attribute>& attributes() const { return attributes_; }
-  size_t numInputs() const { return inputs_.size(); }
-  size_t numOutputs() const { return numOutputs_; }
-  // Input i; fails when it is missing (an omitted optional input is an undefined tensor).
-  const at::Tensor& input(size_t i) const;
-  bool hasInput(size_t i) const { return i < inputs_.size() && inputs_[i].defined(); }
-  std::vector<at::Tensor>& inputs() { return inputs_; }
 
   bool hasAttribute(const std::string& name) const { return attributes_.count(name) > 0; }
   int64_t attrInt(const std::string& name, std::optional<int64_t> fallback = std::nullopt) const;
@@ -58,9 +56,6 @@ class KernelContext {
   std::vector<double> attrFloats(const std::string& name, std::optional<std::vector<double>> fallback = std::nullopt) const;
   at::Tensor attrTensor(const std::string& name) const;
   const Attribute* attribute(const std::string& name) const;
-
-  // A 1-D int64 input read into a vector (shapes, axes, pads given as inputs).
-  std::vector<int64_t> inputInts(size_t i) const;
 
   // Fails the run with a message naming the node, op, domain and opset.
   [[noreturn]] void fail(const std::string& message) const;
@@ -73,6 +68,26 @@ class KernelContext {
   const std::string& domain_;
   int opset_;
   const std::unordered_map<std::string, Attribute>& attributes_;
+};
+
+// What a tensor kernel sees of its node when it runs.
+class KernelContext : public NodeContext {
+ public:
+  KernelContext(const std::string& nodeName, const std::string& opType, const std::string& domain, int opset,
+                const std::unordered_map<std::string, Attribute>& attributes, std::vector<at::Tensor> inputs,
+                size_t numOutputs);
+
+  size_t numInputs() const { return inputs_.size(); }
+  size_t numOutputs() const { return numOutputs_; }
+  // Input i; fails when it is missing (an omitted optional input is an undefined tensor).
+  const at::Tensor& input(size_t i) const;
+  bool hasInput(size_t i) const { return i < inputs_.size() && inputs_[i].defined(); }
+  std::vector<at::Tensor>& inputs() { return inputs_; }
+
+  // A 1-D int64 input read into a vector (shapes, axes, pads given as inputs).
+  std::vector<int64_t> inputInts(size_t i) const;
+
+ private:
   std::vector<at::Tensor> inputs_;
   size_t numOutputs_;
 };
@@ -80,17 +95,80 @@ class KernelContext {
 // Computes the node's outputs (one tensor per output; an undefined tensor for an omitted one).
 using Kernel = std::function<std::vector<at::Tensor>(KernelContext&)>;
 
+struct Plan;  // runtime/plan.h
+
+// A graph attribute of the running node (If's branches, Loop's body), bound to the frame the node
+// runs in: the values it reads from enclosing scopes are bound once, and run() may be called
+// repeatedly (a Loop's iterations reuse one frame).
+class Subgraph {
+ public:
+  Subgraph(const Plan& plan, const std::vector<Value>& enclosingFrame);
+  ~Subgraph();
+  Subgraph(Subgraph&&) noexcept;
+
+  size_t numInputs() const;
+  size_t numOutputs() const;
+  const ValueInfo& outputInfo(size_t i) const;  // the declared type of output i
+  // Runs the graph on one value per graph input; returns its outputs.
+  std::vector<Value> run(std::vector<Value> inputs);
+
+ private:
+  const Plan* plan_;
+  std::vector<Value> frame_;
+};
+
+// What a value kernel (sequences, optionals, control flow) sees of its node when it runs.
+class ValueKernelContext : public NodeContext {
+ public:
+  ValueKernelContext(const std::string& nodeName, const std::string& opType, const std::string& domain, int opset,
+                     const std::unordered_map<std::string, Attribute>& attributes, std::vector<Value> inputs,
+                     size_t numOutputs, const std::vector<std::pair<std::string, std::unique_ptr<Plan>>>& subgraphs,
+                     const std::vector<Value>& frame);
+
+  size_t numInputs() const { return inputs_.size(); }
+  size_t numOutputs() const { return numOutputs_; }
+  bool hasInput(size_t i) const { return i < inputs_.size() && inputs_[i].defined(); }
+  // Input i of any kind; fails when it is missing.
+  const Value& input(size_t i) const;
+  // Input i moved out (a sequence the kernel then changes in place when no other value shares it).
+  Value takeInput(size_t i);
+  // Input i, failing unless it is a tensor / a sequence / an optional ("input 1 (position) must be
+  // a tensor, got seq(tensor(float))").
+  const at::Tensor& tensorInput(size_t i, const char* what) const;
+  const Value& sequenceInput(size_t i, const char* what) const;
+  const Value& optionalInput(size_t i, const char* what) const;
+
+  // The graph attribute `name`, bound to the node's frame; fails when the node has none.
+  Subgraph subgraph(const std::string& name) const;
+
+ private:
+  std::vector<Value> inputs_;
+  size_t numOutputs_;
+  const std::vector<std::pair<std::string, std::unique_ptr<Plan>>>& subgraphs_;
+  const std::vector<Value>& frame_;
+};
+
+// Computes the node's outputs as Values (Value() for an omitted output).
+using ValueKernel = std::function<std::vector<Value>(ValueKernelContext&)>;
+
+// A registered kernel: exactly one of the two kinds is set.
+struct RegisteredKernel {
+  Kernel tensor;
+  ValueKernel value;
+};
+
 class KernelRegistry {
  public:
   void add(const std::string& domain, const std::string& opType, int sinceVersion, Kernel kernel);
+  void add(const std::string& domain, const std::string& opType, int sinceVersion, ValueKernel kernel);
   // The kernel for `opType` in `domain` at `opset`, or null.
-  const Kernel* find(const std::string& domain, const std::string& opType, int opset) const;
+  const RegisteredKernel* find(const std::string& domain, const std::string& opType, int opset) const;
   std::optional<int> lowestVersion(const std::string& domain, const std::string& opType) const;
   // "domain::op since" lines, sorted.
   std::vector<std::string> listing() const;
 
  private:
-  std::map<std::pair<std::string, std::string>, std::map<int, Kernel>> kernels_;
+  std::map<std::pair<std::string, std::string>, std::map<int, RegisteredKernel>> kernels_;
 };
 
 // Calls every runtime_ops family's register function (runtime_ops/families.h).

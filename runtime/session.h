@@ -1,5 +1,5 @@
-// The builtin runtime: loads an ONNX model, checks it, plans it topologically and runs it on ATen
-// tensors, freeing each intermediate after its last use.
+// The builtin runtime: loads an ONNX model, checks it, plans it topologically (subgraphs included)
+// and runs it on ATen tensors, sequences and optionals, freeing each intermediate after its last use.
 #pragma once
 
 #include <map>
@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 
 #include "runtime/kernel.h"
+#include "runtime/value.h"
 
 namespace onnx {
 class ModelProto;
@@ -20,13 +21,6 @@ namespace pt2onnx::runtime {
 
 struct SessionOptions {
   int intraOpThreads = 0;  // 0: leave ATen's setting alone
-};
-
-struct ValueInfo {
-  std::string name;
-  int32_t onnxType = 0;
-  std::vector<int64_t> shape;           // -1 for a dynamic dimension
-  std::vector<std::string> dimParams;   // per dimension, "" when none
 };
 
 class Session {
@@ -40,32 +34,29 @@ class Session {
   const std::vector<ValueInfo>& outputs() const { return outputs_; }
   const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
 
-  // Runs the model. `outputNames` empty means every output, in model order.
+  // Runs a model whose inputs and requested outputs are tensors. `outputNames` empty means every
+  // output, in model order. A tensor fed to an optional input is wrapped; an optional output gives
+  // its tensor (an undefined tensor when empty); a sequence output is an error (use runValues).
   std::vector<at::Tensor> run(const std::map<std::string, at::Tensor>& feeds,
                               const std::vector<std::string>& outputNames = {}) const;
 
- private:
-  struct Step {
-    const Kernel* kernel;
-    std::string name, opType, domain;
-    int opset;
-    std::unordered_map<std::string, Attribute> attributes;
-    std::vector<int> inputs;   // slot per input, -1 for an omitted one
-    std::vector<int> outputs;  // slot per output, -1 for an omitted one
-    std::vector<int> release;  // slots whose last use is this step
-  };
+  // Runs any model: tensors, sequences and optionals in and out. A tensor or sequence fed to an
+  // optional input is wrapped in one.
+  std::vector<Value> runValues(const std::map<std::string, Value>& feeds,
+                               const std::vector<std::string>& outputNames = {}) const;
 
-  Session() = default;
+ private:
+  Session();
   void build(const onnx::ModelProto& model, const std::string& baseDir, const SessionOptions& options);
-  int slotOf(const std::string& name);
+  // A frame with the initializers, and input i's checked value in its slot.
+  template <typename Feeds>
+  std::vector<Value> bindInputs(const Feeds& feeds) const;
+  // Runs the frame; returns the requested outputs.
+  std::vector<Value> runFrame(std::vector<Value> frame, const std::vector<std::string>& outputNames) const;
 
   std::vector<ValueInfo> inputs_, outputs_;
   std::vector<std::pair<std::string, std::string>> metadata_;
-  std::unordered_map<std::string, int> slots_;
-  std::vector<at::Tensor> constants_;  // per slot: initializers (undefined elsewhere)
-  std::vector<int> inputSlots_, outputSlots_;
-  std::vector<Step> steps_;
-  size_t numSlots_ = 0;
+  std::unique_ptr<Plan> plan_;
 };
 
 // Parses a node attribute (tensors and graphs included) for kernels.

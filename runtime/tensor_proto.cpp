@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <onnx/onnx-data_pb.h>
 #include <onnx/onnx_pb.h>
 
 #include "common/errors.h"
@@ -97,6 +98,24 @@ void tensorToProto(const at::Tensor& tensor, onnx::TensorProto& proto) {
   proto.clear_dims();
   for (int64_t d : t.sizes()) proto.add_dims(d);
   proto.set_raw_data(t.data_ptr(), t.nbytes());
+}
+
+Value sequenceFromProto(const onnx::SequenceProto& proto, at::ScalarType emptyType, const std::string& baseDir) {
+  if (proto.elem_type() != onnx::SequenceProto::TENSOR && proto.elem_type() != onnx::SequenceProto::UNDEFINED)
+    throw ExportError("sequence '" + proto.name() + "' holds no tensors (only sequences of tensors are supported)");
+  std::vector<at::Tensor> elements;
+  for (const auto& t : proto.tensor_values()) elements.push_back(tensorFromProto(t, baseDir));
+  at::ScalarType type = elements.empty() ? emptyType : elements[0].scalar_type();
+  return Value::sequence(type, std::move(elements));
+}
+
+Value optionalFromProto(const onnx::OptionalProto& proto, at::ScalarType emptyType, const std::string& baseDir) {
+  if (proto.has_tensor_value()) return Value::optional(tensorFromProto(proto.tensor_value(), baseDir));
+  if (proto.has_sequence_value()) return Value::optional(sequenceFromProto(proto.sequence_value(), emptyType, baseDir));
+  if (proto.elem_type() == onnx::OptionalProto::TENSOR || proto.elem_type() == onnx::OptionalProto::SEQUENCE ||
+      proto.elem_type() == onnx::OptionalProto::UNDEFINED)
+    return Value::emptyOptional();
+  throw ExportError("optional '" + proto.name() + "' holds neither a tensor nor a sequence");
 }
 
 }  // namespace pt2onnx::runtime

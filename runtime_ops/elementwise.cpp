@@ -352,10 +352,9 @@ void registerElementwiseKernels(KernelRegistry& r) {
     return {at::where(cond, x, y)};
   });
 
-  // --- casts and identity ---
+  // --- casts (Identity, which also passes sequences and optionals, is in sequence.cpp) ---
   r.add("", "Cast", 1, [](KernelContext& ctx) -> Tensors { return {as(ctx.input(0), castTarget(ctx))}; });
   r.add("", "CastLike", 15, [](KernelContext& ctx) -> Tensors { return {as(ctx.input(0), ctx.input(1).scalar_type())}; });
-  r.add("", "Identity", 1, [](KernelContext& ctx) -> Tensors { return {ctx.input(0)}; });
 }
 
 }  // namespace pt2onnx::runtime

@@ -10,5 +10,7 @@ void registerReductionKernels(KernelRegistry& r);    // reduction.cpp: Reduce*, 
 void registerTensorKernels(KernelRegistry& r);       // tensor.cpp: shape, slicing, gather/scatter, concat, creation
 void registerNnKernels(KernelRegistry& r);           // nn.cpp: Conv, pools, norms, Resize, Dropout
 void registerMatMulKernels(KernelRegistry& r);       // matmul.cpp: Gemm, MatMul, Einsum (oneDNN for float32)
+void registerSequenceKernels(KernelRegistry& r);     // sequence.cpp: Sequence*, SplitToSequence, Optional*, Identity
+void registerControlFlowKernels(KernelRegistry& r);  // control_flow.cpp: If, Loop, SequenceMap (subgraphs)
 
 }  // namespace pt2onnx::runtime

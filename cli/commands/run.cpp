@@ -24,14 +24,37 @@ struct RunOptions {
   int threads = 1;
 };
 
+bool hasPythonOps(const onnx::GraphProto& g) {
+  for (const auto& n : g.node()) {
+    if (n.op_type() == "PythonOp" || n.op_type() == "PythonOpGrad" || n.op_type() == "PyOp") return true;
+    for (const auto& a : n.attribute())
+      if (a.has_g() && hasPythonOps(a.g())) return true;  // If branches, Loop bodies
+  }
+  return false;
+}
+
 // Whether the model has nodes that call back into Python (then an interpreter is needed).
 bool needsPython(const std::string& path) {
   onnx::ModelProto m;
   std::ifstream in(path, std::ios::binary);
   if (!m.ParseFromIstream(&in)) return false;  // the session reports the parse error
-  for (const auto& n : m.graph().node())
-    if (n.op_type() == "PythonOp" || n.op_type() == "PythonOpGrad" || n.op_type() == "PyOp") return true;
-  return false;
+  return hasPythonOps(m.graph());
+}
+
+// Prints a tensor output's dtype, shape and statistics; writes <file>.npy into `outputDir` (when given).
+void printAndWrite(const std::string& label, const std::string& file, const at::Tensor& t, const std::string& outputDir) {
+  std::cout << label << ": " << c10::toString(t.scalar_type()) << " " << t.sizes();
+  if (t.numel() > 0 && (t.is_floating_point() || t.scalar_type() == at::kLong || t.scalar_type() == at::kInt)) {
+    at::Tensor d = t.to(at::kDouble);
+    std::cout << "  min " << d.min().item<double>() << " max " << d.max().item<double>() << " mean "
+              << d.mean().item<double>();
+  }
+  std::cout << "\n";
+  if (outputDir.empty()) return;
+  std::string safe = file;
+  for (char& c : safe)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  runtime::writeNpy((std::filesystem::path(outputDir) / (safe + ".npy")).string(), t);
 }
 
 void runModel(const RunOptions& o) {
@@ -60,23 +83,25 @@ void runModel(const RunOptions& o) {
       for (const auto& i : session->inputs()) names += (names.empty() ? "" : ", ") + i.name;
       throw ExportError("no --input for model input '" + in.name + "' (the model takes: " + names + ")");
     }
-  std::vector<at::Tensor> outs = session->run(feeds);
+  std::vector<runtime::Value> outs = session->runValues({feeds.begin(), feeds.end()});
   if (!o.outputDir.empty()) std::filesystem::create_directories(o.outputDir);
   for (size_t k = 0; k < outs.size(); ++k) {
     const std::string& name = session->outputs()[k].name;
-    const at::Tensor& t = outs[k];
-    std::cout << name << ": " << c10::toString(t.scalar_type()) << " " << t.sizes();
-    if (t.numel() > 0 && (t.is_floating_point() || t.scalar_type() == at::kLong || t.scalar_type() == at::kInt)) {
-      at::Tensor d = t.to(at::kDouble);
-      std::cout << "  min " << d.min().item<double>() << " max " << d.max().item<double>() << " mean "
-                << d.mean().item<double>();
+    runtime::Value v = outs[k];
+    if (v.isOptional()) {
+      if (!v.hasElement()) {
+        std::cout << name << ": empty optional\n";
+        continue;
+      }
+      v = v.element();
     }
-    std::cout << "\n";
-    if (!o.outputDir.empty()) {
-      std::string file = name;
-      for (char& c : file)
-        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
-      runtime::writeNpy((std::filesystem::path(o.outputDir) / (file + ".npy")).string(), t);
+    if (v.isSequence()) {
+      // A sequence: one line and one file (<name>.<k>.npy) per element.
+      std::cout << name << ": " << v.typeName() << " of " << v.elements().size() << " tensors\n";
+      for (size_t e = 0; e < v.elements().size(); ++e)
+        printAndWrite(name + "[" + std::to_string(e) + "]", name + "." + std::to_string(e), v.elements()[e], o.outputDir);
+    } else {
+      printAndWrite(name, name, v.tensor(), o.outputDir);
     }
   }
 }
@@ -90,7 +115,8 @@ void addRunCommand(CLI::App& app, int& exitCode) {
              "PythonOpGrad and PyOp call back into Python)");
   cmd->add_option("model", opts->model, "ONNX model (.onnx; external data is read beside it)")->required();
   cmd->add_option("--input,-i", opts->inputs, "A model input: NAME=FILE.npy; repeat per input")->take_all();
-  cmd->add_option("--output-dir,-o", opts->outputDir, "Write each output as <name>.npy into this directory");
+  cmd->add_option("--output-dir,-o", opts->outputDir,
+                  "Write each output as <name>.npy into this directory (a sequence's elements as <name>.<k>.npy)");
   cmd->add_option("--threads", opts->threads, "ATen intra-op threads")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->callback([opts, &exitCode] {
     if (!std::filesystem::is_regular_file(opts->model))

@@ -5,15 +5,33 @@
 
 Tensors are ATen tensors inside (numpy inputs are used without copying); models with
 com.microsoft::PythonOp / PythonOpGrad and the legacy PyOp run by calling back into Python.
+As in onnxruntime, a sequence is a list of arrays (in and out) and an optional is None or its value.
 """
 import numpy as np
 import torch
 
 from . import _pt2onnx
 
-_ONNX_TYPE_NAMES = {1: "tensor(float)", 2: "tensor(uint8)", 3: "tensor(int8)", 5: "tensor(int16)",
-                    6: "tensor(int32)", 7: "tensor(int64)", 9: "tensor(bool)", 10: "tensor(float16)",
-                    11: "tensor(double)", 16: "tensor(bfloat16)"}
+
+def _to_torch(value):
+    """A feed as the extension takes it: torch tensors, lists of them (sequences), None."""
+    if isinstance(value, torch.Tensor):  # the common cases first: this runs per input per call
+        return value.detach()
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.asarray(value, order="C"))  # keeps 0-d arrays 0-d
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return [_to_torch(v) for v in value]
+    return torch.from_numpy(np.asarray(value, order="C"))  # keeps 0-d arrays 0-d
+
+
+def _to_numpy(value):
+    if isinstance(value, torch.Tensor):
+        return value.numpy()
+    if isinstance(value, list):
+        return [_to_numpy(v) for v in value]
+    return value  # None: an empty optional
 
 
 class NodeArg:
@@ -21,7 +39,7 @@ class NodeArg:
 
     def __init__(self, info):
         self.name = info.name
-        self.type = _ONNX_TYPE_NAMES.get(info.onnx_type, f"onnx type {info.onnx_type}")
+        self.type = info.type_name  # "tensor(float)", "seq(tensor(int64))", "optional(tensor(float))"
         self.shape = [p if d < 0 and p else (None if d < 0 else d) for d, p in zip(info.shape, info.dim_params)]
 
     def __repr__(self):
@@ -45,17 +63,14 @@ class InferenceSession:
         return dict(self._session.metadata)
 
     def run(self, output_names, input_feed):
-        """Runs the model; `input_feed` maps input names to numpy arrays or torch tensors. Returns
-        numpy arrays for `output_names` (None: every output, in model order)."""
-        feeds = {}
-        for name, value in input_feed.items():
-            if isinstance(value, torch.Tensor):
-                feeds[name] = value.detach()
-            else:
-                feeds[name] = torch.from_numpy(np.asarray(value, order="C"))
+        """Runs the model; `input_feed` maps input names to numpy arrays or torch tensors (a list of
+        them for a sequence input, None for an empty optional). Returns numpy arrays for
+        `output_names` (None: every output, in model order): a list of arrays for a sequence output,
+        None or the value for an optional one."""
+        feeds = {name: _to_torch(value) for name, value in input_feed.items()}
         outputs = self._session.run(feeds, list(output_names or []))
-        return [None if t is None else t.numpy() for t in outputs]
+        return [_to_numpy(o) for o in outputs]
 
     def run_tensors(self, output_names, input_feed):
-        """Like run, with torch tensors in and out (no conversion)."""
+        """Like run, with torch tensors in and out (no conversion; sequences are lists of tensors)."""
         return self._session.run(dict(input_feed), list(output_names or []))

@@ -23,7 +23,8 @@ py::object toPython(const Attribute& a) {
     case Attribute::Kind::Ints: return py::cast(a.ints);
     case Attribute::Kind::Strings: return py::cast(a.strings);
     case Attribute::Kind::Tensor: return py::cast(a.t);
-    case Attribute::Kind::Graph: return py::none();
+    case Attribute::Kind::Graph:
+    case Attribute::Kind::Type: return py::none();
   }
   return py::none();
 }

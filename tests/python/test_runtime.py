@@ -17,6 +17,9 @@
 6. Context lifetime and memory over 10,000 forward/backward calls.
 7. Two sessions run concurrently in two threads.
 8. The InferenceSession API (inputs/outputs, output subsets, input errors).
+9. Sequences and optionals through the API, as onnxruntime has them: a sequence output is a list
+   of arrays, an optional None or its value; list inputs for sequence inputs; control flow
+   (If / Loop) with sequence values, against numpy.
 """
 import gc
 import json
@@ -1272,3 +1275,110 @@ def test_api_invalid_model_bytes():
     with pytest.raises(pt2onnx.ExportError) as e:
         pt2onnx.InferenceSession(b"not an onnx model")
     check_error(e, "not a valid ONNX model")
+
+
+# ---------------------------------------------------------------------------------------------
+# 9. Sequences and optionals
+
+
+def seq_type(elem_type):
+    return oh.make_sequence_type_proto(oh.make_tensor_type_proto(elem_type, None))
+
+
+def opt_type(inner):
+    return oh.make_optional_type_proto(inner)
+
+
+def sequence_model(opset=16):
+    """parts = Loop(m) appending x * i to the input sequence `seq`; n = len(seq); maybe passed on."""
+    body = oh.make_graph(
+        [oh.make_node("Cast", ["i"], ["i_f"], to=F32), oh.make_node("Mul", ["x", "i_f"], ["xi"]),
+         oh.make_node("SequenceInsert", ["seq_in", "xi"], ["seq_out"]), oh.make_node("Identity", ["c"], ["c_out"])],
+        "body",
+        [oh.make_tensor_value_info("i", I64, []), oh.make_tensor_value_info("c", onnx.TensorProto.BOOL, []),
+         oh.make_value_info("seq_in", seq_type(F32))],
+        [oh.make_tensor_value_info("c_out", onnx.TensorProto.BOOL, []), oh.make_value_info("seq_out", seq_type(F32))])
+    graph = oh.make_graph(
+        [oh.make_node("Loop", ["m", "", "seq"], ["parts"], body=body),
+         oh.make_node("SequenceLength", ["seq"], ["n"]),
+         oh.make_node("ConcatFromSequence", ["parts"], ["stacked"], axis=0, new_axis=1),
+         oh.make_node("Identity", ["maybe"], ["maybe_out"])],
+        "main",
+        [oh.make_value_info("seq", seq_type(F32)), oh.make_tensor_value_info("x", F32, [2]),
+         oh.make_tensor_value_info("m", I64, []), oh.make_value_info("maybe", opt_type(seq_type(F32)))],
+        [oh.make_value_info("parts", seq_type(F32)), oh.make_tensor_value_info("n", I64, []),
+         oh.make_tensor_value_info("stacked", F32, ["steps", 2]), oh.make_value_info("maybe_out", opt_type(seq_type(F32)))])
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model.SerializeToString()
+
+
+def test_sequence_outputs_are_lists_and_optionals_none_or_value():
+    sess = pt2onnx.InferenceSession(sequence_model())
+    assert [i.type for i in sess.get_inputs()] == ["seq(tensor(float))", "tensor(float)", "tensor(int64)",
+                                                   "optional(seq(tensor(float)))"]
+    assert [o.type for o in sess.get_outputs()][0] == "seq(tensor(float))"
+    x = np.array([1.5, -2], np.float32)
+    first = np.array([9, 9], np.float32)
+    parts, n, stacked, maybe = sess.run(None, {"seq": [first], "x": x, "m": np.array(3, np.int64), "maybe": None})
+    expected = [first, 0 * x, 1 * x, 2 * x]
+    assert isinstance(parts, list) and len(parts) == 4
+    for got, want in zip(parts, expected):
+        assert isinstance(got, np.ndarray)
+        np.testing.assert_array_equal(got, want)
+    assert n.dtype == np.int64 and n.shape == () and n == 1
+    np.testing.assert_array_equal(stacked, np.stack(expected))
+    assert maybe is None
+    # An optional holding a sequence comes back as the list.
+    *_, maybe = sess.run(None, {"seq": [first], "x": x, "m": np.array(0, np.int64), "maybe": [x, first]})
+    assert isinstance(maybe, list) and len(maybe) == 2
+    np.testing.assert_array_equal(maybe[1], first)
+
+
+def test_sequence_inputs_accept_empty_lists_tuples_and_tensors():
+    sess = pt2onnx.InferenceSession(sequence_model())
+    x = torch.tensor([1.0, 2.0])
+    parts, n, stacked, _ = sess.run(None, {"seq": (), "x": x, "m": torch.tensor(2), "maybe": None})
+    assert n == 0 and len(parts) == 2
+    np.testing.assert_array_equal(stacked, np.stack([0 * x.numpy(), x.numpy()]))
+    parts_t, n_t, _, _ = sess.run_tensors(None, {"seq": [], "x": x, "m": torch.tensor(2), "maybe": None})
+    assert isinstance(parts_t, list) and all(isinstance(t, torch.Tensor) for t in parts_t)
+    assert torch.equal(parts_t[1], x)
+
+
+def test_sequence_input_errors_are_clear():
+    sess = pt2onnx.InferenceSession(sequence_model())
+    x = np.ones(2, np.float32)
+    with pytest.raises(pt2onnx.ExportError) as e:
+        sess.run(None, {"seq": x, "x": x, "m": np.array(1, np.int64), "maybe": None})
+    check_error(e, "input 'seq' is a tensor(float), the model expects seq(tensor(float))")
+    with pytest.raises(pt2onnx.ExportError) as e:
+        sess.run(None, {"seq": [np.ones(2, np.int64)], "x": x, "m": np.array(1, np.int64), "maybe": None})
+    check_error(e, "input 'seq'", "seq(tensor(int64))")
+    with pytest.raises(pt2onnx.ExportError) as e:  # Loop's trip count must be an int64 scalar
+        sess.run(None, {"seq": [], "x": x, "m": np.array(1, np.int32), "maybe": None})
+    check_error(e, "input 'm'", "Int")
+
+
+def test_if_with_sequence_and_optional_outputs():
+    """If (opset 16): then builds a sequence from x, else an empty optional."""
+    seq_opt = opt_type(seq_type(F32))
+    then_g = oh.make_graph([oh.make_node("SequenceConstruct", ["x", "x"], ["s"]), oh.make_node("Optional", ["s"], ["o"])],
+                           "then", [], [oh.make_value_info("o", seq_opt)])
+    else_g = oh.make_graph([oh.make_node("Optional", [], ["none"], type=seq_type(F32))], "else", [],
+                           [oh.make_value_info("none", seq_opt)])
+    graph = oh.make_graph([oh.make_node("If", ["cond"], ["out"], then_branch=then_g, else_branch=else_g)], "main",
+                          [oh.make_tensor_value_info("cond", onnx.TensorProto.BOOL, []),
+                           oh.make_tensor_value_info("x", F32, [3])],
+                          [oh.make_value_info("out", seq_opt)])
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 16)])
+    model.ir_version = 8
+    sess = pt2onnx.InferenceSession(model.SerializeToString())
+    x = np.arange(3, dtype=np.float32)
+    (out,) = sess.run(None, {"cond": np.array(True), "x": x})
+    assert isinstance(out, list) and len(out) == 2
+    np.testing.assert_array_equal(out[0], x)
+    (none,) = sess.run(None, {"cond": np.array(False), "x": x})
+    assert none is None
+

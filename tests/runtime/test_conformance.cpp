@@ -1,6 +1,6 @@
 // ONNX's own conformance data (Debian's libonnx-testdata): every test whose ops all have runtime
-// kernels is run and compared with the expected outputs (rtol 1e-3, atol 1e-7, as onnx's backend
-// tests). Known failures are listed with their reasons in conformance_xfail.txt; a listed test that
+// kernels (subgraphs included) is run and compared with the expected outputs (rtol 1e-3, atol 1e-7,
+// as onnx's backend tests); tensors, sequences (SequenceProto) and optionals (OptionalProto). Known failures are listed with their reasons in conformance_xfail.txt; a listed test that
 // passes fails too, so the table stays true.
 #include <filesystem>
 #include <fstream>
@@ -8,6 +8,7 @@
 #include <set>
 
 #include <gtest/gtest.h>
+#include <onnx/onnx-data_pb.h>
 #include <onnx/onnx_pb.h>
 
 #include "runtime/kernel.h"
@@ -34,19 +35,76 @@ std::map<std::string, std::string> expectedFailures() {
   return out;
 }
 
-onnx::TensorProto readTensor(const fs::path& p) {
-  onnx::TensorProto t;
+template <typename Proto>
+Proto readProto(const fs::path& p) {
+  Proto proto;
   std::ifstream in(p, std::ios::binary);
-  t.ParseFromIstream(&in);
-  return t;
+  proto.ParseFromIstream(&in);
+  return proto;
+}
+
+// A test data file read as the value the model declares there.
+Value readValue(const fs::path& p, const ValueInfo& info) {
+  at::ScalarType emptyType = atenType(info.onnxType ? info.onnxType : 1).value_or(at::kFloat);
+  switch (info.kind) {
+    case Value::Kind::Sequence: return sequenceFromProto(readProto<onnx::SequenceProto>(p), emptyType, "");
+    case Value::Kind::Optional: return optionalFromProto(readProto<onnx::OptionalProto>(p), emptyType, "");
+    default: return tensorFromProto(readProto<onnx::TensorProto>(p), "");
+  }
+}
+
+bool allOpsImplemented(const onnx::GraphProto& g, std::map<std::string, int>& opsets) {
+  for (const auto& n : g.node()) {
+    if (!defaultKernels().find(n.domain(), n.op_type(), opsets[n.domain()])) return false;
+    for (const auto& a : n.attribute())
+      if (a.has_g() && !allOpsImplemented(a.g(), opsets)) return false;
+  }
+  return true;
 }
 
 bool allOpsImplemented(const onnx::ModelProto& m) {
   std::map<std::string, int> opsets;
   for (const auto& imp : m.opset_import()) opsets[imp.domain() == "ai.onnx" ? "" : imp.domain()] = static_cast<int>(imp.version());
-  for (const auto& n : m.graph().node())
-    if (!defaultKernels().find(n.domain(), n.op_type(), opsets[n.domain()])) return false;
-  return true;
+  return allOpsImplemented(m.graph(), opsets);
+}
+
+std::string compareTensors(const at::Tensor& actual, const at::Tensor& expected, const std::string& what) {
+  if (!actual.defined()) return what + " missing";
+  if (actual.scalar_type() != expected.scalar_type())
+    return what + " dtype " + std::string(c10::toString(actual.scalar_type())) + " != " + c10::toString(expected.scalar_type());
+  if (actual.sizes() != expected.sizes())
+    return what + " shape " + c10::str(actual.sizes()) + " != " + c10::str(expected.sizes());
+  if (expected.is_floating_point()) {
+    at::Tensor e = expected.to(at::kDouble), a = actual.to(at::kDouble);
+    bool ok = at::allclose(a, e, 1e-3, 1e-7, /*equal_nan=*/true);
+    if (!ok) return what + " values differ (max abs diff " + std::to_string((a - e).abs().nan_to_num(0).max().item<double>()) + ")";
+  } else if (!at::equal(actual, expected)) {
+    return what + " values differ";
+  }
+  return "";
+}
+
+// "" when `actual` matches: same kind, and every tensor in it matches.
+std::string compareValues(const Value& actual, const Value& expected, const std::string& what) {
+  if (actual.kind() != expected.kind()) return what + " is a " + actual.typeName() + ", expected " + expected.typeName();
+  switch (expected.kind()) {
+    case Value::Kind::Tensor: return compareTensors(actual.tensor(), expected.tensor(), what);
+    case Value::Kind::Sequence: {
+      if (actual.elements().size() != expected.elements().size())
+        return what + " has " + std::to_string(actual.elements().size()) + " elements, expected " +
+               std::to_string(expected.elements().size());
+      for (size_t i = 0; i < expected.elements().size(); ++i) {
+        std::string d = compareTensors(actual.elements()[i], expected.elements()[i], what + " element " + std::to_string(i));
+        if (!d.empty()) return d;
+      }
+      return "";
+    }
+    case Value::Kind::Optional:
+      if (actual.hasElement() != expected.hasElement())
+        return what + " is " + actual.typeName() + ", expected " + expected.typeName();
+      return expected.hasElement() ? compareValues(actual.element(), expected.element(), what) : "";
+    default: return "";
+  }
 }
 
 // "" when every output of every data set matches.
@@ -55,28 +113,15 @@ std::string runCase(const fs::path& dir) {
     auto session = Session::fromFile((dir / "model.onnx").string());
     for (const auto& set : fs::directory_iterator(dir)) {
       if (!set.is_directory()) continue;
-      std::map<std::string, at::Tensor> feeds;
+      std::map<std::string, Value> feeds;
       for (size_t i = 0; i < session->inputs().size(); ++i)
         feeds[session->inputs()[i].name] =
-            tensorFromProto(readTensor(set.path() / ("input_" + std::to_string(i) + ".pb")), "");
-      std::vector<at::Tensor> outs = session->run(feeds);
+            readValue(set.path() / ("input_" + std::to_string(i) + ".pb"), session->inputs()[i]);
+      std::vector<Value> outs = session->runValues(feeds);
       for (size_t k = 0; k < outs.size(); ++k) {
-        at::Tensor expected = tensorFromProto(readTensor(set.path() / ("output_" + std::to_string(k) + ".pb")), "");
-        const at::Tensor& actual = outs[k];
-        if (!actual.defined()) return "output " + std::to_string(k) + " missing";
-        if (actual.scalar_type() != expected.scalar_type())
-          return "output " + std::to_string(k) + " dtype " + std::string(c10::toString(actual.scalar_type())) +
-                 " != " + c10::toString(expected.scalar_type());
-        if (actual.sizes() != expected.sizes())
-          return "output " + std::to_string(k) + " shape " + c10::str(actual.sizes()) + " != " + c10::str(expected.sizes());
-        if (expected.is_floating_point()) {
-          at::Tensor e = expected.to(at::kDouble), a = actual.to(at::kDouble);
-          bool ok = at::allclose(a, e, 1e-3, 1e-7, /*equal_nan=*/true);
-          if (!ok) return "output " + std::to_string(k) + " values differ (max abs diff " +
-                          std::to_string((a - e).abs().nan_to_num(0).max().item<double>()) + ")";
-        } else if (!at::equal(actual, expected)) {
-          return "output " + std::to_string(k) + " values differ";
-        }
+        Value expected = readValue(set.path() / ("output_" + std::to_string(k) + ".pb"), session->outputs()[k]);
+        std::string difference = compareValues(outs[k], expected, "output " + std::to_string(k));
+        if (!difference.empty()) return difference;
       }
     }
   } catch (const std::exception& e) {
@@ -91,7 +136,7 @@ TEST(RuntimeConformance, OnnxBackendNodeTestsPassForEveryImplementedOp) {
   auto xfail = expectedFailures();
   int passed = 0, expectedFailed = 0, notImplemented = 0;
   std::vector<std::string> unexpected;
-  for (const char* suite : {"node", "pytorch-operator", "pytorch-converted"}) {
+  for (const char* suite : {"node", "pytorch-operator", "pytorch-converted", "simple"}) {
     std::vector<fs::path> dirs;
     for (const auto& d : fs::directory_iterator(fs::path(kDataRoot) / suite)) dirs.push_back(d.path());
     std::sort(dirs.begin(), dirs.end());
@@ -117,7 +162,9 @@ TEST(RuntimeConformance, OnnxBackendNodeTestsPassForEveryImplementedOp) {
   std::cout << "[conformance] " << passed << " passed, " << expectedFailed << " expected failures, "
             << notImplemented << " not run (ops without kernels)\n";
   for (const auto& u : unexpected) ADD_FAILURE() << u;
-  if (!std::getenv("PT2ONNX_CONFORMANCE_FILTER")) EXPECT_GT(passed, 0);
+  if (!std::getenv("PT2ONNX_CONFORMANCE_FILTER")) {
+    EXPECT_GT(passed, 0);
+  }
 }
 
 }  // namespace

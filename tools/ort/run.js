@@ -4,7 +4,8 @@
 //                                                  process for many models, errors per job in
 //                                                  OUT_DIR/error.txt)
 // IN_DIR/manifest.json maps input names to .npy files; OUT_DIR/manifest.json is written the same
-// way for every output. Exit status 1 with the error on stderr when ORT rejects the model or inputs.
+// way for every tensor output (ONNX Runtime's Node binding cannot return sequences or optionals,
+// which are left out). Exit status 1 with the error on stderr when ORT rejects the model or inputs.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -62,10 +63,15 @@ async function runOne(model, inDir, outDir, threads) {
   const manifest = JSON.parse(fs.readFileSync(path.join(inDir, 'manifest.json'), 'utf8'));
   const feeds = {};
   for (const [name, file] of Object.entries(manifest)) feeds[name] = readNpy(path.join(inDir, file));
-  const results = await session.run(feeds);
+  // onnxruntime-node returns tensors only ("Non tensor type is temporarily not supported"), so
+  // sequence and optional outputs are not fetched: they are missing from the output manifest.
+  const metadata = session.outputMetadata || [];
+  const fetched = session.outputNames.filter((name, k) => !metadata[k] || metadata[k].isTensor !== false);
+  const results = await session.run(feeds, fetched);
   fs.mkdirSync(outDir, { recursive: true });
   const outManifest = {};
   session.outputNames.forEach((name, k) => {
+    if (!fetched.includes(name)) return;
     const file = `out_${k}.npy`;
     writeNpy(path.join(outDir, file), results[name]);
     outManifest[name] = file;
