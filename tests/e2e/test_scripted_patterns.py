@@ -72,6 +72,17 @@ def test_pattern_matches_torch_in_onnxruntime(name, tmp_path):
         expect_close(expected, actual, f"{name}, argument set {k}")
 
 
+@pytest.mark.parametrize("name", list(PATTERNS))
+def test_pattern_matches_torch_in_builtin_runtime(name, tmp_path):
+    module, path, arg_sets = export_once(name, tmp_path)
+    session = pt2onnx.InferenceSession(path)
+    for k, args in enumerate(arg_sets):
+        with torch.no_grad():
+            expected = module(*args)
+        actual = session.run(None, feeds_for(path, args))
+        expect_close(expected, actual, f"{name}, argument set {k}")
+
+
 def test_data_dependent_patterns_keep_control_flow(tmp_path):
     """The example input must not decide the branch: these become ONNX If / Loop."""
     expected = {"if_elif": "If", "while_tensor_condition": "Loop", "break_on_condition": "Loop",
