@@ -41,6 +41,7 @@ ExportOptions optionsFromDict(const py::dict& d) {
   if (d.contains("do_constant_folding")) o.doConstantFolding = d["do_constant_folding"].cast<bool>();
   if (d.contains("custom_opsets")) o.customOpsets = d["custom_opsets"].cast<std::map<std::string, int>>();
   if (d.contains("doc_strings")) o.docStrings = d["doc_strings"].cast<bool>();
+  if (d.contains("static_typing")) o.staticTyping = d["static_typing"].cast<bool>();
   if (d.contains("external_data_threshold") && !d["external_data_threshold"].is_none())
     o.externalDataThreshold = d["external_data_threshold"].cast<uint64_t>();
   if (d.contains("inline_autograd_function") && !d["inline_autograd_function"].is_none())
