@@ -11,6 +11,7 @@
 #include <torch/csrc/jit/passes/inline_fork_wait.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/passes/lower_tuples.h>
+#include <torch/csrc/jit/passes/remove_mutation.h>
 
 #include "common/errors.h"
 #include "common/logging.h"
@@ -19,47 +20,95 @@
 namespace pt2onnx {
 namespace {
 
+using GraphPtr = std::shared_ptr<torch::jit::Graph>;
+
+// One step of the list: a pass, or a group of passes repeated in order until none changes the
+// graph (folding an intrinsic makes an If condition constant, constant propagation folds the If,
+// which exposes a raise guard or a decidable `is None`, ...).
 struct Pass {
   const char* name;
-  std::function<void(std::shared_ptr<torch::jit::Graph>&)> run;
+  std::function<bool(GraphPtr&)> run;  // whether the graph changed (only read inside a fixpoint)
+  std::vector<Pass> fixpoint = {};
 };
+
+constexpr int kMaxFixpointRounds = 16;
+
+Pass pass(const char* name, std::function<void(GraphPtr&)> run) {
+  return {name, [run](GraphPtr& g) { run(g); return true; }};
+}
+
+void afterPass(const char* name, torch::jit::Graph& graph) {
+  try {
+    graph.lint();
+  } catch (const std::exception& e) {
+    PT2ONNX_ASSERT(false, "graph lint failed after pass " << name << ": " << e.what());
+  }
+  auto log = logger(std::string("pass.") + name);
+  if (log->should_log(spdlog::level::trace)) log->trace("graph after {}:\n{}", name, graph.toString());
+}
+
+bool runPass(const Pass& p, GraphPtr& graph) {
+  if (p.fixpoint.empty()) {
+    bool changed = p.run(graph);
+    afterPass(p.name, *graph);
+    return changed;
+  }
+  bool changedAtAll = false;
+  for (int round = 0;; ++round) {
+    PT2ONNX_ASSERT(round < kMaxFixpointRounds, "pass group " << p.name << " did not reach a fixpoint");
+    bool changed = false;
+    for (const Pass& inner : p.fixpoint) changed = runPass(inner, graph) || changed;
+    if (!changed) break;
+    changedAtAll = true;
+  }
+  return changedAtAll;
+}
 
 }  // namespace
 
 void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
   // LibTorch's passes take shared_ptr; the graph is owned by the caller's ModelGraph.
-  std::shared_ptr<torch::jit::Graph> graph(std::shared_ptr<torch::jit::Graph>{}, &graphRef);
+  GraphPtr graph(GraphPtr{}, &graphRef);
   size_t inputsBefore = graph->inputs().size();
   const std::vector<Pass> passes = {
-      {"inline", [](auto& g) { torch::jit::Inline(*g); }},
-      {"drop_dead_autograd_calls", [](auto& g) { passes::dropDeadAutogradCalls(*g); }},
-      {"inline_autograd_functions",
-       [&options](auto& g) {
-         if (options.inlineAutogradFunction)
-           passes::inlineAutogradFunctions(*g, options.inlineAutogradFunction);
-         else if (options.operatorExportType == OperatorExportType::Onnx)
-           passes::inlineAutogradFunctions(*g, nullptr);
+      pass("inline", [](auto& g) { torch::jit::Inline(*g); }),
+      pass("drop_dead_autograd_calls", [](auto& g) { passes::dropDeadAutogradCalls(*g); }),
+      pass("inline_autograd_functions",
+           [&options](auto& g) {
+             if (options.inlineAutogradFunction)
+               passes::inlineAutogradFunctions(*g, options.inlineAutogradFunction);
+             else if (options.operatorExportType == OperatorExportType::Onnx)
+               passes::inlineAutogradFunctions(*g, nullptr);
+           }),
+      pass("inline_fork_wait", [](auto& g) { torch::jit::InlineForkWait(g); }),
+      pass("lower_tuples", [](auto& g) { torch::jit::LowerAllTuples(g); }),
+      // Specialization of scripted graphs to what is static at export time.
+      {"specialize",
+       nullptr,
+       {
+           {"fold_export_intrinsics", [](auto& g) { return passes::foldExportIntrinsics(*g); }},
+           {"fold_string_truthiness", [](auto& g) { return passes::foldStringTruthiness(*g); }},
+           {"constant_propagation", [](auto& g) { return torch::jit::ConstantPropagation(g); }},
+           {"remove_list_mutation", [](auto& g) { return torch::jit::RemoveListMutation(g); }},
+           {"drop_raise_guards", [](auto& g) { return passes::dropRaiseGuards(*g); }},
+           {"eliminate_dead_code", [](auto& g) { torch::jit::EliminateDeadCode(g); return false; }},
        }},
-      {"inline_fork_wait", [](auto& g) { torch::jit::InlineForkWait(g); }},
-      {"lower_tuples", [](auto& g) { torch::jit::LowerAllTuples(g); }},
-      {"make_functional", [](auto& g) { passes::makeFunctional(*g); }},
-      {"drop_eval_noops",
-       [&options](auto& g) {
-         if (options.training == TrainingMode::Eval) passes::dropEvalNoops(*g);
+      pass("functionalize_mutation", [](auto& g) { passes::functionalizeMutation(*g); }),
+      pass("drop_eval_noops",
+           [&options](auto& g) {
+             if (options.training == TrainingMode::Eval) passes::dropEvalNoops(*g);
+           }),
+      pass("decompose_fused_attention", [](auto& g) { passes::decomposeFusedAttention(*g); }),
+      // Lists are values now: fold what is built statically, and what that makes constant.
+      {"fold_values",
+       nullptr,
+       {
+           {"fold_list_constructs", [](auto& g) { return passes::foldListConstructs(*g); }},
+           {"constant_propagation", [](auto& g) { return torch::jit::ConstantPropagation(g); }},
+           {"eliminate_dead_code", [](auto& g) { torch::jit::EliminateDeadCode(g); return false; }},
        }},
-      {"constant_propagation", [](auto& g) { torch::jit::ConstantPropagation(g); }},
-      {"eliminate_dead_code", [](auto& g) { torch::jit::EliminateDeadCode(g); }},
   };
-  for (const Pass& pass : passes) {
-    pass.run(graph);
-    try {
-      graph->lint();
-    } catch (const std::exception& e) {
-      PT2ONNX_ASSERT(false, "graph lint failed after pass " << pass.name << ": " << e.what());
-    }
-    auto log = logger(std::string("pass.") + pass.name);
-    if (log->should_log(spdlog::level::trace)) log->trace("graph after {}:\n{}", pass.name, graph->toString());
-  }
+  for (const Pass& p : passes) runPass(p, graph);
   if (graph->inputs().size() != inputsBefore)
     throw ExportError("model inputs that are tuples or lists are not supported: pass tensors "
                       "(the graph had " + std::to_string(inputsBefore) + " inputs, " +

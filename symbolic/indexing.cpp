@@ -1,5 +1,6 @@
 // Indexing ops: slice, narrow, select, index_select, gather, take, advanced indexing
-// (aten::index) and scatter.
+// (aten::index), scatter, and the functional writes functionalize_mutation emits for
+// `x[i] = v`, `x[a:b] = v`, `x[mask] = v` (select_scatter, slice_scatter, index_put).
 #include <algorithm>
 #include <limits>
 #include <numeric>
@@ -236,6 +237,105 @@ SymbolicFn scatterReduceSymbolic(bool scalarValue) {
   };
 }
 
+// ---------------------------------------------------------------- writes into a tensor
+
+ir::DType elementTypeOfSelf(Context& ctx, const char* op) {
+  ir::DType type = ctx.dtypeOf(ctx.tensor(0)) != ir::DType::Undefined ? ctx.dtypeOf(ctx.tensor(0)) : ctx.outputType(0).dtype;
+  if (type == ir::DType::Undefined) ctx.fail(std::string(op) + ": the element type of self is unknown");
+  return type;
+}
+
+// The size of `x` along `dim` as a 0-d int64 tensor.
+ir::Value* dimSize(Context& ctx, ir::Value* x, int64_t dim) {
+  const auto& shape = x->type.shape;
+  if (shape && (*shape)[dim].isStatic()) return ctx.constInt64((*shape)[dim].size);
+  return ctx.op("Gather", {shapeOf(ctx, x), ctx.constInt64(dim)}, {i("axis", 0)});
+}
+
+// A possibly negative position along a dim of size `size` (0-d int64) as a non-negative one;
+// `clampAtZero` for slice starts, which Python clamps instead of rejecting.
+ir::Value* nonNegative(Context& ctx, size_t argIndex, ir::Value* size, bool clampAtZero) {
+  const Arg& a = ctx.arg(argIndex);
+  if (a.isStatic() && ctx.int64(argIndex) >= 0) return ctx.constInt64(ctx.int64(argIndex));
+  ir::Value* v = scalarIndex(ctx, argIndex);
+  ir::Value* wrapped = ctx.op("Add", {v, size});
+  if (clampAtZero) wrapped = ctx.op("Max", {wrapped, ctx.constInt64(0)});
+  return ctx.op("Where", {ctx.op("Less", {v, ctx.constInt64(0)}), wrapped, v});
+}
+
+// ScatterElements of `updates` into `self` along `dim` at positions `positions` (1-D int64, one
+// per element of updates along dim), broadcast over the other dims.
+ir::Value* scatterAlong(Context& ctx, ir::Value* self, ir::Value* updates, int64_t dim, int64_t rank,
+                        ir::Value* positions) {
+  std::vector<int64_t> shape(rank, 1);
+  shape[dim] = -1;
+  ir::Value* index = ctx.op("Reshape", {positions, ctx.constInt64s(shape)});
+  index = ctx.op("Expand", {index, shapeOf(ctx, updates)});
+  return ctx.op("ScatterElements", {self, index, updates}, {i("axis", dim)});
+}
+
+Outputs selectScatterSymbolic(Context& ctx) {  // select_scatter(self, src, dim, index)
+  ir::Value* self = ctx.tensor(0);
+  int64_t rank = ctx.requireRank(self, "select_scatter's input");
+  int64_t dim = normalizeDim(ctx.int64(2), rank);
+  if (dim < 0 || dim >= rank) ctx.fail("select_scatter: dimension out of range");
+  ir::Value* src = ctx.unsqueeze(ctx.cast(ctx.tensor(1), elementTypeOfSelf(ctx, "select_scatter")), {dim});
+  ir::Value* index = nonNegative(ctx, 3, dimSize(ctx, self, dim), false);
+  return {scatterAlong(ctx, self, src, dim, rank, ctx.op("Reshape", {index, ctx.constInt64s({1})}))};
+}
+
+// slice_scatter(self, src, dim, start?, end?, step): src has the slice's shape, so its size along
+// dim says how many positions start, start + step, ... are written.
+Outputs sliceScatterSymbolic(Context& ctx) {
+  ir::Value* self = ctx.tensor(0);
+  int64_t rank = ctx.requireRank(self, "slice_scatter's input");
+  int64_t dim = normalizeDim(ctx.int64(2), rank);
+  if (dim < 0 || dim >= rank) ctx.fail("slice_scatter: dimension out of range");
+  int64_t step = ctx.int64(5);
+  if (step <= 0) ctx.fail("slice_scatter: the step must be positive");
+  ir::Value* src = ctx.cast(ctx.tensor(1), elementTypeOfSelf(ctx, "slice_scatter"));
+  ir::Value* start = ctx.isNone(3) ? ctx.constInt64(0) : nonNegative(ctx, 3, dimSize(ctx, self, dim), true);
+  ir::Value* count = dimSize(ctx, src, dim);
+  ir::Value* positions = ctx.op("Range", {ctx.constInt64(0), count, ctx.constInt64(1)});
+  if (step != 1) positions = ctx.op("Mul", {positions, ctx.constInt64(step)});
+  positions = ctx.op("Add", {positions, start});
+  return {scatterAlong(ctx, self, src, dim, rank, positions)};
+}
+
+// index_put(self, Tensor?[] indices, values, accumulate): integer index tensors or boolean masks on
+// the leading dims (x[idx] = v, x[i, j] = v, x[mask] = v); values broadcast to what they replace.
+Outputs indexPutSymbolic(Context& ctx) {
+  ir::Value* self = ctx.tensor(0);
+  std::vector<DimIndex> indices = advancedIndices(ctx, ctx.arg(1));
+  if (indices.empty()) ctx.fail("index_put: no index tensor");
+  for (size_t k = 0; k < indices.size(); ++k)
+    if (indices[k].dim != static_cast<int64_t>(k))
+      ctx.fail("index_put: only indices on the leading dimensions are supported (x[idx] = v, x[mask] = v), "
+               "not after a sliced dimension");
+  bool accumulate = ctx.boolean(3);
+  if (accumulate && ctx.opset() < 16) ctx.fail("index_put with accumulate=True needs ScatterND's reduction (opset 16)");
+  int64_t k = static_cast<int64_t>(indices.size());
+  broadcastIndices(ctx, indices);
+  std::vector<ir::Value*> columns;
+  for (int64_t d = 0; d < k; ++d) {
+    ir::Value* index = indices[d].index;
+    ir::Value* size = dimSize(ctx, self, d);
+    index = ctx.op("Where", {ctx.op("Less", {index, ctx.constInt64(0)}), ctx.op("Add", {index, size}), index});
+    columns.push_back(ctx.unsqueeze(index, {-1}));
+  }
+  ir::Value* where = ctx.op("Concat", columns, {i("axis", -1)});  // [B..., k]
+  // values broadcast to [B..., self.shape[k:]...]
+  ir::Value* batchShape = ctx.op("Shape", {indices[0].index});
+  ir::Value* rest = ctx.op("Slice", {shapeOf(ctx, self), ctx.constInt64s({k}), ctx.constInt64s({kInt64Max}),
+                                     ctx.constInt64s({0}), ctx.constInt64s({1})});
+  ir::Value* updatesShape = ctx.op("Concat", {batchShape, rest}, {i("axis", 0)});
+  ir::Value* updates = ctx.cast(ctx.tensor(2), elementTypeOfSelf(ctx, "index_put"));
+  updates = ctx.op("Expand", {updates, updatesShape});
+  std::vector<ir::Attribute> attrs;
+  if (accumulate) attrs.push_back(s("reduction", "add"));
+  return {ctx.op("ScatterND", {self, where, updates}, attrs)};
+}
+
 }  // namespace
 
 void registerIndexingSymbolics(Registry& r) {
@@ -253,6 +353,9 @@ void registerIndexingSymbolics(Registry& r) {
   r.onOp("aten::scatter.reduce", 16, scatterReduceSymbolic(false));
   r.onOp("aten::scatter.value_reduce", 16, scatterReduceSymbolic(true));
   r.onOp("aten::scatter_add", 16, scatterAddSymbolic);
+  r.onOp("aten::select_scatter", 13, selectScatterSymbolic);
+  r.onOp("aten::slice_scatter", 13, sliceScatterSymbolic);
+  r.onOp("aten::index_put", 13, indexPutSymbolic);
 }
 
 }  // namespace pt2onnx::symbolic

@@ -22,9 +22,7 @@ void dropBlock(torch::jit::Block* block) {
         n->output()->replaceAllUsesWith(n->input(0));
         n->destroy();
       }
-      continue;
     }
-    if ((n->kind() == c10::prim::Print || n->kind() == c10::aten::warn) && !n->hasUses()) n->destroy();
   }
 }
 

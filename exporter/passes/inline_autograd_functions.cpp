@@ -19,7 +19,7 @@ bool inlineOnce(torch::jit::Block* block, const std::function<bool(const torch::
     // The body's in-place ops are made functional within the body: the tracer already replays a
     // Function's mutation of its inputs (mark_dirty) as separate ops in the outer graph.
     std::shared_ptr<torch::jit::Graph> body = n->g(c10::attr::Subgraph)->copy();
-    makeFunctional(*body);
+    functionalizeMutation(*body);
     if (body->inputs().size() != n->inputs().size())
       throw ExportError("cannot inline " + jit::describeNode(n) + ": its traced body takes " +
                         std::to_string(body->inputs().size()) + " inputs for " +

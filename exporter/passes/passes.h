@@ -45,11 +45,90 @@ void dropDeadAutogradCalls(torch::jit::Graph& graph);
 void inlineAutogradFunctions(torch::jit::Graph& graph,
                              const std::function<bool(const torch::jit::Node*)>& shouldInline);
 
-// Rewrites in-place aten ops (`relu_`, `add_`) to their functional form, redirecting later uses of
-// the mutated tensor to the new result.
-void makeFunctional(torch::jit::Graph& graph);
+// Makes mutation functional (SSA over structured control flow, after torch.onnx's
+// RemoveInplaceOpsForONNX), so that the converter sees values, never updates:
+// * An in-place tensor op (`relu_`, `add_`, `clamp_`, `masked_fill_`, `index_put_`, `fill_`,
+//   `zero_`, `__iand__`, ...) becomes its functional op (`relu`, ..., `index_put`, `fill`,
+//   `zero`, `__and__`); `copy_(self, src)` becomes `expand_as(type_as(src, self), self)`.
+//   Readers after it, in any enclosing block, read the new value.
+// * A write through a chain of `aten::select.int` / `aten::slice.Tensor` views (`x[:, 0] = y`,
+//   `x[a:b] += 1`) is written back into the base with `aten::select_scatter` /
+//   `aten::slice_scatter`, one per view level; a view read after its base changed is taken again
+//   from the base's current value.
+// * A value defined outside an If and mutated in one of its branches becomes an extra If output
+//   (each branch returns its current version); one mutated in a Loop body becomes an extra
+//   Loop-carried value (extra Loop input, body input, body output and Loop output, appended after
+//   the existing ones, in a deterministic order). Readers after the If/Loop read the new output.
+// * Lists: the converter receives only these list-producing nodes, each a pure function of its
+//   inputs whose output is the new list value:
+//     `aten::append.t(list, el) -> list`      (the list with `el` appended),
+//     `aten::_set_item.t(list, i, el) -> list` (the list with element i replaced),
+//     `aten::add.t(a, b) -> list`              (concatenation: `extend`, `+=`),
+//     `prim::ListConstruct() -> list`          (`clear`),
+//   plus the non-mutating `prim::ListConstruct`, `aten::copy.t` (a copy: the same value),
+//   `aten::list.t`, `aten::slice.t`. The input list of `append.t`/`_set_item.t` is never read
+//   after it (so the TorchScript interpreter, which updates it in place, computes the same);
+//   lists carried through If/Loop are ordinary If outputs / Loop-carried values.
+// Mutations the rewrite cannot follow are an ExportError naming the node and its source location:
+// a mutation whose effect could be seen through another alias (a `view`/`reshape`/`transpose`
+// result, a list holding the tensor, an If output that may be it) read after it or in a later
+// iteration of an enclosing loop; list `insert`/`pop`/`remove`/`sort`; `out=` variants; ops
+// without a functional form. Graph inputs are distinct tensors (ONNX inputs are), and a mutated
+// input is not written back to the caller. Straight-line in-place ops (traced graphs) are
+// rewritten exactly as before: the functional node with the same inputs, before the in-place one.
+void functionalizeMutation(torch::jit::Graph& graph);
 
-// Removes nodes that do nothing in an eval-mode export: dropout with train=False, prints, warnings.
+// Folds into constants what is static when a graph is exported, in every block, so that the
+// checks built on it (MultiheadAttention's fast-path tests, BatchNorm's autocast tests, ...) fold:
+// * the context: `aten::is_grad_enabled`, `is_autocast_enabled`, `is_autocast_cpu_enabled`,
+//   `_get_tracing_state` -> False (an exported graph runs inference, without autocast, untraced);
+//   `aten::is_scripting` -> True;
+// * CPU export: `prim::is_cuda`, `is_xpu`, `is_mps`, `is_meta`, `is_nested`, `is_sparse`,
+//   `is_quantized`, `is_mkldnn`, ... -> False, `prim::is_cpu` -> True, `prim::device` -> cpu,
+//   `prim::requires_grad` -> False;
+// * `aten::__is__` / `__isnot__` decidable from static types: the same value, None vs None, None
+//   vs a type that cannot be None. Two distinct tensor values are taken to be distinct objects
+//   (`is` False) unless one is an in-place result of the other (`is` True) or may be returned
+//   unchanged by an aliasing op such as contiguous() (left alone). Caveat: a caller who passes the
+//   same tensor for two inputs gets the `is not` path, which for MultiheadAttention computes the
+//   same numbers by a slower route;
+// * `prim::isinstance` decided by the static type, `prim::unchecked_cast` of a value whose type
+//   already fits.
+// Nothing data-, dtype- or shape-dependent is folded (the converter folds `prim::dtype`,
+// `aten::dim`, `aten::size` from the captured types). `torch.jit.is_tracing()` needs nothing: it
+// inlines to the constant False. Returns whether anything was folded.
+bool foldExportIntrinsics(torch::jit::Graph& graph);
+
+// Replaces each `prim::If` one of whose branches always raises (a top-level `prim::RaiseException`,
+// or a nested If both of whose branches always raise) by its other branch, inlined: input checks
+// and `torch._assert` disappear, as torch.onnx's side-effect-ignoring DCE makes them disappear.
+// Each dropped check is logged with its message and location; DCE then removes the condition and
+// the message formatting. A Raise that runs unconditionally (at the top level of the graph or of a
+// Loop body) stays for the converter to report. Also drops `aten::warn` and `prim::Print`
+// everywhere. Returns whether anything was dropped.
+bool dropRaiseGuards(torch::jit::Graph& graph);
+
+// A string that is only tested for emptiness (`len(s) > 0`, `len(s) == 0`: MultiheadAttention's
+// `why_not_fast_path`) becomes a bool: a constant where the string is a literal or a format() of a
+// non-empty template, a new bool If output where it is an If output. Returns whether any did.
+bool foldStringTruthiness(torch::jit::Graph& graph);
+
+// After functionalize_mutation: `append.t`, `_set_item.t` (constant index), `aten::add.t`,
+// `copy.t` and `list.t` of statically built lists (a `prim::ListConstruct` or a constant list)
+// become one new `prim::ListConstruct`; an If output that both branches build from the same outer
+// values is built once before the If. Lists stay values: nothing built is updated in place.
+// Returns whether anything was folded.
+bool foldListConstructs(torch::jit::Graph& graph);
+
+// Decomposes `aten::_native_multi_head_attention` and `aten::_transformer_encoder_layer_fwd`
+// (the fused kernels on the inference fast path of scripted nn.MultiheadAttention and
+// nn.TransformerEncoderLayer) into linear / slice / unflatten / transpose / matmul / masked_fill /
+// softmax / sum / div / layer_norm / relu|gelu / add, with the kernels' semantics (mask as bool,
+// 2-D masks are key-padding masks, need_weights, average_attn_weights). embed_dim, num_heads,
+// need_weights, average_attn_weights, use_gelu and norm_first must be constants.
+void decomposeFusedAttention(torch::jit::Graph& graph);
+
+// Removes nodes that do nothing in an eval-mode export: dropout with train=False.
 void dropEvalNoops(torch::jit::Graph& graph);
 
 // Folds each eval-mode `aten::batch_norm` whose input is a (non-transposed) convolution read by

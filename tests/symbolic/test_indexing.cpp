@@ -326,3 +326,119 @@ graph(%x : Tensor, %index : Tensor, %src : Tensor):
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- writes (functionalized x[i] = v)
+
+TEST(IndexingSymbolics, SelectScatterMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor, %src : Tensor, %row : Tensor):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %last : int = prim::Constant[value=-1]()
+  %two : int = prim::Constant[value=2]()
+  %a : Tensor = aten::select_scatter(%x, %src, %one, %last)
+  %b : Tensor = aten::select_scatter(%x, %row, %zero, %two)
+  return (%a, %b)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({3, 4}), at::randn({3}), at::randn({4})});
+}
+
+TEST(IndexingSymbolics, SelectScatterWithRunTimeIndexMatchesTorch) {
+  // x[-(n - 1)] = src and x[n - 1] = src with n = x.size(0) on a dynamic axis.
+  const char* ir = R"IR(
+graph(%x : Tensor, %src : Tensor):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %n : int = aten::size(%x, %zero)
+  %last : int = aten::sub(%n, %one)
+  %neg : int = aten::neg(%last)
+  %a : Tensor = aten::select_scatter(%x, %src, %zero, %last)
+  %b : Tensor = aten::select_scatter(%x, %src, %zero, %neg)
+  return (%a, %b)
+)IR";
+  expectDynamicAxesConvertLikeTorch(ir, {at::randn({4, 3}), at::randn({3})}, {{0, "n"}},
+                                    {{at::randn({2, 3}), at::randn({3})}, {at::randn({6, 3}), at::randn({3})}}, 14);
+}
+
+TEST(IndexingSymbolics, SliceScatterMatchesTorch) {
+  // x[:, 1:6:2] = a; x[-3:] = b; x[:2] = c (src of x's dtype after a cast from double)
+  const char* ir = R"IR(
+graph(%x : Tensor, %a : Tensor, %b : Tensor, %c : Tensor):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %two : int = prim::Constant[value=2]()
+  %six : int = prim::Constant[value=6]()
+  %m3 : int = prim::Constant[value=-3]()
+  %none : NoneType = prim::Constant()
+  %p : Tensor = aten::slice_scatter(%x, %a, %one, %one, %six, %two)
+  %q : Tensor = aten::slice_scatter(%x, %b, %zero, %m3, %none, %one)
+  %r : Tensor = aten::slice_scatter(%x, %c, %zero, %none, %two, %one)
+  return (%p, %q, %r)
+)IR";
+  expectConvertsLikeTorchAllOpsets(
+      ir, {at::randn({5, 7}), at::randn({5, 3}), at::randn({3, 7}), at::randn({2, 7}, at::kDouble)});
+}
+
+TEST(IndexingSymbolics, SliceScatterWithRunTimeBoundsMatchesTorch) {
+  // x[n - 3 : n - 1] = src, x[-k:] = src2 with n = x.size(0), k = 2 on a dynamic axis.
+  const char* ir = R"IR(
+graph(%x : Tensor, %src : Tensor):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %three : int = prim::Constant[value=3]()
+  %m2 : int = prim::Constant[value=-2]()
+  %none : NoneType = prim::Constant()
+  %n : int = aten::size(%x, %zero)
+  %s : int = aten::sub(%n, %three)
+  %e : int = aten::sub(%n, %one)
+  %a : Tensor = aten::slice_scatter(%x, %src, %zero, %s, %e, %one)
+  %b : Tensor = aten::slice_scatter(%x, %src, %zero, %m2, %none, %one)
+  return (%a, %b)
+)IR";
+  expectDynamicAxesConvertLikeTorch(ir, {at::randn({5, 3}), at::randn({2, 3})}, {{0, "n"}},
+                                    {{at::randn({3, 3}), at::randn({2, 3})}, {at::randn({8, 3}), at::randn({2, 3})}}, 13);
+}
+
+TEST(IndexingSymbolics, IndexPutWithABoolMaskMatchesTorch) {
+  // x[x > 0] = v (0-d), x[m] = y[m] (one value per selected element)
+  const char* ir = R"IR(
+graph(%x : Tensor, %v : Tensor, %y : Tensor):
+  %false : bool = prim::Constant[value=0]()
+  %zero : int = prim::Constant[value=0]()
+  %m : Tensor = aten::gt(%x, %zero)
+  %idx : Tensor?[] = prim::ListConstruct(%m)
+  %a : Tensor = aten::index_put(%x, %idx, %v, %false)
+  %sel : Tensor = aten::index(%y, %idx)
+  %b : Tensor = aten::index_put(%x, %idx, %sel, %false)
+  return (%a, %b)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({3, 4}), at::tensor(7.0), at::randn({3, 4})});
+}
+
+TEST(IndexingSymbolics, IndexPutWithIntegerIndicesMatchesTorch) {
+  // x[rows] = v (rows of v broadcast), x[rows, cols] = w, negative indices included
+  const char* ir = R"IR(
+graph(%x : Tensor, %rows : Tensor, %cols : Tensor, %v : Tensor, %w : Tensor):
+  %false : bool = prim::Constant[value=0]()
+  %i1 : Tensor?[] = prim::ListConstruct(%rows)
+  %a : Tensor = aten::index_put(%x, %i1, %v, %false)
+  %i2 : Tensor?[] = prim::ListConstruct(%rows, %cols)
+  %b : Tensor = aten::index_put(%x, %i2, %w, %false)
+  return (%a, %b)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({4, 5}), longs({0, -1}, {2}), longs({1, 3}, {2}), at::randn({5}),
+                                         at::randn({2})});
+}
+
+TEST(IndexingSymbolics, IndexPutAccumulateNeedsOpset16) {
+  const char* ir = R"IR(
+graph(%x : Tensor, %rows : Tensor, %v : Tensor):
+  %true : bool = prim::Constant[value=1]()
+  %i1 : Tensor?[] = prim::ListConstruct(%rows)
+  %a : Tensor = aten::index_put(%x, %i1, %v, %true)
+  return (%a)
+)IR";
+  std::vector<at::Tensor> inputs = {at::randn({4, 3}), longs({0, 2, 0}, {3}), at::randn({3, 3})};
+  expectConvertsLikeTorch(ir, inputs, 16);
+  EXPECT_NE(exportError(ir, inputs, 15).find("opset 16"), std::string::npos);
+}
