@@ -98,7 +98,12 @@ Outputs listAppend(Context& ctx) {
     return {Arg::ofList(std::move(elems))};
   }
   if (isSequence(list)) {
-    ir::Value* seq = ctx.op("SequenceInsert", {list.value, ctx.tensor(1)});
+    ir::Value* element = ctx.tensor(1);
+    ir::Value* seq = ctx.op("SequenceInsert", {list.value, element});
+    // Appending to a list whose element type is not known yet (an empty list entering a loop, typed
+    // while the loop body is) gives a list of this element's type.
+    if (seq->type.dtype == ir::DType::Undefined && list.value->type.dtype == ir::DType::Undefined)
+      seq->type = ir::TensorType::sequenceOf(element->type.dtype, element->type.shape);
     return {Arg::dynamicList(seq)};
   }
   ir::Value* elem = ctx.unsqueeze(ctx.scalarAsTensor(1, list.value->type.dtype), {0});
