@@ -4,6 +4,7 @@
 // parameters, runs later: after type capture (exporter/export.cpp).
 #include "exporter/lowering.h"
 
+#include <cstdlib>
 #include <functional>
 
 #include <torch/csrc/jit/passes/constant_propagation.h>
@@ -37,12 +38,24 @@ Pass pass(const char* name, std::function<void(GraphPtr&)> run) {
   return {name, [run](GraphPtr& g) { run(g); return true; }};
 }
 
-void afterPass(const char* name, torch::jit::Graph& graph) {
+// Linting a large scripted graph costs ~40 ms, so it runs once after the whole list, or after every
+// pass when PT2ONNX_LINT_EACH_PASS is set (the test suite sets it) to name the pass that broke it.
+bool lintEachPass() {
+  static const bool each = std::getenv("PT2ONNX_LINT_EACH_PASS") != nullptr;
+  return each;
+}
+
+void lint(const char* after, torch::jit::Graph& graph) {
   try {
     graph.lint();
   } catch (const std::exception& e) {
-    PT2ONNX_ASSERT(false, "graph lint failed after pass " << name << ": " << e.what());
+    std::string what = e.what();
+    PT2ONNX_ASSERT(false, "graph lint failed after " << after << ": " << what.substr(0, what.find('\n')));
   }
+}
+
+void afterPass(const char* name, torch::jit::Graph& graph) {
+  if (lintEachPass()) lint((std::string("pass ") + name).c_str(), graph);
   auto log = logger(std::string("pass.") + name);
   if (log->should_log(spdlog::level::trace)) log->trace("graph after {}:\n{}", name, graph.toString());
 }
@@ -109,6 +122,7 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
        }},
   };
   for (const Pass& p : passes) runPass(p, graph);
+  if (!lintEachPass()) lint("lowering (set PT2ONNX_LINT_EACH_PASS=1 to find the pass)", *graph);
   if (graph->inputs().size() != inputsBefore)
     throw ExportError("model inputs that are tuples or lists are not supported: pass tensors "
                       "(the graph had " + std::to_string(inputsBefore) + " inputs, " +

@@ -5,6 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 status=0
+export PT2ONNX_LINT_EACH_PASS=1  # lint the TorchScript graph after every lowering pass (docs/testing.md)
 ctest --test-dir build --output-on-failure -j 2 || status=1
 /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python tests/e2e || status=1
 exit $status

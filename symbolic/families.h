@@ -20,6 +20,5 @@ void registerShapeSymbolics(Registry& r);         // shape.cpp: view, reshape, t
 void registerIndexingSymbolics(Registry& r);      // indexing.cpp: slice, select, gather, ...
 void registerCreationSymbolics(Registry& r);      // creation.cpp: arange, zeros, full, tril, ...
 void registerEmbeddingSymbolics(Registry& r);     // embedding.cpp: embedding
-void registerAttentionSymbolics(Registry& r);     // attention.cpp: fused multi-head attention
 
 }  // namespace pt2onnx::symbolic

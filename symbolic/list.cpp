@@ -178,6 +178,20 @@ Outputs listContains(Context& ctx) {
   return {Arg::ofBool(std::find(values.begin(), values.end(), item) != values.end())};
 }
 
+// aten::sum.int / sum.float of a list of numbers.
+Outputs listSum(bool isInt, Context& ctx) {
+  const Arg& list = ctx.arg(0);
+  if (list.isStatic()) {
+    double total = 0;
+    for (double v : ctx.floats(0)) total += v;
+    return {isInt ? Arg::ofInt(static_cast<int64_t>(total)) : Arg::ofDouble(total)};
+  }
+  ir::DType dtype = isInt ? ir::DType::Int64 : ir::DType::Float;
+  ir::Value* values = ctx.cast(asDynamicList(ctx, 0), dtype);
+  ir::Value* total = scalar(ctx.op("ReduceSum", {values, ctx.constInt64s({0})}, {ir::attr::i("keepdims", 0)}), dtype);
+  return {Arg::dynamicNumber(isInt ? Arg::Kind::Int : Arg::Kind::Double, total)};
+}
+
 Outputs sameList(Context& ctx) { return {ctx.arg(0)}; }
 
 }  // namespace
@@ -194,6 +208,8 @@ void registerListSymbolics(Registry& r) {
   r.onOp("aten::copy.t", 13, sameList);
   r.onOp("aten::list.t", 13, sameList);
   r.onOp("aten::__contains__.int_list", 13, listContains);
+  r.onOp("aten::sum.int", 13, [](Context& ctx) { return listSum(true, ctx); });
+  r.onOp("aten::sum.float", 13, [](Context& ctx) { return listSum(false, ctx); });
 }
 
 }  // namespace pt2onnx::symbolic

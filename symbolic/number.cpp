@@ -262,6 +262,20 @@ Outputs deriveIndex(Context& ctx) {
   return {Arg::dynamicNumber(Arg::Kind::Int, scalarResult(out, ir::DType::Int64))};
 }
 
+// aten::pow on numbers: int ** int stays an int only for pow.int_to_int; the others give floats.
+Outputs numberPow(bool intResult, Context& ctx) {
+  if (ctx.arg(0).isStatic() && ctx.arg(1).isStatic()) {
+    double v = std::pow(ctx.float64(0), ctx.float64(1));
+    return {intResult ? Arg::ofInt(static_cast<int64_t>(std::llround(v))) : Arg::ofDouble(v)};
+  }
+  ir::Value* out = ctx.op("Pow", {ctx.scalarAsTensor(0, ir::DType::Float), ctx.scalarAsTensor(1, ir::DType::Float)});
+  if (intResult) {
+    out = ctx.cast(ctx.op("Round", {out}), ir::DType::Int64);
+    return {Arg::dynamicNumber(Arg::Kind::Int, scalarResult(out, ir::DType::Int64))};
+  }
+  return {Arg::dynamicNumber(Arg::Kind::Double, scalarResult(out, ir::DType::Float))};
+}
+
 void registerArith(Registry& r, const char* name, NumberOp op) {
   for (const char* overload : {"int", "float", "int_float", "float_int"})
     r.onOp(std::string("aten::") + name + "." + overload, 13, [op](Context& ctx) { return numberArith(op, ctx); });
@@ -283,6 +297,9 @@ void registerNumberSymbolics(Registry& r) {
   registerArith(r, "remainder", NumberOp::Mod);
   r.onOp("aten::div.int", 13, [](Context& ctx) { return numberArith(NumberOp::TrueDiv, ctx); });
   r.onOp("aten::div.float", 13, [](Context& ctx) { return numberArith(NumberOp::TrueDiv, ctx); });
+  for (const char* overload : {"int", "float", "int_float", "float_int"})
+    r.onOp(std::string("aten::pow.") + overload, 13, [](Context& ctx) { return numberPow(false, ctx); });
+  r.onOp("aten::pow.int_to_int", 13, [](Context& ctx) { return numberPow(true, ctx); });
   r.onOp("aten::neg.int", 13, numberNeg);
   r.onOp("aten::neg.float", 13, numberNeg);
   const std::pair<const char*, Compare> comparisons[] = {{"eq", Compare::Eq}, {"ne", Compare::Ne}, {"lt", Compare::Lt},

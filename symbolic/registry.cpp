@@ -83,7 +83,6 @@ void registerAllSymbolics(Registry& r) {
   registerIndexingSymbolics(r);
   registerCreationSymbolics(r);
   registerEmbeddingSymbolics(r);
-  registerAttentionSymbolics(r);
 }
 
 Registry& defaultRegistry() {
