@@ -162,14 +162,14 @@ class Decomposer {
     Value* src = n->input(0);
     Value* x = normFirst ? norm(src, 10) : src;
     x = attention(n, x, x, x, embed, heads, n->input(3), n->input(4), n->input(5), n->input(6), mask, false, true).first;
-    x = op(c10::aten::add, {x, src, 1});
+    x = op(c10::aten::add, {x, src});
     if (!normFirst) x = norm(x, 10);
     Value* residual = x;
     if (normFirst) x = norm(x, 12);
     x = op(c10::aten::linear, {x, n->input(14), n->input(15)});
     x = useGelu ? op(c10::aten::gelu, {x}, {NamedValue("approximate", std::string("none"))}) : op(c10::aten::relu, {x});
     x = op(c10::aten::linear, {x, n->input(16), n->input(17)});
-    x = op(c10::aten::add, {x, residual, 1});
+    x = op(c10::aten::add, {x, residual});
     if (!normFirst) x = norm(x, 12);
     stamp(before, n);
     n->output()->replaceAllUsesWith(x);
