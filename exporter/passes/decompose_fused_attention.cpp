@@ -139,7 +139,7 @@ class Decomposer {
     stamp(before, n);
     n->output(0)->replaceAllUsesWith(out);
     if (weights) n->output(1)->replaceAllUsesWith(weights);
-    log_->info("decomposed aten::_native_multi_head_attention ({} heads){}", heads, at(n));
+    log_->info("decomposed aten::_native_multi_head_attention ({} heads){}", heads, jit::whereIs(n));
     n->destroy();
   }
 
@@ -173,14 +173,10 @@ class Decomposer {
     if (!normFirst) x = norm(x, 12);
     stamp(before, n);
     n->output()->replaceAllUsesWith(x);
-    log_->info("decomposed aten::_transformer_encoder_layer_fwd ({} heads){}", heads, at(n));
+    log_->info("decomposed aten::_transformer_encoder_layer_fwd ({} heads){}", heads, jit::whereIs(n));
     n->destroy();
   }
 
-  static std::string at(const Node* n) {
-    std::string loc = jit::sourceLocation(n);
-    return loc.empty() ? "" : " at " + loc;
-  }
 
   torch::jit::Graph& graph_;
   std::shared_ptr<spdlog::logger> log_;
