@@ -18,6 +18,21 @@ std::string sourceLocation(const torch::jit::Node* node) {
 }
 
 namespace {
+bool isKnownLocation(const std::string& loc) { return !loc.empty() && loc[0] != ':'; }
+}  // namespace
+
+std::string whereIs(const torch::jit::Node* node) {
+  std::string loc = sourceLocation(node);
+  if (isKnownLocation(loc)) return " at " + loc;
+  for (const torch::jit::Value* out : node->outputs())
+    for (const torch::jit::Use& use : out->uses()) {
+      std::string near = sourceLocation(use.user);
+      if (isKnownLocation(near)) return " near " + near;
+    }
+  return "";
+}
+
+namespace {
 // Module path from the inlined call stack (archives: submodule forward() calls were inlined).
 std::string callStackScope(const torch::jit::Node* node) {
   auto callstack = node->callstack();

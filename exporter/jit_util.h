@@ -11,6 +11,9 @@ namespace pt2onnx::jit {
 
 // "file.py:12" for the node's PyTorch source, or "" when the graph has none.
 std::string sourceLocation(const torch::jit::Node* node);
+// For log lines: " at file.py:12", or " near file.py:12" (where its result is used) for nodes the
+// frontend made without a location of their own (`x.device` in `x[:, 0] = 5`), or "".
+std::string whereIs(const torch::jit::Node* node);
 // The module path of the node ("layer1.0.conv1"), or "" at top level.
 std::string moduleScope(const torch::jit::Node* node);
 // "aten::add" and "Tensor" for aten::add.Tensor; overload "" for nodes without a schema.

@@ -95,6 +95,7 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
            }),
       pass("inline_fork_wait", [](auto& g) { torch::jit::InlineForkWait(g); }),
       pass("lower_tuples", [](auto& g) { torch::jit::LowerAllTuples(g); }),
+      pass("split_uninitialized", [](auto& g) { passes::splitUninitialized(*g); }),
       // Specialization of scripted graphs to what is static at export time.
       {"specialize",
        nullptr,

@@ -139,7 +139,7 @@ class Decomposer {
     stamp(before, n);
     n->output(0)->replaceAllUsesWith(out);
     if (weights) n->output(1)->replaceAllUsesWith(weights);
-    log_->info("decomposed aten::_native_multi_head_attention ({} heads){}", heads, at(n));
+    log_->info("decomposed aten::_native_multi_head_attention ({} heads){}", heads, jit::whereIs(n));
     n->destroy();
   }
 
@@ -162,25 +162,21 @@ class Decomposer {
     Value* src = n->input(0);
     Value* x = normFirst ? norm(src, 10) : src;
     x = attention(n, x, x, x, embed, heads, n->input(3), n->input(4), n->input(5), n->input(6), mask, false, true).first;
-    x = op(c10::aten::add, {x, src, 1});
+    x = op(c10::aten::add, {x, src});
     if (!normFirst) x = norm(x, 10);
     Value* residual = x;
     if (normFirst) x = norm(x, 12);
     x = op(c10::aten::linear, {x, n->input(14), n->input(15)});
     x = useGelu ? op(c10::aten::gelu, {x}, {NamedValue("approximate", std::string("none"))}) : op(c10::aten::relu, {x});
     x = op(c10::aten::linear, {x, n->input(16), n->input(17)});
-    x = op(c10::aten::add, {x, residual, 1});
+    x = op(c10::aten::add, {x, residual});
     if (!normFirst) x = norm(x, 12);
     stamp(before, n);
     n->output()->replaceAllUsesWith(x);
-    log_->info("decomposed aten::_transformer_encoder_layer_fwd ({} heads){}", heads, at(n));
+    log_->info("decomposed aten::_transformer_encoder_layer_fwd ({} heads){}", heads, jit::whereIs(n));
     n->destroy();
   }
 
-  static std::string at(const Node* n) {
-    std::string loc = jit::sourceLocation(n);
-    return loc.empty() ? "" : " at " + loc;
-  }
 
   torch::jit::Graph& graph_;
   std::shared_ptr<spdlog::logger> log_;

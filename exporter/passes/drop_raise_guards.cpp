@@ -72,7 +72,7 @@ class GuardDropper {
     bool elseRaises = alwaysRaises(ifNode->blocks()[1]);
     if (thenRaises == elseRaises) return;  // no raise, or the If itself always raises
     const Node* raise = raiseOf(ifNode->blocks()[thenRaises ? 0 : 1]);
-    log_->info("dropped check '{}'{}", raise->inputs().empty() ? "" : renderString(raise->input(0)), at(raise));
+    log_->info("dropped check '{}'{}", raise->inputs().empty() ? "" : renderString(raise->input(0)), jit::whereIs(raise));
     Block* kept = ifNode->blocks()[thenRaises ? 1 : 0];
     std::vector<Node*> nodes(kept->nodes().begin(), kept->nodes().end());
     for (Node* k : nodes) k->moveBefore(ifNode);
@@ -85,15 +85,11 @@ class GuardDropper {
   void dropOutput(Node* n) {
     if (n->hasUses()) return;
     log_->info("dropped {}{}", n->kind() == c10::prim::Print ? "print" : "warning '" + renderString(n->input(0)) + "'",
-               at(n));
+               jit::whereIs(n));
     n->destroy();
     changed_ = true;
   }
 
-  static std::string at(const Node* n) {
-    std::string loc = jit::sourceLocation(n);
-    return loc.empty() ? "" : " at " + loc;
-  }
 
   torch::jit::Graph& graph_;
   std::shared_ptr<spdlog::logger> log_;

@@ -145,7 +145,7 @@ class Folder {
     }
     if (n->kind() == c10::prim::unchecked_cast && n->input(0)->type()->isSubtypeOf(*n->output()->type())) {
       log_->info("folded prim::unchecked_cast of {} (already {}){}", n->input(0)->debugName(),
-                 n->input(0)->type()->repr_str(), at(n));
+                 n->input(0)->type()->repr_str(), jit::whereIs(n));
       n->output()->replaceAllUsesWith(n->input(0));
       n->destroy();
       changed_ = true;
@@ -155,7 +155,7 @@ class Folder {
   void replaceWithConstant(Node* n, const c10::IValue& value) {
     torch::jit::WithInsertPoint guard(n);
     Value* constant = graph_.insertConstant(value);
-    log_->info("folded {} to {}{}", n->kind().toQualString(), describe(value), at(n));
+    log_->info("folded {} to {}{}", n->kind().toQualString(), describe(value), jit::whereIs(n));
     n->output()->replaceAllUsesWith(constant);
     n->destroy();
     changed_ = true;
@@ -168,10 +168,6 @@ class Folder {
     return ss.str();
   }
 
-  static std::string at(const Node* n) {
-    std::string loc = jit::sourceLocation(n);
-    return loc.empty() ? "" : " at " + loc;
-  }
 
   torch::jit::Graph& graph_;
   std::shared_ptr<spdlog::logger> log_;

@@ -80,7 +80,7 @@ class ListFolder {
     auto elemType = n->output()->type()->expectRef<c10::ListType>().getElementType();
     Node* built = graph_.createList(elemType, *elems)->copyMetadata(n);
     built->insertBefore(n);
-    log_->debug("{} of a static list -> prim::ListConstruct{}", jit::qualifiedKind(n), at(n));
+    log_->info("{} of a static list -> prim::ListConstruct{}", jit::qualifiedKind(n), jit::whereIs(n));
     n->output()->replaceAllUsesWith(built->output());
     n->destroy();
     changed_ = true;
@@ -101,7 +101,7 @@ class ListFolder {
       Node* built = graph_.createList(n->output(i)->type()->expectRef<c10::ListType>().getElementType(),
                                       a->inputs())->copyMetadata(a);
       built->insertBefore(n);
-      log_->info("both branches of the If build the same list{}", at(n));
+      log_->info("both branches of the If build the same list{}", jit::whereIs(n));
       n->output(i)->replaceAllUsesWith(built->output());
       changed_ = true;  // the now unused If output is removed by dead code elimination
     }
@@ -122,10 +122,6 @@ class ListFolder {
     return false;
   }
 
-  static std::string at(const Node* n) {
-    std::string loc = jit::sourceLocation(n);
-    return loc.empty() ? "" : " at " + loc;
-  }
 
   torch::jit::Graph& graph_;
   std::shared_ptr<spdlog::logger> log_;

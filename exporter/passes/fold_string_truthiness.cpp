@@ -74,7 +74,7 @@ class StringTruthiness {
       cmp->output()->replaceAllUsesWith(replacement);
       cmp->destroy();
     }
-    log_->info("string {} only tested for emptiness: a bool now{}", len->input(0)->debugName(), at(len));
+    log_->info("string {} only tested for emptiness: a bool now{}", len->input(0)->debugName(), jit::whereIs(len));
     changed_ = true;
   }
 
@@ -118,10 +118,6 @@ class StringTruthiness {
     return graph_.insertConstant(value);
   }
 
-  static std::string at(const Node* n) {
-    std::string loc = jit::sourceLocation(n);
-    return loc.empty() ? "" : " at " + loc;
-  }
 
   torch::jit::Graph& graph_;
   std::shared_ptr<spdlog::logger> log_;

@@ -157,10 +157,10 @@ class Functionalizer {
     if (an_.viewParent(object)) {
       writeBack(object, result, n, scope);
       log_->info("{} writes through a view: written back into %{} with select/slice_scatter{}",
-                 n->kind().toQualString(), an_.rootOf(object)->debugName(), at(n));
+                 n->kind().toQualString(), an_.rootOf(object)->debugName(), jit::whereIs(n));
     } else {
       scope.current[object] = result;
-      log_->debug("{} -> {}{}", n->kind().toQualString(), result->node()->kind().toQualString(), at(n));
+      log_->info("{} -> {}{}", n->kind().toQualString(), result->node()->kind().toQualString(), jit::whereIs(n));
     }
     replaced_.push_back(n);
   }
@@ -209,7 +209,7 @@ class Functionalizer {
       n->blocks()[0]->registerOutput(fromThen);
       n->blocks()[1]->registerOutput(fromElse);
       scope.current[base] = out;
-      log_->info("%{} mutated in a branch: new output of the If{}", base->debugName(), at(n));
+      log_->info("%{} mutated in a branch: new output of the If{}", base->debugName(), jit::whereIs(n));
     }
   }
 
@@ -233,14 +233,10 @@ class Functionalizer {
       Value* out = n->addOutput();
       out->setType(base->type());
       scope.current[base] = out;
-      log_->info("%{} mutated in a loop body: new carried value{}", base->debugName(), at(n));
+      log_->info("%{} mutated in a loop body: new carried value{}", base->debugName(), jit::whereIs(n));
     }
   }
 
-  static std::string at(const Node* n) {
-    std::string loc = jit::sourceLocation(n);
-    return loc.empty() ? "" : " at " + loc;
-  }
 
   torch::jit::Graph& graph_;
   const mut::Analysis& an_;

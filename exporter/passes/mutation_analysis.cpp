@@ -303,15 +303,10 @@ bool exclusive(const Node* a, const Node* b) {
   return false;
 }
 
-std::string where(const Node* n) {
-  std::string loc = jit::sourceLocation(n);
-  return loc.empty() ? "" : " at " + loc;
-}
-
 std::string describeValue(const Value* v) {
   if (v->node()->kind() == c10::prim::Param)
     return v->node()->owningBlock()->owningNode() ? "an input of a loop body" : "a graph input";
-  return jit::nodeSummary(v->node()) + where(v->node());
+  return jit::nodeSummary(v->node()) + jit::whereIs(v->node());
 }
 
 
@@ -357,7 +352,7 @@ void Analysis::checkFollowable() const {
         if (rootOf(w) == root) continue;  // the rewrite tracks it
         for (const torch::jit::Use& use : w->uses()) {
           if (use.user == m || !mayObserve(m, w, use.user)) continue;
-          std::string readAt = where(use.user);
+          std::string readAt = jit::whereIs(use.user);
           throw ExportError(
               "cannot export the mutation made by " + jit::describeNode(m) + ": the value it changes is also "
               "reachable as %" + w->debugName() + " (" + describeValue(w) + "), which is read" +

@@ -78,6 +78,10 @@ void inlineAutogradFunctions(torch::jit::Graph& graph,
 // rewritten exactly as before: the functional node with the same inputs, before the in-place one.
 void functionalizeMutation(torch::jit::Graph& graph);
 
+// Gives each output of a multi-output `prim::Uninitialized` (what LowerAllTuples makes of an
+// uninitialized tuple) its own single-output node, the only form the interpreter runs.
+void splitUninitialized(torch::jit::Graph& graph);
+
 // Folds into constants what is static when a graph is exported, in every block, so that the
 // checks built on it (MultiheadAttention's fast-path tests, BatchNorm's autocast tests, ...) fold:
 // * the context: `aten::is_grad_enabled`, `is_autocast_enabled`, `is_autocast_cpu_enabled`,

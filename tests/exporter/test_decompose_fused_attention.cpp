@@ -1,73 +1,129 @@
-// The fused multi-head attention of nn.MultiheadAttention's eval fast path, decomposed by
-// exporter/passes/decompose_fused_attention.cpp: exported models against PyTorch's own fused CPU
-// kernel run in the TorchScript interpreter.
+// decompose_fused_attention: the decomposition computes what LibTorch's fused kernels compute,
+// checked numerically in the interpreter (fused kernel before, standard ops after).
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include <string>
+#include "common/errors.h"
+#include "exporter/passes/passes.h"
+#include "tests/util/pass_test.h"
 
-#include "tests/util/converter_test.h"
-
+namespace pt2onnx::passes {
 namespace {
 
-using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
+using testing::countNodes;
+using testing::expectPassPreservesResults;
+using testing::parseGraph;
 
-std::string attentionGraph(const std::string& needWeights, const std::string& average, bool returnWeights,
-                           bool distinctKeyValue = false) {
-  std::string kv = distinctKeyValue ? "%k, %v" : "%x, %x";
-  std::string inputs = distinctKeyValue ? ", %k : Tensor, %v : Tensor" : "";
-  return "graph(%x : Tensor, %w : Tensor, %b : Tensor, %pw : Tensor, %pb : Tensor" + inputs + R"IR():
-  %D : int = prim::Constant[value=8]()
-  %H : int = prim::Constant[value=2]()
-  %none : NoneType = prim::Constant()
-  %need : bool = prim::Constant[value=)IR" + needWeights + R"IR(]()
-  %avg : bool = prim::Constant[value=)IR" + average + R"IR(]()
-  %out : Tensor, %weights : Tensor = aten::_native_multi_head_attention(%x, )IR" + kv +
-         R"IR(, %D, %H, %w, %b, %pw, %pb, %none, %need, %avg, %none)
-  return ()IR" + (returnWeights ? "%out, %weights" : "%out") + ")\n";
+void run(torch::jit::Graph& g) { decomposeFusedAttention(g); }
+
+constexpr int64_t kBatch = 2, kLen = 5, kEmbed = 8, kHeads = 2;
+
+// _native_multi_head_attention(q, k, v, E=8, H=2, W, b, Wo, bo, mask, need_weights, average, mask_type)
+std::string mhaGraph(const std::string& mask, bool needWeights, bool average, const std::string& maskType) {
+  std::string ir =
+      "graph(%q : Tensor, %k : Tensor, %v : Tensor, %w : Tensor, %b : Tensor, %wo : Tensor, %bo : Tensor, %m : Tensor):\n"
+      "  %E : int = prim::Constant[value=8]()\n"
+      "  %H : int = prim::Constant[value=2]()\n"
+      "  %none : NoneType = prim::Constant()\n"
+      "  %one : int = prim::Constant[value=1]()\n"
+      "  %two : int = prim::Constant[value=2]()\n";
+  ir += "  %need : bool = prim::Constant[value=" + std::to_string(needWeights) + "]()\n";
+  ir += "  %avg : bool = prim::Constant[value=" + std::to_string(average) + "]()\n";
+  ir += "  %out : Tensor, %weights : Tensor = aten::_native_multi_head_attention(%q, %k, %v, %E, %H, %w, %b, %wo, %bo, " +
+        mask + ", %need, %avg, " + maskType + ")\n";
+  ir += needWeights ? "  return (%out, %weights)\n" : "  return (%out)\n";
+  return ir;
 }
 
-std::vector<at::Tensor> weights() {
-  return {at::randn({24, 8}) * 0.3, at::randn({24}) * 0.1, at::randn({8, 8}) * 0.3, at::randn({8}) * 0.1};
+std::vector<c10::IValue> mhaInputs(const at::Tensor& mask, bool selfAttention) {
+  at::manual_seed(1);
+  at::Tensor q = at::randn({kBatch, kLen, kEmbed});
+  at::Tensor k = selfAttention ? q : at::randn({kBatch, kLen, kEmbed});
+  at::Tensor v = selfAttention ? q : at::randn({kBatch, kLen, kEmbed});
+  return {q, k, v, at::randn({3 * kEmbed, kEmbed}) * 0.3, at::randn({3 * kEmbed}) * 0.1, at::randn({kEmbed, kEmbed}) * 0.3,
+          at::randn({kEmbed}) * 0.1, mask};
 }
 
-TEST(DecomposeFusedAttention, SelfAttentionWithoutWeightsMatchesTorch) {
-  std::vector<at::Tensor> inputs = {at::randn({2, 5, 8})};
-  for (const at::Tensor& w : weights()) inputs.push_back(w);
-  expectConvertsLikeTorchAllOpsets(attentionGraph("0", "1", false), inputs, 1e-5);
+TEST(DecomposeFusedAttention, MultiHeadAttentionWithoutMaskMatchesTheKernel) {
+  at::Tensor unused = at::zeros({1});
+  for (bool needWeights : {false, true})
+    for (bool average : {true, false}) {
+      SCOPED_TRACE(std::string("need_weights ") + (needWeights ? "1" : "0") + " average " + (average ? "1" : "0"));
+      auto g = expectPassPreservesResults(mhaGraph("%none", needWeights, average, "%none"), run,
+                                          {mhaInputs(unused, true), mhaInputs(unused, false)}, 1e-5);
+      EXPECT_EQ(countNodes(*g, "aten::_native_multi_head_attention"), 0);
+      EXPECT_EQ(countNodes(*g, "aten::softmax"), 1);
+    }
 }
 
-TEST(DecomposeFusedAttention, AveragedAndPerHeadWeightsMatchTorch) {
-  std::vector<at::Tensor> inputs = {at::randn({3, 4, 8})};
-  for (const at::Tensor& w : weights()) inputs.push_back(w);
-  expectConvertsLikeTorchAllOpsets(attentionGraph("1", "1", true), inputs, 1e-5);
-  expectConvertsLikeTorchAllOpsets(attentionGraph("1", "0", true), inputs, 1e-5);
+TEST(DecomposeFusedAttention, KeyPaddingAndFullMasksMatchTheKernel) {
+  // mask_type 1: a 2-D [B, S] key-padding mask, bool or float (nonzero masks); a 4-D mask as is.
+  at::Tensor padding = at::tensor({0, 0, 1, 1, 0, 0, 0, 0, 0, 1}, at::kLong).to(at::kBool).reshape({kBatch, kLen});
+  at::Tensor floatPadding = padding.to(at::kFloat);
+  at::Tensor full = at::rand({kBatch, kHeads, kLen, kLen}).gt(0.7);
+  for (int64_t i = 0; i < kLen; ++i) full.select(2, i).select(2, i).fill_(false);  // no fully masked row
+  for (const at::Tensor& mask : {padding, floatPadding, full})
+    for (const char* type : {"%one", "%two"}) {
+      auto g = expectPassPreservesResults(mhaGraph("%m", true, false, type), run, {mhaInputs(mask, true)}, 1e-5);
+      EXPECT_EQ(countNodes(*g, "aten::masked_fill"), 1);
+    }
 }
 
-TEST(DecomposeFusedAttention, DistinctKeyAndValueMatchTorch) {
-  std::vector<at::Tensor> inputs = {at::randn({2, 3, 8})};
-  for (const at::Tensor& w : weights()) inputs.push_back(w);
-  inputs.push_back(at::randn({2, 3, 8}));  // PyTorch needs equal shapes
-  inputs.push_back(at::randn({2, 3, 8}));  // PyTorch needs equal shapes
-  expectConvertsLikeTorchAllOpsets(attentionGraph("1", "1", true, true), inputs, 1e-5);
+TEST(DecomposeFusedAttention, AFullyMaskedRowGivesNaNLikeTheKernel) {
+  at::Tensor padding = at::ones({kBatch, kLen}, at::kBool);
+  padding.select(0, 0).fill_(false);  // batch 0 attends everywhere, batch 1 nowhere
+  expectPassPreservesResults(mhaGraph("%m", true, true, "%one"), run, {mhaInputs(padding, true)}, 1e-5);
 }
 
-TEST(DecomposeFusedAttention, KeyPaddingMaskMatchesTorch) {
-  const char* ir = R"IR(
-graph(%x : Tensor, %w : Tensor, %b : Tensor, %pw : Tensor, %pb : Tensor, %mask : Tensor):
-  %D : int = prim::Constant[value=8]()
-  %H : int = prim::Constant[value=2]()
-  %one : int = prim::Constant[value=1]()
-  %t : bool = prim::Constant[value=1]()
-  %out : Tensor, %weights : Tensor = aten::_native_multi_head_attention(%x, %x, %x, %D, %H, %w, %b, %pw, %pb, %mask, %t, %t, %one)
-  return (%out, %weights)
+TEST(DecomposeFusedAttention, ReadingWeightsThatWereNotComputedIsAnError) {
+  std::string ir = mhaGraph("%none", false, true, "%none");
+  ir.replace(ir.find("return (%out)"), 13, "return (%out, %weights)");
+  auto g = parseGraph(ir);
+  try {
+    decomposeFusedAttention(*g);
+    FAIL() << "no error";
+  } catch (const ExportError& e) {
+    EXPECT_NE(std::string(e.what()).find("need_weights is False"), std::string::npos) << e.what();
+  }
+}
+
+// _transformer_encoder_layer_fwd(src, E, H, W, b, Wo, bo, use_gelu, norm_first, eps, n1w, n1b, n2w,
+//                                n2b, f1w, f1b, f2w, f2b, mask, mask_type)
+std::string encoderGraph(bool useGelu, bool normFirst) {
+  return R"IR(
+    graph(%x : Tensor, %w : Tensor, %b : Tensor, %wo : Tensor, %bo : Tensor, %n1w : Tensor, %n1b : Tensor,
+          %n2w : Tensor, %n2b : Tensor, %f1w : Tensor, %f1b : Tensor, %f2w : Tensor, %f2b : Tensor):
+      %E : int = prim::Constant[value=8]()
+      %H : int = prim::Constant[value=2]()
+      %none : NoneType = prim::Constant()
+      %gelu : bool = prim::Constant[value=)IR" +
+         std::to_string(useGelu) + R"IR(]()
+      %first : bool = prim::Constant[value=)IR" +
+         std::to_string(normFirst) + R"IR(]()
+      %eps : float = prim::Constant[value=1.0000000000000001e-05]()
+      %y : Tensor = aten::_transformer_encoder_layer_fwd(%x, %E, %H, %w, %b, %wo, %bo, %gelu, %first, %eps, %n1w, %n1b, %n2w, %n2b, %f1w, %f1b, %f2w, %f2b, %none, %none)
+      return (%y)
 )IR";
-  std::vector<at::Tensor> inputs = {at::randn({2, 5, 8})};
-  for (const at::Tensor& w : weights()) inputs.push_back(w);
-  at::Tensor mask = at::zeros({2, 5}, at::kBool);
-  mask.index_put_({0, 4}, true);  // padding at the end of each sequence, never a whole row
-  mask.index_put_({1, 2}, true);
-  inputs.push_back(mask);
-  expectConvertsLikeTorchAllOpsets(ir, inputs, 1e-5);
+}
+
+TEST(DecomposeFusedAttention, TransformerEncoderLayerMatchesTheKernel) {
+  at::manual_seed(2);
+  std::vector<c10::IValue> inputs = {at::randn({kBatch, kLen, kEmbed}),
+                                     at::randn({3 * kEmbed, kEmbed}) * 0.3, at::randn({3 * kEmbed}) * 0.1,
+                                     at::randn({kEmbed, kEmbed}) * 0.3, at::randn({kEmbed}) * 0.1,
+                                     at::rand({kEmbed}) + 0.5, at::randn({kEmbed}) * 0.1,
+                                     at::rand({kEmbed}) + 0.5, at::randn({kEmbed}) * 0.1,
+                                     at::randn({16, kEmbed}) * 0.3, at::randn({16}) * 0.1,
+                                     at::randn({kEmbed, 16}) * 0.3, at::randn({kEmbed}) * 0.1};
+  for (bool useGelu : {false, true})
+    for (bool normFirst : {false, true}) {
+      SCOPED_TRACE(std::string("gelu ") + (useGelu ? "1" : "0") + " norm_first " + (normFirst ? "1" : "0"));
+      auto g = expectPassPreservesResults(encoderGraph(useGelu, normFirst), run, {inputs}, 1e-5);
+      EXPECT_EQ(countNodes(*g, "aten::_transformer_encoder_layer_fwd") + countNodes(*g, "aten::_native_multi_head_attention"), 0);
+      EXPECT_EQ(countNodes(*g, "aten::layer_norm"), 2);
+      EXPECT_EQ(countNodes(*g, useGelu ? "aten::gelu" : "aten::relu"), 1);
+    }
 }
 
 }  // namespace
+}  // namespace pt2onnx::passes

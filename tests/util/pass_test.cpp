@@ -51,9 +51,12 @@ void dropStatementOutputs(torch::jit::Block* block, const std::set<const torch::
     torch::jit::Node* n = *it;
     ++it;
     for (torch::jit::Block* b : n->blocks()) dropStatementOutputs(b, statements);
-    if (std::string(n->kind().ns().toUnqualString()) == "stmt") {
-      // stmt::insert(...) stands for ` = aten::insert(...)`.
-      torch::jit::Node* op = block->owningGraph()->create(c10::Symbol::aten(n->kind().toUnqualString()), n->inputs(), 0);
+    std::string ns = n->kind().ns().toUnqualString();
+    if (ns == "stmt" || ns == "stmtprim") {
+      // stmt::insert(...) stands for ` = aten::insert(...)`, stmtprim::Print(...) for ` = prim::Print(...)`.
+      c10::Symbol kind = ns == "stmt" ? c10::Symbol::aten(n->kind().toUnqualString())
+                                      : c10::Symbol::prim(n->kind().toUnqualString());
+      torch::jit::Node* op = block->owningGraph()->create(kind, n->inputs(), 0);
       op->insertBefore(n);
       n->destroy();
       continue;

@@ -18,7 +18,7 @@ namespace pt2onnx::testing {
 // parseGraph for graphs with statements: the IR parser cannot write a node without outputs
 // (` = prim::If(...)`, ` = aten::insert(...)`): unused outputs named %stmt... of If / Loop nodes
 // (and what their blocks return and carry for them) are removed after parsing, and a node
-// `%stmtN : NoneType = stmt::insert(...)` becomes ` = aten::insert(...)`.
+// `%stmtN : NoneType = stmt::insert(...)` becomes ` = aten::insert(...)` (`stmtprim::` for prim::).
 std::shared_ptr<torch::jit::Graph> parseStatements(const std::string& irText);
 // Runs a copy of `graph` in the interpreter on deep copies of `inputs` (in-place ops in the graph
 // cannot change the caller's tensors or lists).
