@@ -6,6 +6,8 @@ Run with /usr/bin/python3 (the interpreter that has torch 1.13):
     /usr/bin/python3 bench/bench_export.py                       # all models, both tools
     /usr/bin/python3 bench/bench_export.py --models resnet50 --skip-torch-onnx
     /usr/bin/python3 bench/bench_export.py --timeout-torch-onnx 600 --output-json /tmp/bench.json
+    /usr/bin/python3 bench/bench_export.py --floor [--models ...]  # path vs BytesIO vs the serialization
+                                                                   # floor (bench/export_floor.py)
 
 Every (tool, model) pair runs in a fresh subprocess of this script ("--_child"), which builds the
 model, runs one no_grad forward, then makes exactly one export call with
@@ -511,4 +513,8 @@ def parent_main(argv):
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--_child":
         sys.exit(child_main(*sys.argv[2:7]))
+    if len(sys.argv) > 1 and sys.argv[1] == "--floor":  # path vs file-like vs serialization floor
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import export_floor
+        sys.exit(export_floor.main(sys.argv[2:]))
     sys.exit(parent_main(sys.argv[1:]))

@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "exporter/graph_converter.h"
 #include "exporter/jit_util.h"
+#include "exporter/known_nodes.h"
 #include "exporter/meta_types.h"
 #include "exporter/passes/passes.h"
 #include "writer/node_type_inference.h"
@@ -34,10 +35,10 @@ std::shared_ptr<ir::TensorData> tensorData(const at::Tensor& tensor) {
   return data;
 }
 
-// Fills dims `t` leaves unknown (no size, no symbol) from `exact`, a fully static type of the same
-// value computed by PyTorch (meta tensors).
+// Fills what `t` leaves unknown (its rank; dims without a size or a symbol) from `exact`, the type
+// of the same value computed by PyTorch (meta tensors).
 void refineShape(ir::TensorType& t, const ir::TensorType& exact) {
-  if (!exact.isFullyStatic() || exact.dtype != t.dtype) return;
+  if (exact.dtype != t.dtype || !exact.hasRank()) return;
   if (!t.hasRank()) {
     t.shape = exact.shape;
     return;
@@ -62,7 +63,14 @@ void GraphConverter::convertBlock(const torch::jit::Block* block) {
 
 ir::TensorType GraphConverter::typeOf(const torch::jit::Value* v) const {
   auto it = captured_.find(v);
-  return it != captured_.end() ? it->second : jit::typeOfValue(v);
+  if (it != captured_.end()) return it->second;
+  // A traced graph records the example's types: exact, unless dynamic axes let dims change. Then,
+  // and for graphs without complete types (scripted, loaded), symbolics ask the meta oracle.
+  if (typing_ == Typing::Static && v->type()->kind() == c10::TypeKind::TensorType) {
+    ir::TensorType recorded = jit::typeOfValue(v);
+    return recorded.isFullyStatic() && options_.dynamicAxes.empty() ? recorded : ir::TensorType{};
+  }
+  return jit::typeOfValue(v);
 }
 
 Arg GraphConverter::constantArg(const torch::jit::Node* n) {
@@ -171,13 +179,21 @@ void GraphConverter::reportDeferredInputs(const torch::jit::Node* reader) {
   }
 }
 
+bool GraphConverter::lacksSymbolic(const torch::jit::Node* n) const {
+  if (n->kind() == c10::prim::If || n->kind() == c10::prim::Loop || n->kind() == c10::prim::Uninitialized ||
+      n->kind() == c10::prim::RaiseException || options_.operatorExportType == OperatorExportType::OnnxFallthrough)
+    return false;
+  return !registry_.find(jit::qualifiedKind(n), jit::overloadName(n), options_.opset);
+}
+
 void GraphConverter::convertNode(const torch::jit::Node* n) {
   if (n->kind() == c10::prim::Constant) {
     env_[n->output()] = constantArg(n);
     return;
   }
   reportDeferredInputs(n);
-  if (poisoned(n)) {  // downstream of a node already reported: not a problem of its own
+  if (poisoned(n)) {  // downstream of a node already reported: only a missing symbolic is its own problem
+    if (lacksSymbolic(n) && !deferUnconvertible(n)) return unconvertible(n, "", true);
     poison(n);
     return;
   }
@@ -198,16 +214,25 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
   const auto* entry = registry_.find(kind, jit::overloadName(n), options_.opset);
   std::vector<Arg> args;
   for (const torch::jit::Value* in : n->inputs()) args.push_back(env_.at(in));
+  if (auto known = evaluateKnownNode(n, args)) {
+    for (size_t k = 0; k < known->size(); ++k) env_[n->outputs()[k]] = argFromIValue((*known)[k]);
+    return;
+  }
   std::vector<ir::TensorType> outputTypes;
   for (const torch::jit::Value* o : n->outputs()) outputTypes.push_back(typeOf(o));
 
   setLocation(n);
   symbolic::Context ctx(*current_, options_.opset, jit::schemaText(n), args, outputTypes);
   ctx.setSourceNode(n);
-  if (typing_ == Typing::Static)
-    ctx.setOutputTypeOracle([n, args](size_t k) {
-      std::vector<ir::TensorType> types = metaOutputTypes(n, args);
-      return k < types.size() ? types[k] : ir::TensorType{};
+  std::optional<std::vector<ir::TensorType>> meta;  // PyTorch's output types, computed once when asked
+  auto metaTypes = [&]() -> const std::vector<ir::TensorType>& {
+    if (!meta) meta = metaOutputTypes(n, args);
+    return *meta;
+  };
+  if (typing_ == Typing::Static)  // a traced graph's dtype and rank where the op cannot run on stand-ins
+    ctx.setOutputTypeOracle([&metaTypes, n](size_t k) {
+      const std::vector<ir::TensorType>& types = metaTypes();
+      return k < types.size() && types[k].dtype != ir::DType::Undefined ? types[k] : jit::rankOfValue(n->outputs()[k]);
     });
   symbolic::Outputs outs;
   if (!entry) {
@@ -232,14 +257,14 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
   }
   PT2ONNX_ASSERT(outs.size() == n->outputs().size(),
                  "symbolic of " << kind << " returned " << outs.size() << " outputs for " << n->outputs().size());
-  std::optional<std::vector<ir::TensorType>> exact;  // PyTorch's shapes, for what ONNX inference left open
   for (size_t k = 0; k < outs.size(); ++k) {
     Arg& a = outs[k];
     if (a.value && a.value->type.dtype == ir::DType::Undefined) a.value->type = ctx.outputType(k);
     else if (a.value && !a.value->type.hasRank()) a.value->type.shape = ctx.outputType(k).shape;
     if (typing_ == Typing::Static && a.value && a.value->type.isTensor() && !a.value->type.isFullyStatic()) {
-      if (!exact) exact = metaOutputTypes(n, args);
-      if (k < exact->size()) refineShape(a.value->type, (*exact)[k]);
+      // PyTorch's shapes for what ONNX inference left open; a traced graph's rank as the last resort.
+      if (k < metaTypes().size()) refineShape(a.value->type, metaTypes()[k]);
+      if (!a.value->type.hasRank()) refineShape(a.value->type, jit::rankOfValue(n->outputs()[k]));
     }
     env_[n->outputs()[k]] = std::move(a);
   }

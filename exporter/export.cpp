@@ -7,6 +7,7 @@
 #include <fstream>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/serialization/import.h>
@@ -122,11 +123,11 @@ size_t countNodes(const torch::jit::Block* block) {
   return count;
 }
 
-// Lowering, support check, typing and conversion: everything before writing. Straight-line graphs
-// are checked before anything runs, then typed by running them once (exporter/type_capture);
-// graphs with control flow are typed statically while converting, which also finds every node
-// that cannot be converted (on the paths that survive specialization). With `report`, problems are
-// recorded there instead of thrown, and the graph is left unfinished.
+// Lowering, typing and conversion: everything before writing. Graphs are typed statically while
+// converting, which also finds every node that cannot be converted (on the paths that survive
+// specialization). With TypeInference::Run, a straight-line graph is checked before anything runs,
+// then typed by running it (exporter/type_capture). With `report`, problems are recorded there
+// instead of thrown, and the graph is left unfinished.
 void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& out, ExportSummary& summary,
                     SupportReport* report = nullptr) {
   validateOptions(model, options);
@@ -141,7 +142,8 @@ void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& 
   // Names beyond the model's inputs rename its parameters in order, as torch.onnx does.
   for (size_t k = model.numUserInputs; k < options.inputNames.size(); ++k)
     model.paramNames[k - model.numUserInputs] = options.inputNames[k];
-  Typing typing = options.staticTyping || hasBlocks(model.graph->block()) ? Typing::Static : Typing::Captured;
+  Typing typing = options.typeInference == TypeInference::Run && !hasBlocks(model.graph->block()) ? Typing::Captured
+                                                                                                   : Typing::Static;
   if (typing == Typing::Captured) {
     SupportReport preflight = checkGraphSupport(*model.graph, options.opset);
     if (report) {
@@ -271,19 +273,28 @@ ExportSummary exportToFile(ModelGraph& model, const ExportOptions& options, cons
   return summary;
 }
 
-std::string exportToBytes(ModelGraph& model, const ExportOptions& options, ExportSummary* summaryOut) {
+ExportSummary exportToStream(ModelGraph& model, const ExportOptions& options, std::ostream& os) {
   ExportSummary summary;
   ir::Graph out;
   buildOnnxGraph(model, options, out, summary);
   PhaseTimer timer(summary.secondsByPhase);
   std::vector<std::string> warnings;
-  std::string bytes = writer::serializeModel(out, writeOptions(model, options), &warnings);
+  std::ostream::pos_type start = os.tellp();
+  writer::streamModelTo(out, writeOptions(model, options), os, &warnings);
+  os.flush();
+  if (!os) throw ExportError("writing the model failed");
   timer.done("write");
-  summary.modelBytes = bytes.size();
+  if (start != std::ostream::pos_type(-1)) summary.modelBytes = static_cast<uint64_t>(os.tellp() - start);
   summary.warnings.insert(summary.warnings.end(), warnings.begin(), warnings.end());
   logWarnings(summary);
+  return summary;
+}
+
+std::string exportToBytes(ModelGraph& model, const ExportOptions& options, ExportSummary* summaryOut) {
+  std::ostringstream os;
+  ExportSummary summary = exportToStream(model, options, os);
   if (summaryOut) *summaryOut = summary;
-  return bytes;
+  return os.str();
 }
 
 }  // namespace pt2onnx

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ namespace pt2onnx {
 
 enum class TrainingMode { Eval, Preserve, Training };
 enum class OperatorExportType { Onnx, OnnxFallthrough };
+enum class TypeInference { Static, Run };
 
 struct ExportOptions {
   int opset = kDefaultOpset;
@@ -40,9 +42,11 @@ struct ExportOptions {
   // all of them when exporting to ONNX, none with ONNX_FALLTHROUGH. The Python front end decides
   // per Function (symbolic / registered symbolic / inline / com.microsoft::PythonOp).
   std::function<bool(const torch::jit::Node*)> inlineAutogradFunction;
-  // Types straight-line graphs statically too (without running them once on the example inputs,
-  // which is how they are typed by default; graphs with control flow are always typed statically).
-  bool staticTyping = false;
+  // How value types are learnt: Static propagates the inputs' types node by node (ONNX inference +
+  // PyTorch's ops on meta tensors) without running the model; Run executes a straight-line graph
+  // once on the example inputs (twice with dynamic axes), for an op whose output shape only
+  // execution can tell. Graphs with control flow are always typed statically.
+  TypeInference typeInference = TypeInference::Static;
 };
 
 // A graph ready for export: its first `numUserInputs` inputs are the model's inputs, the rest are
@@ -106,7 +110,10 @@ SupportReport checkSupport(ModelGraph& model, const ExportOptions& options);
 // Lowers, checks, converts and writes `path`. Throws ExportError (with node, op, opset and
 // PyTorch source location) on any problem; nothing is left on disk then.
 ExportSummary exportToFile(ModelGraph& model, const ExportOptions& options, const std::string& path);
-// Same, returning the serialized model (no external data).
+// Same, streaming the model into `os` (no external data): nothing is written to it unless the
+// model converts and validates.
+ExportSummary exportToStream(ModelGraph& model, const ExportOptions& options, std::ostream& os);
+// Same, returning the serialized model.
 std::string exportToBytes(ModelGraph& model, const ExportOptions& options, ExportSummary* summary = nullptr);
 
 }  // namespace pt2onnx

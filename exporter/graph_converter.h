@@ -62,6 +62,8 @@ class GraphConverter {
   bool deferUnconvertible(const torch::jit::Node* n);
   void reportDeferredInputs(const torch::jit::Node* reader);
   bool poisoned(const torch::jit::Node* n) const;
+  // No symbolic at the target opset (If, Loop and the other nodes the walker converts itself have one).
+  bool lacksSymbolic(const torch::jit::Node* n) const;
   void poison(const torch::jit::Node* n);
   std::string unsupportedMessage(const torch::jit::Node* n) const;
   symbolic::Outputs fallthrough(symbolic::Context& ctx, const torch::jit::Node* n);

@@ -154,4 +154,26 @@ ir::TensorType typeOfValue(const torch::jit::Value* v) {
   return out;
 }
 
+std::optional<at::ScalarType> atenType(ir::DType t) {
+  switch (t) {
+    case ir::DType::Float: return at::kFloat;
+    case ir::DType::Double: return at::kDouble;
+    case ir::DType::Float16: return at::kHalf;
+    case ir::DType::BFloat16: return at::kBFloat16;
+    case ir::DType::Int64: return at::kLong;
+    case ir::DType::Int32: return at::kInt;
+    case ir::DType::Int16: return at::kShort;
+    case ir::DType::Int8: return at::kChar;
+    case ir::DType::Uint8: return at::kByte;
+    case ir::DType::Bool: return at::kBool;
+    default: return std::nullopt;
+  }
+}
+
+ir::TensorType rankOfValue(const torch::jit::Value* v) {
+  ir::TensorType out = typeOfValue(v);
+  if (out.shape) out.shape = std::vector<ir::Dim>(out.shape->size());
+  return out;
+}
+
 }  // namespace pt2onnx::jit

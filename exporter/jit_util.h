@@ -1,6 +1,7 @@
 // Small helpers over LibTorch's JIT IR used across the exporter.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <torch/csrc/jit/ir/ir.h>
@@ -29,9 +30,13 @@ std::string describeNode(const torch::jit::Node* node);
 std::string cleanName(const torch::jit::Value* v, const std::string& fallback);
 
 ir::DType onnxDType(c10::ScalarType t);
+// The ATen dtype of an ONNX one; nullopt for types ATen has no equivalent of (strings).
+std::optional<at::ScalarType> atenType(ir::DType t);
 // A TensorType from a concrete tensor (dtype and shape).
 ir::TensorType typeOfTensor(const at::Tensor& t);
 // What TorchScript knows statically about a value's type.
 ir::TensorType typeOfValue(const torch::jit::Value* v);
+// Its dtype and rank only (every dim unknown): what a traced type says beyond the example's sizes.
+ir::TensorType rankOfValue(const torch::jit::Value* v);
 
 }  // namespace pt2onnx::jit

@@ -1,5 +1,7 @@
 #include "exporter/meta_types.h"
 
+#include <iterator>
+
 #include <ATen/ATen.h>
 #include <torch/csrc/jit/runtime/operator.h>
 
@@ -10,25 +12,18 @@ namespace {
 
 using symbolic::Arg;
 
-// A stand-in for a dimension or number unknown at export time. Types computed with one are
-// reported without the shape (it could depend on it).
-constexpr int64_t kUnknownSize = 2;
-
-std::optional<at::ScalarType> atenType(ir::DType t) {
-  switch (t) {
-    case ir::DType::Float: return at::kFloat;
-    case ir::DType::Double: return at::kDouble;
-    case ir::DType::Float16: return at::kHalf;
-    case ir::DType::BFloat16: return at::kBFloat16;
-    case ir::DType::Int64: return at::kLong;
-    case ir::DType::Int32: return at::kInt;
-    case ir::DType::Int16: return at::kShort;
-    case ir::DType::Int8: return at::kChar;
-    case ir::DType::Uint8: return at::kByte;
-    case ir::DType::Bool: return at::kBool;
-    default: return std::nullopt;
-  }
-}
+// Stand-ins for dimensions and numbers unknown at export time. An op whose arguments hold one runs
+// on meta tensors with several probes: an output dim counts as known when every probe that runs
+// gives the same size (it does not depend on the unknowns). Each probe ties numbers to dims, so a
+// size read from a dim fits it again (view(x, [n, -1]), narrow(x, 1, n - 2, 2)); the small one
+// shows a number clamped by a known dim (x[:, :k] with k below it). When fewer than two probes run,
+// the fallback gives ranks only; CPU stand-ins (ops without meta kernels) use the small probe.
+struct Unknowns {
+  int64_t dim;
+  int64_t number;
+};
+constexpr Unknowns kProbes[] = {{17, 17}, {23, 23}, {2, 2}};
+constexpr Unknowns kRankOnlyFallbacks[] = {{8, 1}};
 
 // How stand-in tensors are made: on the meta device with the argument's shape (nothing computed,
 // exact shapes), or, for ops without meta kernels in LibTorch 1.13 (relu, where, group_norm...), as
@@ -43,7 +38,7 @@ constexpr int64_t kMaxRealSizeElements = 1 << 16;
 
 class MetaStack {
  public:
-  explicit MetaStack(StandIn standIn) : standIn_(standIn) {}
+  MetaStack(StandIn standIn, Unknowns unknowns) : standIn_(standIn), unknowns_(unknowns) {}
 
   // The IValue `a` stands for, as the op's argument of type `type`; nullopt when unknowable.
   std::optional<c10::IValue> build(const Arg& a, const c10::TypePtr& type) {
@@ -58,7 +53,7 @@ class MetaStack {
       case Arg::Kind::Int:
         if (a.value) exact_ = false;
         if (t->kind() == c10::TypeKind::TensorType) return tensorFor(a);
-        return c10::IValue(a.value ? kUnknownSize : a.i);
+        return c10::IValue(a.value ? unknowns_.number : a.i);
       case Arg::Kind::Double:
         if (a.value) exact_ = false;
         if (t->kind() == c10::TypeKind::TensorType) return tensorFor(a);
@@ -91,13 +86,13 @@ class MetaStack {
                                                                                         : ir::DType::Int64,
               std::vector<ir::Dim>{}};
     }
-    auto dtype = atenType(type.dtype);
+    auto dtype = jit::atenType(type.dtype);
     if (!dtype || !type.hasRank() || !type.isTensor()) return std::nullopt;
     std::vector<int64_t> sizes;
     int64_t numel = 1;
     for (const ir::Dim& d : *type.shape) {
       if (!d.isStatic()) exact_ = false;
-      sizes.push_back(d.isStatic() ? d.size : kUnknownSize);
+      sizes.push_back(d.isStatic() ? d.size : unknowns_.dim);
       numel *= sizes.back();
     }
     if (standIn_ != StandIn::Meta && numel > kMaxRealSizeElements) {
@@ -127,20 +122,25 @@ class MetaStack {
   }
 
   StandIn standIn_;
+  Unknowns unknowns_;
   bool exact_ = true;
 };
 
-// Runs `n`'s op on stand-ins for `args`; empty when it cannot.
-std::vector<ir::TensorType> runOnStandIns(const torch::jit::Node* n, const std::vector<Arg>& args, StandIn standIn) {
+// Runs `n`'s op on stand-ins for `args`; empty when it cannot. `sawUnknown` tells whether a stand-in
+// replaced something unknown; then the sizes are dropped (ranks kept) unless `keepProbeSizes`.
+std::vector<ir::TensorType> runOnStandIns(const torch::jit::Node* n, const std::vector<Arg>& args, StandIn standIn,
+                                          Unknowns unknowns = kProbes[2], bool* sawUnknown = nullptr,
+                                          bool keepProbeSizes = false) {
   const c10::FunctionSchema* schema = n->maybeSchema();
   if (!schema || schema->arguments().size() != args.size()) return {};
-  MetaStack builder(standIn);
+  MetaStack builder(standIn, unknowns);
   torch::jit::Stack stack;
   for (size_t i = 0; i < args.size(); ++i) {
     auto v = builder.build(args[i], schema->arguments()[i].type());
     if (!v) return {};
     stack.push_back(std::move(*v));
   }
+  if (sawUnknown) *sawUnknown = !builder.exact();
   try {
     n->getOperation()(stack);
   } catch (const std::exception&) {
@@ -154,24 +154,50 @@ std::vector<ir::TensorType> runOnStandIns(const torch::jit::Node* n, const std::
       continue;
     }
     ir::TensorType t = jit::typeOfTensor(v.toTensor());
-    if (!exactShapes) t.shape = std::vector<ir::Dim>(t.shape->size());
+    if (!exactShapes && !keepProbeSizes) t.shape = std::vector<ir::Dim>(t.shape->size());
     out.push_back(std::move(t));
   }
   return out;
 }
 
+// Dims of `types` that `other` does not share become unknown (all of them when `other` has no type
+// of the same rank for it).
+void keepSharedDims(std::vector<ir::TensorType>& types, const std::vector<ir::TensorType>& other) {
+  for (size_t k = 0; k < types.size(); ++k) {
+    ir::TensorType& t = types[k];
+    if (!t.shape) continue;
+    bool sameRank = k < other.size() && other[k].shape && other[k].rank() == t.rank();
+    for (int64_t d = 0; d < t.rank(); ++d)
+      if (!sameRank || (*t.shape)[d].size != (*other[k].shape)[d].size) (*t.shape)[d] = ir::Dim{};
+  }
+}
+
 }  // namespace
 
 std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std::vector<Arg>& args) {
-  std::vector<ir::TensorType> types = runOnStandIns(n, args, StandIn::Meta);
-  if (!types.empty()) return types;
-  types = runOnStandIns(n, args, StandIn::SmallCpuOnes);
-  std::vector<ir::TensorType> again = runOnStandIns(n, args, StandIn::SmallCpuRamp);
-  for (size_t k = 0; k < types.size(); ++k) {
-    bool same = k < again.size() && types[k].shape && again[k].shape && types[k].rank() == again[k].rank();
-    for (int64_t d = 0; same && d < types[k].rank(); ++d) same = (*types[k].shape)[d].size == (*again[k].shape)[d].size;
-    if (!same && types[k].shape) types[k].shape = std::vector<ir::Dim>(types[k].shape->size());
+  bool sawUnknown = false;
+  std::vector<ir::TensorType> types = runOnStandIns(n, args, StandIn::Meta, kProbes[0], &sawUnknown, true);
+  if (!types.empty() && !sawUnknown) return types;  // nothing unknown: exact
+  if (sawUnknown) {
+    int agreeing = types.empty() ? 0 : 1;
+    for (size_t p = 1; p < std::size(kProbes); ++p) {
+      std::vector<ir::TensorType> other = runOnStandIns(n, args, StandIn::Meta, kProbes[p], nullptr, true);
+      if (other.empty()) continue;
+      if (types.empty()) {
+        types = std::move(other);
+      } else {
+        keepSharedDims(types, other);
+      }
+      ++agreeing;
+    }
+    if (agreeing >= 2) return types;
+    for (Unknowns unknowns : kRankOnlyFallbacks) {
+      types = runOnStandIns(n, args, StandIn::Meta, unknowns);
+      if (!types.empty()) return types;
+    }
   }
+  types = runOnStandIns(n, args, StandIn::SmallCpuOnes);
+  keepSharedDims(types, runOnStandIns(n, args, StandIn::SmallCpuRamp));
   return types;
 }
 

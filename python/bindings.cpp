@@ -10,6 +10,7 @@
 #include "common/errors.h"
 #include "common/logging.h"
 #include "exporter/export.h"
+#include "python/file_object_stream.h"
 #include "python/symbolic_bridge.h"
 #include "runtime/session.h"
 #include "runtime_ops/python/python_ops.h"
@@ -41,7 +42,12 @@ ExportOptions optionsFromDict(const py::dict& d) {
   if (d.contains("do_constant_folding")) o.doConstantFolding = d["do_constant_folding"].cast<bool>();
   if (d.contains("custom_opsets")) o.customOpsets = d["custom_opsets"].cast<std::map<std::string, int>>();
   if (d.contains("doc_strings")) o.docStrings = d["doc_strings"].cast<bool>();
-  if (d.contains("static_typing")) o.staticTyping = d["static_typing"].cast<bool>();
+  if (d.contains("type_inference")) {
+    auto t = d["type_inference"].cast<std::string>();
+    if (t != "static" && t != "run")
+      throw ExportError("type_inference must be \"static\" or \"run\", got \"" + t + "\"");
+    o.typeInference = t == "run" ? TypeInference::Run : TypeInference::Static;
+  }
   if (d.contains("external_data_threshold") && !d["external_data_threshold"].is_none())
     o.externalDataThreshold = d["external_data_threshold"].cast<uint64_t>();
   if (d.contains("inline_autograd_function") && !d["inline_autograd_function"].is_none())
@@ -105,25 +111,28 @@ std::optional<py::gil_scoped_release> releaseGilUnlessPythonOps(const ModelGraph
   return release;
 }
 
-// Exports to `path`, or returns the bytes when `path` is None.
-py::object runExport(ModelGraph& model, const py::dict& options, const py::object& path) {
+// Exports to `target`: a path, or a binary file object the model is streamed into.
+py::object runExport(ModelGraph& model, const py::dict& options, const py::object& target) {
   ExportOptions o = optionsFromDict(options);
-  if (path.is_none()) {
-    std::string bytes;
-    ExportSummary summary;
-    {
-      auto release = releaseGilUnlessPythonOps(model);
-      bytes = exportToBytes(model, o, &summary);
-    }
-    return py::make_tuple(py::bytes(bytes), summaryToDict(summary));
-  }
-  std::string p = path.cast<std::string>();
   ExportSummary summary;
-  {
+  if (py::isinstance<py::str>(target)) {
+    std::string path = target.cast<std::string>();
     auto release = releaseGilUnlessPythonOps(model);
-    summary = exportToFile(model, o, p);
+    summary = exportToFile(model, o, path);
+  } else {
+    python::FileObjectStreambuf buffer(target);
+    std::ostream os(&buffer);
+    try {
+      auto release = releaseGilUnlessPythonOps(model);
+      summary = exportToStream(model, o, os);
+    } catch (const ExportError&) {
+      if (!buffer.error().empty())
+        throw ExportError("writing the model to the file object failed after " + std::to_string(buffer.bytesWritten()) +
+                          " bytes: " + buffer.error());
+      throw;
+    }
   }
-  return py::make_tuple(py::none(), summaryToDict(summary));
+  return summaryToDict(summary);
 }
 
 // Python values as runtime values: a tensor; a list or tuple of tensors, a sequence (an empty one of
@@ -175,24 +184,24 @@ PYBIND11_MODULE(_pt2onnx, m) {
   m.def("export_graph",
         [](std::shared_ptr<torch::jit::Graph> graph, size_t numUserInputs, std::vector<std::string> userInputNames,
            std::vector<std::string> paramNames, std::vector<at::Tensor> paramValues,
-           std::vector<at::Tensor> exampleInputs, const py::dict& options, const py::object& path) {
+           std::vector<at::Tensor> exampleInputs, const py::dict& options, const py::object& target) {
           ModelGraph model = modelFrom(std::move(graph), numUserInputs, std::move(userInputNames),
                                        std::move(paramNames), std::move(paramValues), std::move(exampleInputs));
-          return runExport(model, options, path);
+          return runExport(model, options, target);
         },
         py::arg("graph"), py::arg("num_user_inputs"), py::arg("user_input_names"), py::arg("param_names"),
-        py::arg("param_values"), py::arg("example_inputs"), py::arg("options"), py::arg("path"));
+        py::arg("param_values"), py::arg("example_inputs"), py::arg("options"), py::arg("target"));
 
   // A ScriptModule in memory (torch.jit.ScriptModule._c): no archive round trip, weights not copied.
   // Example inputs are tensors, Python numbers, or None for Optional arguments.
   m.def("export_script_object",
         [](const torch::jit::Module& module, const py::list& exampleInputs, const py::dict& options,
-           const py::object& path) {
+           const py::object& target) {
           ModelGraph model = fromScriptModule(module);
           for (const py::handle& item : exampleInputs) model.exampleInputs.push_back(exampleValue(item));
-          return runExport(model, options, path);
+          return runExport(model, options, target);
         },
-        py::arg("module"), py::arg("example_inputs"), py::arg("options"), py::arg("path"));
+        py::arg("module"), py::arg("example_inputs"), py::arg("options"), py::arg("target"));
 
   m.def("check_graph_support",
         [](std::shared_ptr<torch::jit::Graph> graph, size_t numUserInputs, std::vector<std::string> paramNames,

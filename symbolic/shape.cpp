@@ -118,7 +118,15 @@ Outputs reshapeSymbolic(Context& ctx) {
       return {ctx.op("Reshape", {x, ctx.constInt64s(dims)}, {i("allowzero", 1)})};
     }
   }
-  return {reshapeTo(ctx, x, ctx.intsAsTensor(1))};
+  ir::Value* y = reshapeTo(ctx, x, ctx.intsAsTensor(1));
+  // ONNX infers no rank from a shape computed at run time; a list of known length gives it.
+  if (!y->type.hasRank() && size.kind == Arg::Kind::List && !size.isDynamicList()) {
+    std::vector<ir::Dim> dims;
+    for (const Arg& e : size.elems)
+      dims.push_back(e.kind == Arg::Kind::Int && !e.value && e.i > 0 ? ir::Dim::fixed(e.i) : ir::Dim{});
+    y->type.shape = std::move(dims);
+  }
+  return {y};
 }
 
 Outputs viewAsSymbolic(Context& ctx) {  // view_as / reshape_as

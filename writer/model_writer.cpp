@@ -345,16 +345,24 @@ WriteResult writeModel(const ir::Graph& graph, const WriteOptions& options, cons
   return result;
 }
 
-std::string serializeModel(const ir::Graph& graph, const WriteOptions& options,
-                           std::vector<std::string>* warnings) {
-  if (totalInitializerBytes(graph) > options.externalDataThreshold)
-    throw ExportError("the model is larger than protobuf's 2 GiB limit; export it to a file path so "
-                      "its weights can be written as external data");
+void streamModelTo(const ir::Graph& graph, const WriteOptions& options, std::ostream& os,
+                   std::vector<std::string>* warnings) {
+  uint64_t total = totalInitializerBytes(graph);
+  if (total > options.externalDataThreshold)
+    throw ExportError("the model's initializers (" + std::to_string(total) + " bytes) are above the external data "
+                      "threshold (" + std::to_string(options.externalDataThreshold) + " bytes; protobuf's limit "
+                      "is 2 GiB): external data needs a side file, so export to a file path instead of a file "
+                      "object or memory");
   Encoded enc = encode(graph, options, false, "");
   validate(enc);
   if (warnings) *warnings = enc.warnings;
-  std::ostringstream os;
   streamModel(enc, graph, os);
+}
+
+std::string serializeModel(const ir::Graph& graph, const WriteOptions& options,
+                           std::vector<std::string>* warnings) {
+  std::ostringstream os;
+  streamModelTo(graph, options, os, warnings);
   return os.str();
 }
 

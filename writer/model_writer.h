@@ -36,7 +36,11 @@ struct WriteResult {
 // Validates and writes the model to `path` (atomically: a temp file renamed into place; nothing is
 // left behind on failure). Throws ExportError when the model fails the checker or inference.
 WriteResult writeModel(const ir::Graph& graph, const WriteOptions& options, const std::string& path);
-// Validates and serializes the model into memory (no external data; fails above the limit).
+// Validates the model, then streams it into `os` (no external data; fails above the limit before
+// writing anything). Each byte is written once: initializers straight from their tensors.
+void streamModelTo(const ir::Graph& graph, const WriteOptions& options, std::ostream& os,
+                   std::vector<std::string>* warnings = nullptr);
+// The same into memory.
 std::string serializeModel(const ir::Graph& graph, const WriteOptions& options,
                            std::vector<std::string>* warnings = nullptr);
 

@@ -25,6 +25,7 @@ struct ConvertOptions {
   std::string training = "eval";
   std::string autogradFunctions = "auto";
   std::vector<std::string> autogradFunctionModes;
+  std::string typeInference = "static";
 };
 
 std::map<std::string, int> parseCustomOpsets(const std::vector<std::string>& specs) {
@@ -65,6 +66,7 @@ void runPythonConvert(const ConvertOptions& o) {
   r.fallthrough = o.fallthrough;
   r.customOpsets = parseCustomOpsets(o.customOpsets);
   r.externalDataThreshold = o.externalDataThreshold;
+  r.typeInference = o.typeInference;
   convertPythonModel(r);
 }
 
@@ -86,6 +88,7 @@ void runConvert(const ConvertOptions& o) {
   options.docStrings = !o.noDocStrings;
   options.customOpsets = parseCustomOpsets(o.customOpsets);
   if (o.externalDataThreshold) options.externalDataThreshold = o.externalDataThreshold;
+  options.typeInference = o.typeInference == "run" ? TypeInference::Run : TypeInference::Static;
   auto loaded = std::chrono::steady_clock::now();
   ExportSummary summary = exportToFile(model, options, o.output);
   auto end = std::chrono::steady_clock::now();
@@ -128,6 +131,12 @@ void addConvertCommand(CLI::App& app, int& exitCode) {
   cmd->add_option("--external-data-threshold", opts->externalDataThreshold,
                   "Write weights as external data (one <output>.data file) when they total more than "
                   "this many bytes (default: just under protobuf's 2 GiB limit)");
+  cmd->add_option("--type-inference", opts->typeInference,
+                  "How value types are learnt: 'static' propagates the inputs' types without running the model "
+                  "(default); 'run' executes a straight-line model once on the example inputs, for an op whose "
+                  "output shape only execution can tell")
+      ->check(CLI::IsMember({"static", "run"}))
+      ->capture_default_str();
   cmd->add_option("--training", opts->training, "Export mode of a --python model (torch.onnx's training)")
       ->check(CLI::IsMember({"eval", "train", "preserve"}))
       ->capture_default_str();

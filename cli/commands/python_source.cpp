@@ -50,6 +50,8 @@ void convertPythonModel(const PythonConvertRequest& r) {
     if (r.keepInitializersAsInputs) options["keep_initializers_as_inputs"] = true;
     if (r.fallthrough) options["operator_export_type"] = exporter.attr("OperatorExportTypes").attr("ONNX_FALLTHROUGH");
     if (!r.customOpsets.empty()) options["custom_opsets"] = r.customOpsets;
+    options["type_inference"] = r.typeInference;
+    if (r.externalDataThreshold) options["external_data_threshold"] = r.externalDataThreshold;
     py::dict summary = entry.attr("convert")(r.spec, r.output, options);
     std::cout << "wrote " << r.output << ": opset " << r.opset << ", " << summary["onnx_nodes"].cast<size_t>()
               << " nodes, " << summary["initializers"].cast<size_t>() << " initializers, "

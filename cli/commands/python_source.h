@@ -25,6 +25,7 @@ struct PythonConvertRequest {
   bool fallthrough = false;
   std::map<std::string, int> customOpsets;
   uint64_t externalDataThreshold = 0;
+  std::string typeInference = "static";  // static | run
 };
 
 // Runs the export in an embedded interpreter and prints its summary. Throws ExportError.

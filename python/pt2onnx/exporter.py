@@ -172,7 +172,8 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
            input_names=None, output_names=None, operator_export_type=OperatorExportTypes.ONNX,
            opset_version=None, do_constant_folding=True, dynamic_axes=None,
            keep_initializers_as_inputs=None, custom_opsets=None, export_modules_as_functions=False,
-           autograd_functions="auto", autograd_function_overrides=None):
+           autograd_functions="auto", autograd_function_overrides=None, type_inference="static",
+           external_data_threshold=None):
     """Exports `model` to ONNX, like torch.onnx.export (TorchScript path) with the same arguments.
 
     `f` is a path or a binary file-like object. Returns a summary dict (node and initializer
@@ -183,24 +184,36 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     symbolic, else a registered symbolic, else its traced ops when all convert, else
     com.microsoft::PythonOp), "inline" or "python_op". autograd_function_overrides maps Function
     classes (or "module.QualName" strings) to one of those modes.
+
+    type_inference: "static" (default) types every value without running the model; "run" executes
+    a straight-line graph once on `args` (twice with dynamic_axes) instead, for an op whose output
+    shape only execution can tell. Graphs with control flow are always typed statically.
+
+    external_data_threshold: when the initializers total more bytes than this, they are written as
+    external data into one side file `<f>.data` (a path `f` only; default: just under protobuf's
+    2 GiB limit, as torch.onnx).
     """
     if export_modules_as_functions:
         raise _pt2onnx.ExportError("export_modules_as_functions is not supported by pt2onnx")
     options = _options(opset_version, export_params, verbose, training, input_names, output_names,
                        operator_export_type, do_constant_folding, dynamic_axes,
                        keep_initializers_as_inputs, custom_opsets)
+    options["type_inference"] = type_inference
+    if external_data_threshold is not None:
+        options["external_data_threshold"] = int(external_data_threshold)
     if isinstance(model, torch.jit.ScriptModule):
         args = _normalize_script_args(model, args)
     else:
         args = _normalize_args(model, args)
-    path = os.fspath(f) if isinstance(f, (str, os.PathLike)) else None
+    path = os.fsdecode(f) if isinstance(f, (str, bytes, os.PathLike)) else None
     if path is None and not hasattr(f, "write"):
         raise TypeError(f"f must be a path or a writable binary file object, got {type(f).__name__}")
+    target = path if path is not None else f  # a file object gets the model streamed into it
 
     if isinstance(model, torch.jit.ScriptModule):
         # Exported in eval mode, as a TorchScript archive is; the caller's mode is restored.
         with _training_mode(model, "EVAL"):
-            data, summary = _pt2onnx.export_script_object(model._c, list(args), options, path)
+            summary = _pt2onnx.export_script_object(model._c, list(args), options, target)
     else:
         training = options["training"] == "TRAINING" or (
             options["training"] == "PRESERVE" and getattr(model, "training", False))
@@ -212,11 +225,9 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
         with _training_mode(model, options["training"]):
             graph, names, values = _trace(model, args)
         with autograd.exporting(state):
-            data, summary = _pt2onnx.export_graph(graph, len(args), _input_names_of(model, len(args)), names,
-                                                  values, list(args), options, path)
+            summary = _pt2onnx.export_graph(graph, len(args), _input_names_of(model, len(args)), names,
+                                           values, list(args), options, target)
         summary["warnings"] = summary["warnings"] + state.warnings
-    if path is None:
-        f.write(data)
     for w in summary["warnings"]:
         if not isinstance(model, torch.jit.ScriptModule) and w in state.warnings:
             continue  # already issued while converting

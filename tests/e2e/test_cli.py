@@ -92,7 +92,7 @@ def torch_out(model, x):
 @pytest.mark.parametrize("argv,expected", [
     (["--help"], ["convert", "report", "ops"]),
     (["convert", "--help"], ["--output", "--input-shape", "--opset", "--dynamic-axis", "--input-names",
-                             "--output-names"]),
+                             "--output-names", "--type-inference"]),
     (["report", "--help"], ["--input-shape", "--opset", "--format"]),
 ])
 def test_help(cli, argv, expected):
@@ -129,6 +129,25 @@ def test_convert_dynamic_batch_matches_torch(cli, cnn_archive, tmp_path):
     assert proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
     assert proto.graph.output[0].type.tensor_type.shape.dim[0].dim_param == "batch"
     _check_batches(model, out, "x", [1, 3])
+
+
+def test_convert_types_statically_unless_asked_to_run_the_model(cli, cnn_archive, tmp_path):
+    model, archive = cnn_archive
+    outputs = {}
+    for typing in ("static", "run"):
+        outputs[typing] = tmp_path / f"{typing}.onnx"
+        proc = run(cli, "convert", archive, "-o", outputs[typing], "--input-shape", "x:2x3x8x8", "--type-inference", typing)
+        assert proc.returncode == 0, proc.stderr
+        assert ("capture_types" in proc.stdout) == (typing == "run"), proc.stdout  # the phase that runs the model
+    assert outputs["static"].read_bytes() == outputs["run"].read_bytes()
+
+    # With a dynamic batch, ONNX inference carries the symbol to the output (running the model twice
+    # only learns that the dim changes).
+    dynamic = tmp_path / "dynamic.onnx"
+    proc = run(cli, "convert", archive, "-o", dynamic, "--input-shape", "x:2x3x8x8", "--dynamic-axis", "x:0=batch")
+    assert proc.returncode == 0, proc.stderr
+    assert onnx.load(str(dynamic)).graph.output[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    _check_batches(model, dynamic, "x", [1, 3])
 
 
 def test_convert_input_and_output_names(cli, cnn_archive, tmp_path):
@@ -268,6 +287,7 @@ def test_unsupported_op_convert_fails_cleanly(cli, erfcx_archive, out_dir):
     ["convert", "-o", "{out}/m.onnx", "-i", "image:2x4"],       # model path omitted
     ["convert", "{model}", "-o", "{out}/m.onnx", "-i", "image:2x4", "-i", "mask:2x3", "--opset", "12"],
     ["convert", "{model}", "-o", "{out}/m.onnx", "-i", "image:2x4", "-i", "mask:2x3", "--no-such-option"],
+    ["convert", "{model}", "-o", "{out}/m.onnx", "-i", "image:2x4", "-i", "mask:2x3", "--type-inference", "guess"],
 ])
 def test_usage_errors_exit_2(cli, archives, out_dir, argv):
     """Command-line usage errors are errors too: status 2 ("2 on errors") and a pt2onnx: error: line."""

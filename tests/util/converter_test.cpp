@@ -66,34 +66,34 @@ std::string currentTestName() {
   return info ? std::string(info->test_suite_name()) + "." + info->name() : "";
 }
 
-// Exports with types captured by running the graph, and checks that typing it statically (ONNX
-// inference + meta tensors, as graphs with control flow are typed) gives the same bytes, except for
-// the tests listed as known differences (which must still differ).
+// Exports typed statically (the default), and checks that typing by running the graph on the
+// example inputs (TypeInference::Run) gives the same bytes, except for the tests listed as known
+// differences (which must still differ).
 std::string exportIR(const std::string& irText, const std::vector<at::Tensor>& inputs, int opset) {
   ModelGraph model = graphFromIR(parse(irText), std::vector<c10::IValue>(inputs.begin(), inputs.end()));
-  std::string captured = exportToBytes(model, optionsFor(opset, inputs.size()));
+  std::string typedStatically = exportToBytes(model, optionsFor(opset, inputs.size()));
   ModelGraph again = graphFromIR(parse(irText), std::vector<c10::IValue>(inputs.begin(), inputs.end()));
-  ExportOptions staticOptions = optionsFor(opset, inputs.size());
-  staticOptions.staticTyping = true;
-  std::string typedStatically;
+  ExportOptions runOptions = optionsFor(opset, inputs.size());
+  runOptions.typeInference = TypeInference::Run;
+  std::string typedByRunning;
   try {
-    typedStatically = exportToBytes(again, staticOptions);
+    typedByRunning = exportToBytes(again, runOptions);
   } catch (const std::exception& e) {
-    ADD_FAILURE() << "static typing fails where captured types export: " << e.what();
-    return captured;
+    ADD_FAILURE() << "typing by running fails where static typing exports: " << e.what();
+    return typedStatically;
   }
   bool listed = staticTypingDifferences().count(currentTestName()) > 0;
   if (listed) {
-    EXPECT_NE(captured, typedStatically) << currentTestName()
-                                         << " is listed in static_typing_differences.txt but no longer differs";
-  } else if (captured != typedStatically) {
+    EXPECT_NE(typedByRunning, typedStatically) << currentTestName()
+                                               << " is listed in static_typing_differences.txt but no longer differs";
+  } else if (typedByRunning != typedStatically) {
     onnx::ModelProto a, b;
-    a.ParseFromString(captured);
+    a.ParseFromString(typedByRunning);
     b.ParseFromString(typedStatically);
-    ADD_FAILURE() << "static typing gives a different model at opset " << opset << ":\n--- captured types\n"
-                  << a.graph().DebugString() << "\n--- static types\n" << b.graph().DebugString();
+    ADD_FAILURE() << "static typing gives a different model at opset " << opset << ":\n--- typed by running\n"
+                  << a.graph().DebugString() << "\n--- typed statically\n" << b.graph().DebugString();
   }
-  return captured;
+  return typedStatically;
 }
 
 void expectOpsetsConvert(const std::string& irText, const std::vector<at::Tensor>& inputs,
