@@ -12,6 +12,8 @@ typing can type it. Then, best of --repeat, wall time (perf_counter), one thread
   * BytesIO:  pt2onnx.export(loaded, args, io.BytesIO())
   * floor:    the same model as an onnx.ModelProto: SerializeToString() + one write of its bytes,
               to a file (the path floor) and to a fresh io.BytesIO (the in-memory floor).
+  * 1 write:  io.BytesIO().write() of the finished model's bytes alone: fresh memory faulted in page
+              by page, which bounds any in-memory export from below.
 Printed: each export as a ratio to its floor (goal <= 1.5x), BytesIO / path (goal <= 1.2x), and
 `pt2onnx convert` of resnet50 archives traced at 224x224 and 448x448 (its "export" seconds: the
 time must not grow with the input, goal within 10%). No timing assertions; exit status 0.
@@ -79,7 +81,12 @@ def measure(name, repeat, workdir):
         pt2onnx.export(loaded, args, in_memory["buffer"])
     bytesio_s = best_of(repeat, to_bytesio)
     with open(path, "rb") as f:
-        same = in_memory["buffer"].getvalue() == f.read()
+        data = f.read()
+    same = in_memory["buffer"].getvalue() == data
+    # What holding the bytes in a BytesIO costs at all: one write of the finished model (fresh memory
+    # the kernel must fault in page by page), the part of the in-memory floor no exporter avoids.
+    write_only_s = best_of(repeat, lambda: io.BytesIO().write(data))
+    del data
     proto = onnx.load(path)
     floor_file = os.path.join(workdir, f"{name}.floor.onnx")
 
@@ -96,7 +103,7 @@ def measure(name, repeat, workdir):
     for p in (path, floor_file):
         os.remove(p)
     return {"model": name, "bytes": size, "path": path_s, "bytesio": bytesio_s, "same_bytes": same,
-            "floor_path": floor_path_s, "floor_bytesio": floor_bytesio_s}
+            "floor_path": floor_path_s, "floor_bytesio": floor_bytesio_s, "write_only": write_only_s}
 
 
 def cli_export_seconds(side, workdir, repeat):
@@ -132,16 +139,18 @@ def main(argv=None):
 
     print(f"\nexport from a loaded archive, wall seconds (best of {args.repeat}), one thread")
     print(f"{'model':14s} {'MB':>6s} {'path':>7s} {'floor':>7s} {'ratio':>6s} {'BytesIO':>8s} {'floor':>7s} "
-          f"{'ratio':>6s} {'BytesIO/path':>12s}  same bytes")
+          f"{'ratio':>6s} {'1 write':>7s} {'BytesIO/path':>12s}  same bytes")
     for r in rows:
         path_ratio, mem_ratio = r["path"] / r["floor_path"], r["bytesio"] / r["floor_bytesio"]
         both = r["bytesio"] / r["path"]
         missed = [goal for goal, ok in (("path/floor", path_ratio <= FLOOR_GOAL), ("BytesIO/floor", mem_ratio <= FLOOR_GOAL),
                                         ("BytesIO/path", both <= BYTESIO_GOAL)) if not ok]
         print(f"{r['model']:14s} {r['bytes'] / 1e6:6.1f} {r['path']:7.3f} {r['floor_path']:7.3f} {path_ratio:5.2f}x "
-              f"{r['bytesio']:8.3f} {r['floor_bytesio']:7.3f} {mem_ratio:5.2f}x {both:11.2f}x  {r['same_bytes']}"
+              f"{r['bytesio']:8.3f} {r['floor_bytesio']:7.3f} {mem_ratio:5.2f}x {r['write_only']:7.3f} {both:11.2f}x  "
+              f"{r['same_bytes']}"
               + (f"  (missed: {', '.join(missed)})" if missed else ""))
-    print(f"goals: export <= {FLOOR_GOAL}x its floor, BytesIO <= {BYTESIO_GOAL}x path")
+    print(f"goals: export <= {FLOOR_GOAL}x its floor, BytesIO <= {BYTESIO_GOAL}x path. '1 write': io.BytesIO().write() "
+          "of the finished model's bytes alone")
     if sizes:
         change = sizes[448] / sizes[224] - 1
         print(f"\npt2onnx convert resnet50 archive, export phase: 224x224 {sizes[224]:.3f} s, 448x448 {sizes[448]:.3f} s "
