@@ -45,8 +45,7 @@ def build(name, side=224):
     import torchvision
     from samples import models
     if name == "transformer12":
-        model, args = models.transformer_encoder_12x768()
-        return model, args
+        return models.transformer_encoder_12x768()
     if name == "r3d_18":
         return torchvision.models.video.r3d_18().eval(), (torch.randn(1, 3, 16, 112, 112),)
     return getattr(torchvision.models, name)().eval(), (torch.randn(1, 3, side, side),)

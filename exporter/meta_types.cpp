@@ -23,7 +23,7 @@ struct Unknowns {
   int64_t number;
 };
 constexpr Unknowns kProbes[] = {{17, 17}, {23, 23}, {2, 2}};
-constexpr Unknowns kRankOnlyFallbacks[] = {{8, 1}};
+constexpr Unknowns kRankOnlyFallback = {8, 1};
 
 // How stand-in tensors are made: on the meta device with the argument's shape (nothing computed,
 // exact shapes), or, for ops without meta kernels in LibTorch 1.13 (relu, where, group_norm...), as
@@ -179,7 +179,7 @@ std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std
   std::vector<ir::TensorType> types = runOnStandIns(n, args, StandIn::Meta, kProbes[0], &sawUnknown, true);
   if (!types.empty() && !sawUnknown) return types;  // nothing unknown: exact
   if (sawUnknown) {
-    int agreeing = types.empty() ? 0 : 1;
+    int probesRun = types.empty() ? 0 : 1;
     for (size_t p = 1; p < std::size(kProbes); ++p) {
       std::vector<ir::TensorType> other = runOnStandIns(n, args, StandIn::Meta, kProbes[p], nullptr, true);
       if (other.empty()) continue;
@@ -188,13 +188,11 @@ std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std
       } else {
         keepSharedDims(types, other);
       }
-      ++agreeing;
+      ++probesRun;
     }
-    if (agreeing >= 2) return types;
-    for (Unknowns unknowns : kRankOnlyFallbacks) {
-      types = runOnStandIns(n, args, StandIn::Meta, unknowns);
-      if (!types.empty()) return types;
-    }
+    if (probesRun >= 2) return types;  // dims all probes agree on are known
+    types = runOnStandIns(n, args, StandIn::Meta, kRankOnlyFallback);
+    if (!types.empty()) return types;
   }
   types = runOnStandIns(n, args, StandIn::SmallCpuOnes);
   keepSharedDims(types, runOnStandIns(n, args, StandIn::SmallCpuRamp));

@@ -2,6 +2,7 @@
 it once on the example inputs ("run", the former default): the same ONNX bytes on the sample models,
 traced in memory and loaded from archives (which hold no types), with and without dynamic axes; and
 the static export really runs nothing (no capture phase), so its time does not grow with the input."""
+import onnx
 import pytest
 import torch
 import torchvision
@@ -23,7 +24,6 @@ def _build(name):
 
 
 def onnx_input_name(path):
-    import onnx
     return onnx.load(str(path), load_external_data=False).graph.input[0].name
 
 

@@ -91,7 +91,7 @@ def test_scripted_module_to_a_file_object(tmp_path):
     assert buffer.getvalue() == (tmp_path / "m.onnx").read_bytes()
 
 
-def test_initializer_bytes_go_to_write_directly_and_small_pieces_in_chunks():
+def test_a_small_model_arrives_in_a_few_chunked_writes():
     model, args = models.transformer_encoder()  # 24 initializers of 0.5 KiB to 128 KiB
     writer = RecordingWriter()
     summary = pt2onnx.export(model, args, writer)
