@@ -401,7 +401,8 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
   if (collect && !collect->ok()) return;  // a support report: nothing to finish
   // torch.onnx's constant folding writes a Linear's transposed weight as its own initializer; in
   // eval exports only, so that a training export keeps every parameter under its own name.
-  if (options.doConstantFolding && options.training == TrainingMode::Eval) passes::foldInitializerTransposes(out);
+  if (options.doConstantFolding && options.training == TrainingMode::Eval && !options.gradients)
+    passes::foldInitializerTransposes(out);
 
   // Outputs: unique values; a graph input, initializer or repeated output gets an Identity.
   std::set<const ir::Value*> used;

@@ -19,6 +19,7 @@
 #include "exporter/passes/passes.h"
 #include "exporter/support_check.h"
 #include "exporter/type_capture.h"
+#include "gradient/backward.h"
 #include "writer/model_writer.h"
 
 namespace pt2onnx {
@@ -123,6 +124,20 @@ size_t countNodes(const torch::jit::Block* block) {
   return count;
 }
 
+gradient::GradientRequest gradientRequest(const ModelGraph& model, const GradientExport& g) {
+  gradient::GradientRequest request;
+  request.wrt = g.wrt == GradientExport::Wrt::Parameters            ? gradient::GradientRequest::Wrt::Parameters
+                : g.wrt == GradientExport::Wrt::ParametersAndInputs ? gradient::GradientRequest::Wrt::ParametersAndInputs
+                                                                     : gradient::GradientRequest::Wrt::Named;
+  request.names = g.names;
+  for (size_t p = 0; p < model.paramNames.size(); ++p) {
+    bool trainable = p < model.paramRequiresGrad.size() ? model.paramRequiresGrad[p]
+                                                        : model.paramValues.at(p).requires_grad();
+    if (trainable) request.parameters.push_back(model.paramNames[p]);
+  }
+  return request;
+}
+
 // Lowering, typing and conversion: everything before writing. Graphs are typed statically while
 // converting, which also finds every node that cannot be converted (on the paths that survive
 // specialization). With TypeInference::Run, a straight-line graph is checked before anything runs,
@@ -177,7 +192,7 @@ void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& 
     timer.done("capture_types");
   }
   // After type capture, which executes the graph: folded weights are computed while writing.
-  if (options.training == TrainingMode::Eval) {
+  if (options.training == TrainingMode::Eval && !options.gradients) {
     passes::GraphParameters params{model.numUserInputs, model.paramNames, model.paramValues, model.computedParams};
     passes::foldConvBatchNorm(*model.graph, params, [&types](const torch::jit::Value* v) { types.erase(v); });
     timer.done("fold_conv_batchnorm");
@@ -198,6 +213,14 @@ void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& 
     if (!found.ok()) throw ExportError("unsupported operators: " + found.toText());
   }
   timer.done("convert");
+  if (options.gradients) {
+    gradient::BackwardSummary backward =
+        gradient::buildBackward(out, gradientRequest(model, *options.gradients), options.opset, options.customOpsets);
+    summary.gradientSeeds = std::move(backward.seedInputs);
+    summary.gradientOutputs = std::move(backward.gradientOutputs);
+    summary.warnings.insert(summary.warnings.end(), backward.warnings.begin(), backward.warnings.end());
+    timer.done("gradients");
+  }
   summary.onnxNodes = out.nodes().size();
   summary.initializers = out.initializers().size();
 }

@@ -22,6 +22,14 @@ enum class TrainingMode { Eval, Preserve, Training };
 enum class OperatorExportType { Onnx, OnnxFallthrough };
 enum class TypeInference { Static, Run };
 
+// Training-graph export (docs/gradients.md): the backward appended to the forward, with a seed
+// input <y>_grad per differentiable output and a <x>_grad output per requested tensor.
+struct GradientExport {
+  enum class Wrt { Parameters, ParametersAndInputs, Named };
+  Wrt wrt = Wrt::Parameters;
+  std::vector<std::string> names;  // Wrt::Named: inputs and parameters, by their ONNX names
+};
+
 struct ExportOptions {
   int opset = kDefaultOpset;
   bool exportParams = true;
@@ -47,6 +55,9 @@ struct ExportOptions {
   // once on the example inputs (twice with dynamic axes), for an op whose output shape only
   // execution can tell. Graphs with control flow are always typed statically.
   TypeInference typeInference = TypeInference::Static;
+  // Set: export forward + backward. Parameter-rewriting folds (Conv-BatchNorm, transposed
+  // initializers) are off then, so every gradient belongs to a parameter of the model.
+  std::optional<GradientExport> gradients;
 };
 
 // A graph ready for export: its first `numUserInputs` inputs are the model's inputs, the rest are
@@ -57,6 +68,9 @@ struct ModelGraph {
   std::vector<std::string> userInputNames;   // from forward()'s argument names
   std::vector<std::string> paramNames;       // state_dict keys, in graph-input order
   std::vector<at::Tensor> paramValues;        // a meta tensor (shape, dtype) for a computed one
+  // Which parameters are trainable (requires_grad; buffers are not), one per paramNames entry.
+  // Empty: taken from paramValues' requires_grad.
+  std::vector<bool> paramRequiresGrad;
   // Parameters whose bytes are computed while writing (folded convolution weights), by index into
   // paramValues: fills bytes [offset, offset + n) of the tensor.
   std::map<size_t, std::function<void(size_t offset, size_t n, void* out)>> computedParams;
@@ -91,6 +105,8 @@ struct ExportSummary {
   std::string externalDataPath;
   std::vector<std::string> warnings;
   std::map<std::string, double> secondsByPhase;
+  std::vector<std::string> gradientSeeds;    // with gradients: the <y>_grad inputs
+  std::vector<std::string> gradientOutputs;  // with gradients: the <x>_grad outputs
 };
 
 // Loads a TorchScript archive (eval mode), inlines calls and lifts parameters and buffers to named

@@ -334,6 +334,16 @@ Node* Graph::addNode(const std::string& opType, const std::vector<Value*>& input
 
 void Graph::addOutput(Value* v) { outputs_.push_back(v); }
 
+Value* Graph::addNodeOutput(Node* n) {
+  Graph* owner = this;
+  for (const Value* o : n->outputs)
+    if (o) owner = o->graph;
+  Value* out = owner->newValue(n->name + "_output_" + std::to_string(n->outputs.size()));
+  out->producer = n;
+  n->outputs.push_back(out);
+  return out;
+}
+
 void Graph::setMetadata(const std::string& key, const std::string& value) {
   for (auto& kv : metadata_)
     if (kv.first == key) {

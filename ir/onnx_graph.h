@@ -176,6 +176,9 @@ class Graph {
   Node* addNode(const std::string& opType, const std::vector<Value*>& inputs, size_t numOutputs,
                 std::vector<Attribute> attributes = {}, const std::string& domain = "");
   void addOutput(Value* v);
+  // Appends an output to an existing node (an optional output a later pass needs, such as
+  // MaxPool's Indices); named like addNode's.
+  Value* addNodeOutput(Node* n);
 
   // Scope prefix for node names ("/layer1/0/conv1"), set by the exporter per source node.
   void setScope(std::string scope) { scope_ = std::move(scope); }

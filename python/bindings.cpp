@@ -1,6 +1,7 @@
 // The pt2onnx._pt2onnx extension: the Python front end traces the model and hands the
 // torch._C.Graph, its parameters and example inputs to the C++ exporter in the same process.
 #include <optional>
+#include <set>
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -50,6 +51,16 @@ ExportOptions optionsFromDict(const py::dict& d) {
   }
   if (d.contains("external_data_threshold") && !d["external_data_threshold"].is_none())
     o.externalDataThreshold = d["external_data_threshold"].cast<uint64_t>();
+  if (d.contains("gradients") && !d["gradients"].is_none()) {
+    py::dict g = d["gradients"].cast<py::dict>();
+    GradientExport e;
+    auto wrt = g["wrt"].cast<std::string>();
+    e.wrt = wrt == "parameters"   ? GradientExport::Wrt::Parameters
+            : wrt == "all"        ? GradientExport::Wrt::ParametersAndInputs
+                                  : GradientExport::Wrt::Named;
+    if (g.contains("names")) e.names = g["names"].cast<std::vector<std::string>>();
+    o.gradients = std::move(e);
+  }
   if (d.contains("inline_autograd_function") && !d["inline_autograd_function"].is_none())
     o.inlineAutogradFunction = pt2onnx::python::pythonPredicate(d["inline_autograd_function"]);
   return o;
@@ -91,6 +102,8 @@ py::dict summaryToDict(const ExportSummary& s) {
   d["external_data_path"] = s.externalDataPath;
   d["warnings"] = s.warnings;
   d["seconds_by_phase"] = s.secondsByPhase;
+  d["gradient_seeds"] = s.gradientSeeds;
+  d["gradient_outputs"] = s.gradientOutputs;
   return d;
 }
 
@@ -114,6 +127,12 @@ std::optional<py::gil_scoped_release> releaseGilUnlessPythonOps(const ModelGraph
 // Exports to `target`: a path, or a binary file object the model is streamed into.
 py::object runExport(ModelGraph& model, const py::dict& options, const py::object& target) {
   ExportOptions o = optionsFromDict(options);
+  // A traced module's parameters arrive detached: which ones train is said by name.
+  if (options.contains("trainable_parameters") && !options["trainable_parameters"].is_none()) {
+    auto trainable = options["trainable_parameters"].cast<std::set<std::string>>();
+    model.paramRequiresGrad.clear();
+    for (const std::string& name : model.paramNames) model.paramRequiresGrad.push_back(trainable.count(name) > 0);
+  }
   ExportSummary summary;
   if (py::isinstance<py::str>(target)) {
     std::string path = target.cast<std::string>();

@@ -1,5 +1,5 @@
 // Runtime kernels of the nn family: Conv/ConvTranspose, pools, normalizations,
-// Dropout (inference) and Resize. Everything runs on ATen's native ops; ONNX's geometry (explicit
+// Dropout and Resize. Everything runs on ATen's native ops; ONNX's geometry (explicit
 // and asymmetric pads, auto_pad, ceil_mode, output_shape) is mapped onto them, padding explicitly
 // (at::constant_pad_nd) only where ATen's symmetric padding cannot express it.
 #include <cmath>
@@ -417,8 +417,11 @@ std::vector<at::Tensor> layerNormalization(KernelContext& ctx) {
   return out;
 }
 
-// ---- Dropout (inference) ----
+// ---- Dropout ----
 
+// Training mode draws a Bernoulli(1 - ratio) keep-mask from ATen's default generator (so
+// torch.manual_seed makes a run repeatable) or, with the `seed` attribute, from a generator seeded
+// with it; kept elements are scaled by 1 / (1 - ratio). Inference mode is the identity.
 std::vector<at::Tensor> dropout(KernelContext& ctx) {
   const at::Tensor& x = ctx.input(0);
   bool training = false;
@@ -429,13 +432,19 @@ std::vector<at::Tensor> dropout(KernelContext& ctx) {
   } else {
     ratio = ctx.attrFloat("ratio", 0.5);
   }
-  if (training && ratio != 0)
-    ctx.fail("training_mode=true with ratio " + std::to_string(ratio) +
-             " is not supported: pt2onnx's runtime runs Dropout in inference mode only (random masks are not reproducible)");
-  std::vector<at::Tensor> out{x};
-  if (ctx.numOutputs() > 1)
-    out.push_back(ctx.opset() >= 10 ? at::ones(x.sizes(), x.options().dtype(at::kBool)) : at::ones_like(x));
-  return out;
+  if (!training || ratio == 0) {
+    std::vector<at::Tensor> out{x};
+    if (ctx.numOutputs() > 1)
+      out.push_back(ctx.opset() >= 10 ? at::ones(x.sizes(), x.options().dtype(at::kBool)) : at::ones_like(x));
+    return out;
+  }
+  if (ratio < 0 || ratio >= 1) ctx.fail("training-mode ratio must be in [0, 1), got " + std::to_string(ratio));
+  c10::optional<at::Generator> seeded;
+  if (ctx.hasAttribute("seed"))
+    seeded = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(ctx.attrInt("seed", 0)));
+  at::Tensor keep = at::empty(x.sizes(), x.options().dtype(at::kFloat)).bernoulli_(1.0 - ratio, seeded);
+  at::Tensor mask = keep.to(at::kBool);
+  return {x * keep.to(x.scalar_type()) * (1.0 / (1.0 - ratio)), mask};
 }
 
 // ---- Resize ----

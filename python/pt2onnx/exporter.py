@@ -137,16 +137,34 @@ def _module_scopes(model):
 
 
 def _trace(model, args):
-    """Returns (graph, param_names, param_values): inputs = flattened args + unique parameters."""
+    """Returns (graph, param_names, param_values, trainable): inputs = flattened args + unique
+    parameters; `trainable` names the parameters that require grad (buffers do not)."""
     if isinstance(model, torch.nn.Module):
         with _module_scopes(model):
             graph, _ = torch.jit._get_trace_graph(model, args)
         state = torch.jit._unique_state_dict(model, keep_vars=True)
         names, values = list(state.keys()), [v.detach() for v in state.values()]
+        trainable = [n for n, v in state.items() if v.requires_grad]
     else:
         graph, _ = torch.jit._get_trace_graph(model, args)
-        names, values = [], []
-    return graph, names, values
+        names, values, trainable = [], [], []
+    return graph, names, values, trainable
+
+
+def _gradients_option(gradients):
+    """gradients=None/False (forward only), True or "parameters", "all" (parameters and float
+    inputs), or a list of input/parameter names."""
+    if gradients is None or gradients is False:
+        return None
+    if gradients is True or gradients == "parameters":
+        return {"wrt": "parameters"}
+    if gradients == "all":
+        return {"wrt": "all"}
+    if isinstance(gradients, (list, tuple, set)) and all(isinstance(n, str) for n in gradients):
+        if not gradients:
+            raise ValueError("gradients: the list of names is empty")
+        return {"wrt": "named", "names": list(gradients)}
+    raise ValueError(f"gradients must be None, True, 'parameters', 'all' or a list of names, got {gradients!r}")
 
 
 def _options(opset_version, export_params, verbose, training, input_names, output_names,
@@ -173,7 +191,7 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
            opset_version=None, do_constant_folding=True, dynamic_axes=None,
            keep_initializers_as_inputs=None, custom_opsets=None, export_modules_as_functions=False,
            autograd_functions="auto", autograd_function_overrides=None, type_inference="static",
-           external_data_threshold=None):
+           external_data_threshold=None, gradients=None):
     """Exports `model` to ONNX, like torch.onnx.export (TorchScript path) with the same arguments.
 
     `f` is a path or a binary file-like object. Returns a summary dict (node and initializer
@@ -192,6 +210,12 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     external_data_threshold: when the initializers total more bytes than this, they are written as
     external data into one side file `<f>.data` (a path `f` only; default: just under protobuf's
     2 GiB limit, as torch.onnx).
+
+    gradients: export a training graph, the forward followed by its backward (docs/gradients.md):
+    True or "parameters" (gradients of the trainable parameters), "all" (and of the float inputs) or
+    a list of input/parameter names. The model gains an input "<y>_grad" per differentiable output
+    (the seed gradient) and an output "<x>_grad" per requested tensor; the summary lists both
+    ("gradient_seeds", "gradient_outputs").
     """
     if export_modules_as_functions:
         raise _pt2onnx.ExportError("export_modules_as_functions is not supported by pt2onnx")
@@ -199,6 +223,7 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
                        operator_export_type, do_constant_folding, dynamic_axes,
                        keep_initializers_as_inputs, custom_opsets)
     options["type_inference"] = type_inference
+    options["gradients"] = _gradients_option(gradients)
     if external_data_threshold is not None:
         options["external_data_threshold"] = int(external_data_threshold)
     if isinstance(model, torch.jit.ScriptModule):
@@ -223,7 +248,8 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
         # Traced with autograd on, as torch.onnx does: eval-mode fast paths that only run under
         # no_grad (fused transformer kernels) would otherwise replace the standard ops.
         with _training_mode(model, options["training"]):
-            graph, names, values = _trace(model, args)
+            graph, names, values, trainable = _trace(model, args)
+        options["trainable_parameters"] = trainable
         with autograd.exporting(state):
             summary = _pt2onnx.export_graph(graph, len(args), _input_names_of(model, len(args)), names,
                                            values, list(args), options, target)
@@ -243,7 +269,7 @@ def unconvertible_ops(model, args, training=TrainingMode.EVAL, opset_version=Non
     opset = _pt2onnx.DEFAULT_OPSET if opset_version is None else int(opset_version)
     mode = _enum_name(training, TrainingMode, "training") or "EVAL"
     with _training_mode(model, mode):
-        graph, names, values = _trace(model, args)
+        graph, names, values, _ = _trace(model, args)
     state = autograd.ExportState("auto", None, opset, mode == "TRAINING", False)
     with autograd.exporting(state):
         report = json.loads(_pt2onnx.check_graph_support(graph, len(args), names, values, list(args), opset))

@@ -278,18 +278,35 @@ TEST(NnKernels, LayerNormalizationAxisAndStatisticsOutputs) {
 
 // ---- Dropout ----
 
-TEST(NnKernels, DropoutIsIdentityInInferenceAndFailsInTraining) {
+TEST(NnKernels, DropoutIsIdentityInInference) {
   at::Tensor x = randn({3, 4});
   auto outs = OneNodeModel("Dropout", 13).input(x).constant(at::scalar_tensor(0.3f, at::kFloat)).output(at::kFloat).output(at::kBool).run();
   EXPECT_TENSOR(x, outs[0]);
   EXPECT_TRUE(at::equal(at::ones({3, 4}, at::kBool), outs[1]));
   EXPECT_TENSOR(x, OneNodeModel("Dropout", 7).input(x).attr("ratio", 0.2).run1());
-  // Training with ratio 0 is still the identity; any other ratio fails clearly.
   at::Tensor yes = at::ones({}, at::kBool);
   EXPECT_TENSOR(x, OneNodeModel("Dropout", 13).input(x).constant(at::scalar_tensor(0.f, at::kFloat)).constant(yes).run1());
-  std::string err = runError(OneNodeModel("Dropout", 13).input(x).constant(at::scalar_tensor(0.5f, at::kFloat)).constant(yes));
-  EXPECT_NE(err.find("training_mode=true"), std::string::npos) << err;
-  EXPECT_NE(err.find("inference mode only"), std::string::npos) << err;
+}
+
+TEST(NnKernels, DropoutInTrainingScalesTheKeptElements) {
+  at::Tensor x = randn({200, 50});
+  at::Tensor yes = at::ones({}, at::kBool);
+  auto train = [&](std::optional<int64_t> seed) {
+    OneNodeModel m("Dropout", 13);
+    m.input(x).constant(at::scalar_tensor(0.25f, at::kFloat)).constant(yes).output(at::kFloat).output(at::kBool);
+    if (seed) m.attr("seed", *seed);
+    return m.run();
+  };
+  auto outs = train(std::nullopt);
+  at::Tensor mask = outs[1];
+  double kept = mask.to(at::kDouble).mean().item<double>();
+  EXPECT_NEAR(kept, 0.75, 0.02);  // 10000 draws: 4 standard deviations
+  EXPECT_TENSOR(at::where(mask, x / 0.75, at::zeros_like(x)), outs[0]);
+  // The same seed attribute gives the same mask; ATen's generator state makes another.
+  EXPECT_TRUE(at::equal(train(7)[1], train(7)[1]));
+  EXPECT_FALSE(at::equal(train(std::nullopt)[1], train(std::nullopt)[1]));
+  std::string err = runError(OneNodeModel("Dropout", 13).input(x).constant(at::scalar_tensor(1.0f, at::kFloat)).constant(yes));
+  EXPECT_NE(err.find("ratio must be in [0, 1)"), std::string::npos) << err;
 }
 
 // ---- Resize ----

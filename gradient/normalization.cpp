@@ -1,0 +1,81 @@
+// Gradients of BatchNormalization in inference mode (running statistics: an affine map per channel)
+// and LayerNormalization (through its Mean and InvStdDev outputs, which the forward node is asked
+// for). Training-mode batch norm is exported as elementary ops, whose gradients compose.
+#include "gradient/context.h"
+#include "gradient/families.h"
+#include "gradient/registry.h"
+
+namespace pt2onnx::gradient {
+namespace {
+
+using ir::Value;
+
+// A per-channel vector [C] shaped [C, 1, ...] to broadcast against x of `rank`.
+Value* perChannel(GradContext& ctx, Value* v, int64_t rank) {
+  std::vector<int64_t> axes;
+  for (int64_t k = 1; k < rank - 1; ++k) axes.push_back(k);
+  return axes.empty() ? v : ctx.unsqueeze(v, axes);
+}
+
+void batchNormalization(GradContext& ctx) {
+  if (ctx.attrInt("training_mode", 0) != 0)
+    ctx.fail("gradients of BatchNormalization with training_mode=1 are not supported");
+  Value* x = ctx.input(0);
+  Value* dY = ctx.outputGrad(0);
+  int64_t rank = ctx.requireRank(x, "the BatchNormalization input");
+  Value* var = ctx.input(4);
+  Value* invStd = ctx.op("Reciprocal", {ctx.op("Sqrt", {ctx.op("Add", {var, ctx.scalarLike(ctx.attrFloat("epsilon", 1e-5), var)})})});
+  std::vector<int64_t> notChannel = {0};
+  for (int64_t k = 2; k < rank; ++k) notChannel.push_back(k);
+  if (ctx.needsGrad(0))
+    ctx.setInputGrad(0, ctx.op("Mul", {dY, perChannel(ctx, ctx.op("Mul", {ctx.input(1), invStd}), rank)}));
+  if (ctx.needsGrad(1)) {
+    Value* normalized = ctx.op("Mul", {ctx.op("Sub", {x, perChannel(ctx, ctx.input(3), rank)}), perChannel(ctx, invStd, rank)});
+    ctx.setInputGrad(1, ctx.reduce("ReduceSum", ctx.op("Mul", {dY, normalized}), notChannel, false));
+  }
+  if (ctx.needsGrad(2)) ctx.setInputGrad(2, ctx.reduce("ReduceSum", dY, notChannel, false));
+}
+
+// LayerNormalization over axes [axis, rank): with xhat = (x - mean)·istd and g = dY·scale,
+// dX = istd·(g - mean(g) - xhat·mean(g·xhat)), dScale = Σ dY·xhat, dB = Σ dY (over the leading axes).
+void layerNormalization(GradContext& ctx) {
+  Value* x = ctx.input(0);
+  Value* dY = ctx.outputGrad(0);
+  int64_t rank = ctx.requireRank(x, "the LayerNormalization input");
+  int64_t axis = ctx.attrInt("axis", -1);
+  if (axis < 0) axis += rank;
+  std::vector<int64_t> normalized, leading;
+  for (int64_t k = 0; k < rank; ++k) (k < axis ? leading : normalized).push_back(k);
+  Value* mean;
+  Value* invStd;
+  if (x->type.dtype == ir::DType::Float) {  // the forward's own statistics
+    mean = ctx.forwardOutput(1);
+    invStd = ctx.forwardOutput(2);
+  } else {  // its statistics are float32 (ONNX's U type): recomputed in x's precision
+    mean = ctx.reduce("ReduceMean", x, normalized, true);
+    Value* centered = ctx.op("Sub", {x, mean});
+    Value* var = ctx.reduce("ReduceMean", ctx.op("Mul", {centered, centered}), normalized, true);
+    Value* eps = ctx.scalarLike(ctx.attrFloat("epsilon", 1e-5), x);
+    invStd = ctx.op("Reciprocal", {ctx.op("Sqrt", {ctx.op("Add", {var, eps})})});
+  }
+  Value* xhat = ctx.op("Mul", {ctx.op("Sub", {x, mean}), invStd});
+  if (ctx.needsGrad(0)) {
+    Value* g = ctx.op("Mul", {dY, ctx.input(1)});
+    Value* meanG = ctx.reduce("ReduceMean", g, normalized, true);
+    Value* meanGx = ctx.reduce("ReduceMean", ctx.op("Mul", {g, xhat}), normalized, true);
+    Value* centered = ctx.op("Sub", {ctx.op("Sub", {g, meanG}), ctx.op("Mul", {xhat, meanGx})});
+    ctx.setInputGrad(0, ctx.op("Mul", {invStd, centered}));
+  }
+  auto sumLeading = [&](Value* v) { return leading.empty() ? v : ctx.reduce("ReduceSum", v, leading, false); };
+  if (ctx.needsGrad(1)) ctx.setInputGrad(1, ctx.reduceTo(sumLeading(ctx.op("Mul", {dY, xhat})), ctx.input(1)));
+  if (ctx.needsGrad(2)) ctx.setInputGrad(2, ctx.reduceTo(sumLeading(dY), ctx.input(2)));
+}
+
+}  // namespace
+
+void registerNormalizationGradients(GradientRegistry& r) {
+  r.onOp("BatchNormalization", 13, batchNormalization, {0, 1, 2});
+  r.onOp("LayerNormalization", 17, layerNormalization);
+}
+
+}  // namespace pt2onnx::gradient
