@@ -129,7 +129,8 @@ py::object runExport(ModelGraph& model, const py::dict& options, const py::objec
   ExportOptions o = optionsFromDict(options);
   // A traced module's parameters arrive detached: which ones train is said by name.
   if (options.contains("trainable_parameters") && !options["trainable_parameters"].is_none()) {
-    auto trainable = options["trainable_parameters"].cast<std::set<std::string>>();
+    auto names = options["trainable_parameters"].cast<std::vector<std::string>>();
+    std::set<std::string> trainable(names.begin(), names.end());
     model.paramRequiresGrad.clear();
     for (const std::string& name : model.paramNames) model.paramRequiresGrad.push_back(trainable.count(name) > 0);
   }

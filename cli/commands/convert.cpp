@@ -1,6 +1,8 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <sstream>
 
 #include "cli/commands/commands.h"
 #include "cli/commands/model_source.h"
@@ -26,7 +28,24 @@ struct ConvertOptions {
   std::string autogradFunctions = "auto";
   std::vector<std::string> autogradFunctionModes;
   std::string typeInference = "static";
+  std::string gradients;  // "", parameters, all, or NAME,NAME,...
 };
+
+// --gradients: parameters | all | a comma-separated list of input and parameter names.
+std::optional<GradientExport> gradientsOf(const std::string& spec) {
+  if (spec.empty()) return std::nullopt;
+  GradientExport g;
+  if (spec == "parameters") return g;
+  if (spec == "all") {
+    g.wrt = GradientExport::Wrt::ParametersAndInputs;
+    return g;
+  }
+  g.wrt = GradientExport::Wrt::Named;
+  std::stringstream ss(spec);
+  for (std::string name; std::getline(ss, name, ',');)
+    if (!name.empty()) g.names.push_back(name);
+  return g;
+}
 
 std::map<std::string, int> parseCustomOpsets(const std::vector<std::string>& specs) {
   std::map<std::string, int> out;
@@ -67,6 +86,7 @@ void runPythonConvert(const ConvertOptions& o) {
   r.customOpsets = parseCustomOpsets(o.customOpsets);
   r.externalDataThreshold = o.externalDataThreshold;
   r.typeInference = o.typeInference;
+  r.gradients = o.gradients;
   convertPythonModel(r);
 }
 
@@ -89,6 +109,7 @@ void runConvert(const ConvertOptions& o) {
   options.customOpsets = parseCustomOpsets(o.customOpsets);
   if (o.externalDataThreshold) options.externalDataThreshold = o.externalDataThreshold;
   options.typeInference = o.typeInference == "run" ? TypeInference::Run : TypeInference::Static;
+  options.gradients = gradientsOf(o.gradients);
   auto loaded = std::chrono::steady_clock::now();
   ExportSummary summary = exportToFile(model, options, o.output);
   auto end = std::chrono::steady_clock::now();
@@ -104,6 +125,13 @@ void runConvert(const ConvertOptions& o) {
     first = false;
   }
   std::cout << ")\n";
+  if (options.gradients) {
+    std::cout << "  training graph: seed inputs";
+    for (const auto& n : summary.gradientSeeds) std::cout << " " << n;
+    std::cout << "; gradient outputs";
+    for (const auto& n : summary.gradientOutputs) std::cout << " " << n;
+    std::cout << "\n";
+  }
 }
 
 }  // namespace
@@ -137,6 +165,10 @@ void addConvertCommand(CLI::App& app, int& exitCode) {
                   "output shape only execution can tell")
       ->check(CLI::IsMember({"static", "run"}))
       ->capture_default_str();
+  cmd->add_option("--gradients", opts->gradients,
+                  "Export a training graph: the forward, then its backward (docs/gradients.md). 'parameters' "
+                  "(trainable parameters), 'all' (and the float inputs) or NAME,NAME,... (inputs and parameters). "
+                  "Adds an input <output>_grad per differentiable output and an output <name>_grad per gradient");
   cmd->add_option("--training", opts->training, "Export mode of a --python model (torch.onnx's training)")
       ->check(CLI::IsMember({"eval", "train", "preserve"}))
       ->capture_default_str();

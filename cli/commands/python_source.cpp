@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include <pybind11/embed.h>
 #include <pybind11/stl.h>
@@ -51,6 +52,15 @@ void convertPythonModel(const PythonConvertRequest& r) {
     if (r.fallthrough) options["operator_export_type"] = exporter.attr("OperatorExportTypes").attr("ONNX_FALLTHROUGH");
     if (!r.customOpsets.empty()) options["custom_opsets"] = r.customOpsets;
     options["type_inference"] = r.typeInference;
+    if (r.gradients == "parameters" || r.gradients == "all") {
+      options["gradients"] = r.gradients;
+    } else if (!r.gradients.empty()) {
+      py::list names;
+      std::stringstream ss(r.gradients);
+      for (std::string name; std::getline(ss, name, ',');)
+        if (!name.empty()) names.append(name);
+      options["gradients"] = names;
+    }
     if (r.externalDataThreshold) options["external_data_threshold"] = r.externalDataThreshold;
     py::dict summary = entry.attr("convert")(r.spec, r.output, options);
     std::cout << "wrote " << r.output << ": opset " << r.opset << ", " << summary["onnx_nodes"].cast<size_t>()

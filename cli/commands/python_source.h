@@ -26,6 +26,7 @@ struct PythonConvertRequest {
   std::map<std::string, int> customOpsets;
   uint64_t externalDataThreshold = 0;
   std::string typeInference = "static";  // static | run
+  std::string gradients;                 // --gradients: "", parameters, all or NAME,NAME,...
 };
 
 // Runs the export in an embedded interpreter and prints its summary. Throws ExportError.
