@@ -89,8 +89,9 @@ ir::Value* GradContext::op(const std::string& opType, const std::vector<ir::Valu
 }
 
 std::vector<ir::Value*> GradContext::opMulti(const std::string& opType, const std::vector<ir::Value*>& inputs,
-                                             size_t numOutputs, std::vector<ir::Attribute> attributes) {
-  return graph_.addNode(opType, inputs, numOutputs, std::move(attributes))->outputs;
+                                             size_t numOutputs, std::vector<ir::Attribute> attributes,
+                                             const std::string& domain) {
+  return graph_.addNode(opType, inputs, numOutputs, std::move(attributes), domain)->outputs;
 }
 
 ir::Value* GradContext::constInt64s(const std::vector<int64_t>& values) {

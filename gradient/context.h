@@ -51,7 +51,8 @@ class GradContext {
   ir::Value* op(const std::string& opType, const std::vector<ir::Value*>& inputs,
                 std::vector<ir::Attribute> attributes = {});
   std::vector<ir::Value*> opMulti(const std::string& opType, const std::vector<ir::Value*>& inputs,
-                                  size_t numOutputs, std::vector<ir::Attribute> attributes = {});
+                                  size_t numOutputs, std::vector<ir::Attribute> attributes = {},
+                                  const std::string& domain = "");
   ir::Value* constInt64s(const std::vector<int64_t>& values);  // 1-D int64
   ir::Value* scalarLike(double v, const ir::Value* like);      // 0-d, like's dtype
   ir::Value* shapeOf(ir::Value* v);

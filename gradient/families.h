@@ -14,5 +14,6 @@ void registerConvolutionGradients(GradientRegistry& r);    // convolution.cpp: C
 void registerPoolingGradients(GradientRegistry& r);        // pooling.cpp: MaxPool, AveragePool, global pools
 void registerNormalizationGradients(GradientRegistry& r);  // normalization.cpp: BatchNormalization, LayerNormalization
 void registerDropoutGradients(GradientRegistry& r);        // dropout.cpp: Dropout through its mask
+void registerPythonOpGradients(GradientRegistry& r);       // python_op.cpp: com.microsoft::PythonOp -> PythonOpGrad
 
 }  // namespace pt2onnx::gradient

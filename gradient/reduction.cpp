@@ -70,6 +70,19 @@ void reduceMean(GradContext& ctx) {
   ctx.setInputGrad(0, ctx.op("Div", {expandBack(ctx, r), countOf(ctx, ctx.input(0), r.axes)}));
 }
 
+// ReduceMax/ReduceMin: dY shared evenly by the elements equal to the extreme (PyTorch's amax/amin
+// backward; max(dim) picks one of tied elements instead, which only matters on exact ties).
+void reduceExtreme(GradContext& ctx) {
+  Reduced r = reducedAxes(ctx);
+  Value* x = ctx.input(0);
+  Value* y = ctx.output(0);
+  if (ctx.attrInt("keepdims", 1) == 0) y = ctx.unsqueeze(y, r.axes);
+  Value* hit = ctx.cast(ctx.op("Equal", {x, y}), x->type.dtype);
+  Value* ties = ctx.reduce("ReduceSum", hit, r.axes, true);
+  Value* share = ctx.op("Div", {hit, ties});
+  ctx.setInputGrad(0, ctx.op("Mul", {expandBack(ctx, r), share}));
+}
+
 void globalAveragePool(GradContext& ctx) {
   Value* x = ctx.input(0);
   int64_t rank = ctx.requireRank(x, "the pooled input");
@@ -84,6 +97,8 @@ void globalAveragePool(GradContext& ctx) {
 void registerReductionGradients(GradientRegistry& r) {
   r.onOp("ReduceSum", 13, reduceSum, {0});
   r.onOp("ReduceMean", 13, reduceMean, {0});
+  r.onOp("ReduceMax", 13, reduceExtreme, {0});
+  r.onOp("ReduceMin", 13, reduceExtreme, {0});
   r.onOp("GlobalAveragePool", 13, globalAveragePool);
 }
 

@@ -50,6 +50,7 @@ void registerAllGradients(GradientRegistry& r) {
   registerPoolingGradients(r);
   registerNormalizationGradients(r);
   registerDropoutGradients(r);
+  registerPythonOpGradients(r);
 }
 
 const GradientRegistry& defaultGradientRegistry() {

@@ -53,6 +53,8 @@ class ExportState:
         self.fallthrough = fallthrough
         self.warnings = []
         self.decisions = {}
+        self.gradients = False  # a training-graph export: warn when a Function's own backward is not used
+        self._backward_warned = set()
 
     def mode_for(self, cls, name):
         # Keys are fully qualified names (a class object is qualified when stored): two classes
@@ -125,6 +127,14 @@ def decide(node):
     else:
         decision = "python_op"
     state.decisions[key] = (node, decision)  # keep the node alive so its id stays unique
+    if (state.gradients and decision in ("inline", "symbolic", "registered") and cls is not None
+            and cls.backward is not torch.autograd.Function.backward and name not in state._backward_warned):
+        state._backward_warned.add(name)
+        how = "its traced ops" if decision == "inline" else "its symbolic's ONNX ops"
+        message = (f"{name} is exported as {how}: the training graph differentiates those ops and does not call "
+                   f"its own backward() (autograd_function_overrides={{'{name}': 'python_op'}} keeps it)")
+        state.warnings.append(message)
+        warnings.warn(message)
     return decision
 
 

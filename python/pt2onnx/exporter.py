@@ -244,6 +244,7 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
             options["training"] == "PRESERVE" and getattr(model, "training", False))
         state = autograd.ExportState(autograd_functions, autograd_function_overrides, options["opset"], training,
                                      options["operator_export_type"] == "ONNX_FALLTHROUGH")
+        state.gradients = options["gradients"] is not None
         options["inline_autograd_function"] = autograd.should_inline
         # Traced with autograd on, as torch.onnx does: eval-mode fast paths that only run under
         # no_grad (fused transformer kernels) would otherwise replace the standard ops.

@@ -204,11 +204,20 @@ class PythonOpGradPlan:
             except RuntimeError as e:
                 raise RuntimeError(f"PythonOpGrad {self.node_name} ({self.name}): backward failed: {e}") from e
             results = {id(leaf): g for leaf, g in zip(inputs, computed)}
+        # One value per forward tensor input (ONNX Runtime's layout): None where no gradient is
+        # wanted; zeros where one is wanted but backward gave None (the gradient graph adds it up).
         out = []
         for leaf, wanted in zip(leaves, self.wanted):
-            if wanted:
-                g = results.get(id(leaf)) if leaf is not None else None
-                out.append(None if g is None else g.detach().contiguous())
+            if not wanted:
+                out.append(None)
+                continue
+            g = results.get(id(leaf)) if leaf is not None else None
+            if g is None:
+                if leaf is None:
+                    raise RuntimeError(f"PythonOpGrad {self.node_name} ({self.name}): a gradient is wanted for an input "
+                                       "the forward did not mark as requiring grad (input_requires_grads)")
+                g = torch.zeros_like(leaf)
+            out.append(g.detach().contiguous())
         return out
 
 

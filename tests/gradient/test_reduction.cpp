@@ -24,6 +24,14 @@ TEST(ReductionGradients, ReduceMeanAttributeAxes) {
   }
 }
 
+TEST(ReductionGradients, ReduceMaxAndMinRouteToTheExtreme) {
+  for (const char* op : {"ReduceMax", "ReduceMin"})
+    for (int keep : {0, 1}) {
+      GradientCase c(std::string(op) + " keepdims=" + std::to_string(keep));
+      c.input("x", {3, 4}).node(op, {"x"}, {"y"}, {ir::attr::ints("axes", {-1}), ir::attr::i("keepdims", keep)}).output("y").check();
+    }
+}
+
 TEST(ReductionGradients, GlobalAveragePool) {
   GradientCase c("GlobalAveragePool");
   c.input("x", {2, 3, 4, 5}).node("GlobalAveragePool", {"x"}, {"y"}).output("y").check();
