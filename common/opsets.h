@@ -6,6 +6,9 @@ namespace pt2onnx {
 constexpr int kMinOpset = 13;
 constexpr int kMaxOpset = 17;
 constexpr int kDefaultOpset = 14;
+// The default of training-graph exports: their MaxPool and Gather gradients scatter with
+// reduction="add" (opset 16).
+constexpr int kDefaultGradientOpset = 17;
 
 // ModelProto.ir_version for an ai.onnx opset (onnx's versioning table).
 inline int irVersionForOpset(int opset) { return opset >= 15 ? 8 : 7; }

@@ -143,8 +143,8 @@ gradient::GradientRequest gradientRequest(const ModelGraph& model, const Gradien
 // specialization). With TypeInference::Run, a straight-line graph is checked before anything runs,
 // then typed by running it (exporter/type_capture). With `report`, problems are recorded there
 // instead of thrown, and the graph is left unfinished.
-void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& out, ExportSummary& summary,
-                    SupportReport* report = nullptr) {
+void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::Graph& out, ExportSummary& summary,
+                           SupportReport* report = nullptr) {
   validateOptions(model, options);
   PhaseTimer timer(summary.secondsByPhase);
   bindNoneInputs(model);
@@ -213,6 +213,13 @@ void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& 
     if (!found.ok()) throw ExportError("unsupported operators: " + found.toText());
   }
   timer.done("convert");
+}
+
+void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& out, ExportSummary& summary,
+                    SupportReport* report = nullptr) {
+  buildOnnxGraphForward(model, options, out, summary, report);
+  if (report) return;  // a support report: nothing to finish
+  PhaseTimer timer(summary.secondsByPhase);
   if (options.gradients) {
     gradient::BackwardSummary backward =
         gradient::buildBackward(out, gradientRequest(model, *options.gradients), options.opset, options.customOpsets);
@@ -271,6 +278,69 @@ ModelGraph graphFromIR(std::shared_ptr<torch::jit::Graph> graph, std::vector<c10
   model.numUserInputs = model.graph->inputs().size();
   model.exampleInputs = std::move(inputs);
   return model;
+}
+
+GradientSupportReport checkGradientSupport(ModelGraph& model, const ExportOptions& options) {
+  // The forward as a training export writes it (no parameter-rewriting folds), without its backward.
+  ExportOptions forward = options;
+  GradientExport wanted = options.gradients.value_or(GradientExport{GradientExport::Wrt::ParametersAndInputs, {}});
+  forward.gradients = wanted;
+  ExportSummary summary;
+  ir::Graph out;
+  buildOnnxGraphForward(model, forward, out, summary);
+  GradientSupportReport report;
+  report.opset = options.opset;
+  report.forwardNodes = out.nodes().size();
+  report.missing = gradient::findMissingGradients(out, gradientRequest(model, wanted), options.opset);
+  return report;
+}
+
+std::string GradientSupportReport::toText() const {
+  std::ostringstream ss;
+  if (missing.empty()) {
+    ss << "every op on the differentiable path of the " << forwardNodes << "-node forward graph has a gradient at ONNX opset "
+       << opset << "\n";
+    return ss.str();
+  }
+  int total = 0;
+  for (const auto& m : missing) total += m.count;
+  ss << missing.size() << " op kind(s) (" << total << " node(s)) on the differentiable path have no gradient at ONNX opset "
+     << opset << ":\n";
+  for (const auto& m : missing) {
+    ss << "  " << m.op << "  x" << m.count;
+    if (m.supportedFromOpset) ss << "  (supported from opset " << *m.supportedFromOpset << ")";
+    ss << "\n";
+    for (const auto& n : m.nodes) ss << "    at " << n << "\n";
+  }
+  return ss.str();
+}
+
+std::string GradientSupportReport::toJson() const {
+  auto quote = [](const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+      if (c == '"' || c == '\\') out += '\\';
+      if (c == '\n') {
+        out += "\\n";
+        continue;
+      }
+      out += c;
+    }
+    return out + "\"";
+  };
+  std::ostringstream ss;
+  ss << "{\"opset\": " << opset << ", \"differentiable\": " << (missing.empty() ? "true" : "false") << ", \"missing\": [";
+  for (size_t k = 0; k < missing.size(); ++k) {
+    const auto& m = missing[k];
+    ss << (k ? ", " : "") << "{\"op\": " << quote(m.op) << ", \"count\": " << m.count << ", \"nodes\": [";
+    for (size_t j = 0; j < m.nodes.size(); ++j) ss << (j ? ", " : "") << quote(m.nodes[j]);
+    ss << "], \"supported_from_opset\": ";
+    if (m.supportedFromOpset) ss << *m.supportedFromOpset;
+    else ss << "null";
+    ss << "}";
+  }
+  ss << "]}";
+  return ss.str();
 }
 
 SupportReport checkSupport(ModelGraph& model, const ExportOptions& options) {

@@ -15,6 +15,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "common/opsets.h"
+#include "gradient/backward.h"
 
 namespace pt2onnx {
 
@@ -122,6 +123,19 @@ ModelGraph graphFromIR(std::shared_ptr<torch::jit::Graph> graph, std::vector<c10
 
 // Lowers the graph (in place) and checks every node, in every block, against the registry.
 SupportReport checkSupport(ModelGraph& model, const ExportOptions& options);
+
+// Converts the forward (throwing like an export when it does not convert) and lists the ops on the
+// differentiable path of options.gradients (all parameters and inputs when unset) that have no
+// gradient builder: `pt2onnx report --gradients`.
+struct GradientSupportReport {
+  int opset = 0;
+  size_t forwardNodes = 0;
+  std::vector<gradient::MissingGradient> missing;  // sorted by op
+  bool ok() const { return missing.empty(); }
+  std::string toText() const;
+  std::string toJson() const;
+};
+GradientSupportReport checkGradientSupport(ModelGraph& model, const ExportOptions& options);
 
 // Lowers, checks, converts and writes `path`. Throws ExportError (with node, op, opset and
 // PyTorch source location) on any problem; nothing is left on disk then.

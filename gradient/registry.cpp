@@ -40,6 +40,36 @@ std::vector<std::pair<std::string, std::vector<int>>> GradientRegistry::listing(
   return out;
 }
 
+std::vector<const GradientRegistry::Entry*> GradientRegistry::entriesOf(const std::string& op) const {
+  std::vector<const Entry*> out;
+  auto it = entries_.find(op);
+  if (it != entries_.end())
+    for (const auto& [since, e] : it->second) out.push_back(&e);
+  return out;
+}
+
+std::string gradientOpsMarkdown(const GradientRegistry& registry) {
+  std::string out =
+      "# Operators with a gradient\n\n"
+      "Generated from the gradient registry by `pt2onnx ops --gradients --format markdown`; do not edit.\n"
+      "These are the ONNX ops a training-graph export (docs/gradients.md) differentiates, in standard ONNX ops\n"
+      "(PythonOp's gradient is com.microsoft::PythonOpGrad). A builder registered at opset N serves every\n"
+      "target opset from N on. Inputs not listed (shapes, indices, conditions) get no gradient.\n\n"
+      "| operator | since opset | inputs with a gradient |\n|---|---|---|\n";
+  for (const auto& [op, versions] : registry.listing()) {
+    std::string since;
+    for (int v : versions) since += (since.empty() ? "" : ", ") + std::to_string(v);
+    std::string inputs = "all";
+    const GradientRegistry::Entry* e = registry.entriesOf(op).back();
+    if (!e->differentiableInputs.empty()) {
+      inputs.clear();
+      for (size_t i : e->differentiableInputs) inputs += (inputs.empty() ? "" : ", ") + std::to_string(i);
+    }
+    out += "| `" + op + "` | " + since + " | " + inputs + " |\n";
+  }
+  return out;
+}
+
 void registerAllGradients(GradientRegistry& r) {
   registerElementwiseGradients(r);
   registerActivationGradients(r);

@@ -29,8 +29,10 @@ class GradientRegistry {
   void onOp(const std::string& op, int sinceOpset, GradientFn fn, std::vector<size_t> differentiableInputs = {});
   const Entry* find(const std::string& domain, const std::string& opType, int opset) const;
   std::optional<int> lowestOpset(const std::string& domain, const std::string& opType) const;
-  // Every op with a builder and its since-opsets, sorted (docs/gradients.md's coverage table).
+  // Every op with a builder and its since-opsets, sorted.
   std::vector<std::pair<std::string, std::vector<int>>> listing() const;
+  // The entries of one op, by since-opset (empty when none).
+  std::vector<const Entry*> entriesOf(const std::string& op) const;
 
  private:
   std::map<std::string, std::map<int, Entry>> entries_;
@@ -40,6 +42,9 @@ class GradientRegistry {
 std::string opKey(const std::string& domain, const std::string& opType);
 
 void registerAllGradients(GradientRegistry& registry);
+// docs/gradient_ops.md: every op with a gradient, its since-opsets and the inputs that get one
+// (`pt2onnx ops --gradients --format markdown`).
+std::string gradientOpsMarkdown(const GradientRegistry& registry);
 // The process-wide registry with every built-in gradient, built on first use.
 const GradientRegistry& defaultGradientRegistry();
 

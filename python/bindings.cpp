@@ -125,15 +125,18 @@ std::optional<py::gil_scoped_release> releaseGilUnlessPythonOps(const ModelGraph
 }
 
 // Exports to `target`: a path, or a binary file object the model is streamed into.
+// A traced module's parameters arrive detached: which ones train is said by name.
+void applyTrainableParameters(ModelGraph& model, const py::dict& options) {
+  if (!options.contains("trainable_parameters") || options["trainable_parameters"].is_none()) return;
+  auto names = options["trainable_parameters"].cast<std::vector<std::string>>();
+  std::set<std::string> trainable(names.begin(), names.end());
+  model.paramRequiresGrad.clear();
+  for (const std::string& name : model.paramNames) model.paramRequiresGrad.push_back(trainable.count(name) > 0);
+}
+
 py::object runExport(ModelGraph& model, const py::dict& options, const py::object& target) {
   ExportOptions o = optionsFromDict(options);
-  // A traced module's parameters arrive detached: which ones train is said by name.
-  if (options.contains("trainable_parameters") && !options["trainable_parameters"].is_none()) {
-    auto names = options["trainable_parameters"].cast<std::vector<std::string>>();
-    std::set<std::string> trainable(names.begin(), names.end());
-    model.paramRequiresGrad.clear();
-    for (const std::string& name : model.paramNames) model.paramRequiresGrad.push_back(trainable.count(name) > 0);
-  }
+  applyTrainableParameters(model, options);
   ExportSummary summary;
   if (py::isinstance<py::str>(target)) {
     std::string path = target.cast<std::string>();
@@ -199,6 +202,7 @@ PYBIND11_MODULE(_pt2onnx, m) {
   m.attr("MIN_OPSET") = kMinOpset;
   m.attr("MAX_OPSET") = kMaxOpset;
   m.attr("DEFAULT_OPSET") = kDefaultOpset;
+  m.attr("DEFAULT_GRADIENT_OPSET") = kDefaultGradientOpset;
   m.attr("__version__") = PT2ONNX_VERSION;
 
   m.def("export_graph",
@@ -235,6 +239,19 @@ PYBIND11_MODULE(_pt2onnx, m) {
               py::module_::import("pt2onnx.autograd").attr("should_inline"));
           auto release = releaseGilUnlessPythonOps(model);
           return checkSupport(model, o).toJson();
+        });
+
+  // The ops on a training export's differentiable path that have no gradient (options as export_graph's).
+  m.def("check_gradient_support",
+        [](std::shared_ptr<torch::jit::Graph> graph, size_t numUserInputs, std::vector<std::string> userInputNames,
+           std::vector<std::string> paramNames, std::vector<at::Tensor> paramValues,
+           std::vector<at::Tensor> exampleInputs, const py::dict& options) {
+          ModelGraph model = modelFrom(std::move(graph), numUserInputs, std::move(userInputNames),
+                                       std::move(paramNames), std::move(paramValues), std::move(exampleInputs));
+          ExportOptions o = optionsFromDict(options);
+          applyTrainableParameters(model, options);
+          auto release = releaseGilUnlessPythonOps(model);
+          return checkGradientSupport(model, o).toJson();
         });
 
   pt2onnx::python::bindSymbolicBridge(m);

@@ -1,8 +1,6 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
-#include <optional>
-#include <sstream>
 
 #include "cli/commands/commands.h"
 #include "cli/commands/model_source.h"
@@ -31,21 +29,6 @@ struct ConvertOptions {
   std::string gradients;  // "", parameters, all, or NAME,NAME,...
 };
 
-// --gradients: parameters | all | a comma-separated list of input and parameter names.
-std::optional<GradientExport> gradientsOf(const std::string& spec) {
-  if (spec.empty()) return std::nullopt;
-  GradientExport g;
-  if (spec == "parameters") return g;
-  if (spec == "all") {
-    g.wrt = GradientExport::Wrt::ParametersAndInputs;
-    return g;
-  }
-  g.wrt = GradientExport::Wrt::Named;
-  std::stringstream ss(spec);
-  for (std::string name; std::getline(ss, name, ',');)
-    if (!name.empty()) g.names.push_back(name);
-  return g;
-}
 
 std::map<std::string, int> parseCustomOpsets(const std::vector<std::string>& specs) {
   std::map<std::string, int> out;
@@ -90,7 +73,8 @@ void runPythonConvert(const ConvertOptions& o) {
   convertPythonModel(r);
 }
 
-void runConvert(const ConvertOptions& o) {
+void runConvert(ConvertOptions o) {
+  if (!o.gradients.empty() && !o.source.opsetGiven) o.source.opset = kDefaultGradientOpset;
   if (validateModelSource(o.source)) return runPythonConvert(o);
   if (o.training != "eval" || o.autogradFunctions != "auto" || !o.autogradFunctionModes.empty())
     throw ExportError("--training and --autograd-functions apply to --python models; archives are exported in eval "
@@ -109,7 +93,7 @@ void runConvert(const ConvertOptions& o) {
   options.customOpsets = parseCustomOpsets(o.customOpsets);
   if (o.externalDataThreshold) options.externalDataThreshold = o.externalDataThreshold;
   options.typeInference = o.typeInference == "run" ? TypeInference::Run : TypeInference::Static;
-  options.gradients = gradientsOf(o.gradients);
+  if (!o.gradients.empty()) options.gradients = parseGradients(o.gradients);
   auto loaded = std::chrono::steady_clock::now();
   ExportSummary summary = exportToFile(model, options, o.output);
   auto end = std::chrono::steady_clock::now();

@@ -1,6 +1,7 @@
 #include "cli/commands/model_source.h"
 
 #include <filesystem>
+#include <sstream>
 
 #include "cli/commands/input_spec.h"
 #include "common/errors.h"
@@ -21,8 +22,9 @@ void addModelSourceOptions(CLI::App& cmd, ModelSourceOptions& opts) {
   cmd.add_option("--dynamic-axis,-d", opts.dynamicAxes,
                  "Mark an axis of an input or output as dynamic: NAME:AXIS=DIM_NAME, e.g. x:0=batch; repeatable")
       ->take_all();
-  cmd.add_option("--opset", opts.opset, "ai.onnx opset to export to")
+  cmd.add_option("--opset", opts.opset, "ai.onnx opset to export to (training graphs: 17 by default)")
       ->check(CLI::Range(kMinOpset, kMaxOpset))
+      ->each([&opts](const std::string&) { opts.opsetGiven = true; })
       ->capture_default_str();
 }
 
@@ -49,6 +51,18 @@ std::map<std::string, std::map<int64_t, std::string>> dynamicAxesOf(const ModelS
   std::map<std::string, std::map<int64_t, std::string>> axes;
   for (const auto& a : opts.dynamicAxes) parseDynamicAxis(a, axes);
   return axes;
+}
+
+GradientExport parseGradients(const std::string& spec) {
+  GradientExport g;
+  if (spec == "parameters") return g;
+  g.wrt = spec == "all" ? GradientExport::Wrt::ParametersAndInputs : GradientExport::Wrt::Named;
+  if (spec == "all") return g;
+  std::stringstream ss(spec);
+  for (std::string name; std::getline(ss, name, ',');)
+    if (!name.empty()) g.names.push_back(name);
+  if (g.names.empty()) throw ExportError("--gradients: expected parameters, all or NAME,NAME,..., got '" + spec + "'");
+  return g;
 }
 
 }  // namespace pt2onnx::cli

@@ -16,6 +16,7 @@ struct ModelSourceOptions {
   std::vector<std::string> inputShapes;
   std::vector<std::string> dynamicAxes;
   int opset = kDefaultOpset;
+  bool opsetGiven = false;  // --opset was passed (training graphs default to kDefaultGradientOpset)
 };
 
 void addModelSourceOptions(CLI::App& cmd, ModelSourceOptions& opts);
@@ -26,5 +27,8 @@ bool validateModelSource(const ModelSourceOptions& opts);
 ModelGraph loadModel(const ModelSourceOptions& opts);
 // --dynamic-axis values as the exporter's map.
 std::map<std::string, std::map<int64_t, std::string>> dynamicAxesOf(const ModelSourceOptions& opts);
+
+// --gradients: parameters | all | a comma-separated list of input and parameter names.
+GradientExport parseGradients(const std::string& spec);
 
 }  // namespace pt2onnx::cli

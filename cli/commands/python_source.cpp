@@ -70,9 +70,11 @@ void convertPythonModel(const PythonConvertRequest& r) {
   });
 }
 
-bool reportPythonModel(const std::string& spec, int opset, const std::string& format, const std::string& training) {
+bool reportPythonModel(const std::string& spec, int opset, const std::string& format, const std::string& training,
+                       const std::string& gradients) {
   return runWithPython([&](py::module_ entry) {
-    py::tuple result = entry.attr("report")(spec, opset, format, training);
+    py::tuple result = gradients.empty() ? entry.attr("report")(spec, opset, format, training)
+                                         : entry.attr("report_gradients")(spec, opset, format, training, gradients);
     std::cout << result[0].cast<std::string>();
     if (format == "json") std::cout << "\n";
     return result[1].cast<bool>();

@@ -38,6 +38,8 @@ void addBuildTreePackagePath();
 // the CLI runs there); Python exceptions become one-line ExportErrors.
 bool runWithPython(const std::function<bool(pybind11::module_)>& body);
 // Prints the unconvertible-op report; returns whether everything converts. Throws ExportError.
-bool reportPythonModel(const std::string& spec, int opset, const std::string& format, const std::string& training);
+// With `gradients` non-empty: the ops on the differentiable path without a gradient instead.
+bool reportPythonModel(const std::string& spec, int opset, const std::string& format, const std::string& training,
+                       const std::string& gradients = "");
 
 }  // namespace pt2onnx::cli

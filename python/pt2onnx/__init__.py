@@ -5,7 +5,8 @@
 """
 from . import _pt2onnx
 from ._pt2onnx import ExportError, MIN_OPSET, MAX_OPSET, DEFAULT_OPSET, __version__
-from .exporter import TrainingMode, OperatorExportTypes, export, unconvertible_ops, set_log_level
+from .exporter import (TrainingMode, OperatorExportTypes, export, unconvertible_ops, missing_gradients,
+                       set_log_level)
 from .symbolic_registry import (register_custom_op_symbolic, unregister_custom_op_symbolic,
                                 register_autograd_function_symbolic, unregister_autograd_function_symbolic)
 from . import autograd as _autograd
@@ -20,7 +21,7 @@ def _convert_python_op(g, *tensor_args):
 _pt2onnx.register_symbolic("prim::PythonOp", MIN_OPSET, _convert_python_op)
 
 __all__ = [
-    "export", "unconvertible_ops", "InferenceSession", "ExportError", "TrainingMode", "OperatorExportTypes",
+    "export", "unconvertible_ops", "missing_gradients", "InferenceSession", "ExportError", "TrainingMode", "OperatorExportTypes",
     "set_log_level", "register_custom_op_symbolic", "unregister_custom_op_symbolic",
     "register_autograd_function_symbolic", "unregister_autograd_function_symbolic", "MIN_OPSET", "MAX_OPSET", "DEFAULT_OPSET", "__version__",
 ]

@@ -49,3 +49,24 @@ def report(spec, opset, output_format, training):
         lines += [f"    at {loc}" for loc in op["locations"]]
         lines += [f"    in module {s}" for s in op["scopes"]]
     return "\n".join(lines) + "\n", False
+
+
+def report_gradients(spec, opset, output_format, training, gradients):
+    """`pt2onnx report --python SPEC --gradients ...`: (text, every op has a gradient)."""
+    import json
+    model, args = load_model(spec)
+    wanted = gradients if gradients in ("parameters", "all") else [n for n in gradients.split(",") if n]
+    missing = exporter.missing_gradients(model, args, gradients=wanted, training=exporter.TrainingMode[training],
+                                         opset_version=opset)
+    if output_format == "json":
+        return json.dumps({"opset": opset, "differentiable": not missing, "missing": missing}), not missing
+    if not missing:
+        return f"every op on the differentiable path has a gradient at ONNX opset {opset}\n", True
+    total = sum(m["count"] for m in missing)
+    lines = [f"{len(missing)} op kind(s) ({total} node(s)) on the differentiable path have no gradient at ONNX opset "
+             f"{opset}:"]
+    for m in missing:
+        hint = f"  (supported from opset {m['supported_from_opset']})" if m["supported_from_opset"] else ""
+        lines.append(f"  {m['op']}  x{m['count']}{hint}")
+        lines += [f"    at {n}" for n in m["nodes"]]
+    return "\n".join(lines) + "\n", False

@@ -215,10 +215,12 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     True or "parameters" (gradients of the trainable parameters), "all" (and of the float inputs) or
     a list of input/parameter names. The model gains an input "<y>_grad" per differentiable output
     (the seed gradient) and an output "<x>_grad" per requested tensor; the summary lists both
-    ("gradient_seeds", "gradient_outputs").
+    ("gradient_seeds", "gradient_outputs"). Training graphs default to opset 17 (opset_version=None).
     """
     if export_modules_as_functions:
         raise _pt2onnx.ExportError("export_modules_as_functions is not supported by pt2onnx")
+    if opset_version is None and _gradients_option(gradients) is not None:
+        opset_version = _pt2onnx.DEFAULT_GRADIENT_OPSET
     options = _options(opset_version, export_params, verbose, training, input_names, output_names,
                        operator_export_type, do_constant_folding, dynamic_axes,
                        keep_initializers_as_inputs, custom_opsets)
@@ -275,6 +277,29 @@ def unconvertible_ops(model, args, training=TrainingMode.EVAL, opset_version=Non
     with autograd.exporting(state):
         report = json.loads(_pt2onnx.check_graph_support(graph, len(args), names, values, list(args), opset))
     return report["unsupported"]
+
+
+def missing_gradients(model, args, gradients="all", training=TrainingMode.EVAL, opset_version=None,
+                      input_names=None, autograd_functions="auto", autograd_function_overrides=None):
+    """The ops on the differentiable path of a training export (export(..., gradients=...)) that
+    have no gradient, as a list of dicts (op, count, nodes, supported_from_opset); [] when the
+    export would succeed. Raises ExportError when the forward itself does not convert."""
+    import json
+    if opset_version is None:
+        opset_version = _pt2onnx.DEFAULT_GRADIENT_OPSET
+    options = _options(opset_version, True, False, training, input_names, None, None, True, None, None, None)
+    options["gradients"] = _gradients_option(gradients) or {"wrt": "all"}
+    args = _normalize_args(model, args)
+    state = autograd.ExportState(autograd_functions, autograd_function_overrides, options["opset"],
+                                 options["training"] == "TRAINING", False)
+    options["inline_autograd_function"] = autograd.should_inline
+    with _training_mode(model, options["training"]):
+        graph, names, values, trainable = _trace(model, args)
+    options["trainable_parameters"] = trainable
+    with autograd.exporting(state):
+        report = json.loads(_pt2onnx.check_gradient_support(graph, len(args), _input_names_of(model, len(args)), names,
+                                                            values, list(args), options))
+    return report["missing"]
 
 
 def set_log_level(level):
