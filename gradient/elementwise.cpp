@@ -72,11 +72,16 @@ void pow(GradContext& ctx) {
   Value* x = ctx.input(0);
   Value* dY = ctx.outputGrad(0);
   if (ctx.needsGrad(0)) {
-    Value* e = ctx.cast(ctx.input(1), x->type.dtype);
-    Value* local = ctx.op("Mul", {e, ctx.op("Pow", {x, ctx.op("Sub", {e, ctx.scalarLike(1.0, x)})})});
     std::optional<double> constant = ctx.constScalar(1);
-    if (!constant || *constant == 0.0)
-      local = ctx.op("Where", {ctx.op("Equal", {e, ctx.scalarLike(0.0, x)}), ctx.scalarLike(0.0, x), local});
+    Value* local;
+    if (constant && *constant == 2.0) {  // a square (variance in batch/layer norms): 2x
+      local = ctx.op("Mul", {x, ctx.scalarLike(2.0, x)});
+    } else {
+      Value* e = ctx.cast(ctx.input(1), x->type.dtype);
+      local = ctx.op("Mul", {e, ctx.op("Pow", {x, ctx.op("Sub", {e, ctx.scalarLike(1.0, x)})})});
+      if (!constant || *constant == 0.0)
+        local = ctx.op("Where", {ctx.op("Equal", {e, ctx.scalarLike(0.0, x)}), ctx.scalarLike(0.0, x), local});
+    }
     ctx.setInputGrad(0, ctx.reduceTo(ctx.op("Mul", {dY, local}), x));
   }
   if (ctx.needsGrad(1)) {

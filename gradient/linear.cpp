@@ -16,6 +16,14 @@ Value* swapLast(GradContext& ctx, Value* v, int64_t rank) {
   return ctx.op("Transpose", {v}, {ir::attr::ints("perm", perm)});
 }
 
+// The shape [-1, last dim of v]: v flattened to rows.
+Value* lastDimKept(GradContext& ctx, Value* v) {
+  const ir::Dim& last = v->type.shape->back();
+  if (last.isStatic()) return ctx.constInt64s({-1, last.size});
+  Value* tail = ctx.op("Slice", {ctx.op("Shape", {v}), ctx.constInt64s({-1}), ctx.constInt64s({INT64_MAX})});
+  return ctx.op("Concat", {ctx.constInt64s({-1}), tail}, {ir::attr::i("axis", 0)});
+}
+
 // Y = A @ B. With A [..., M, K] and B [..., K, N]: dA = dY @ Bᵀ, dB = Aᵀ @ dY, each summed over the
 // batch dims it was broadcast along. A 1-D operand is a row (A) or a column (B) that is dropped
 // from the result, as in PyTorch's matmul backward.
@@ -38,7 +46,12 @@ void matmul(GradContext& ctx) {
     if (ra == 1) g = ctx.squeeze(g, {-2});
     ctx.setInputGrad(0, ctx.reduceTo(g, a));
   }
-  if (ctx.needsGrad(1)) {
+  if (ctx.needsGrad(1) && rb == 2 && ra > 2) {
+    // A weight applied to a batch (a Linear layer): one Gemm over the flattened rows, not a batched
+    // product summed afterwards.
+    ctx.setInputGrad(1, ctx.op("Gemm", {ctx.op("Reshape", {a, lastDimKept(ctx, a)}), ctx.op("Reshape", {dY, lastDimKept(ctx, dY)})},
+                               {ir::attr::i("transA", 1)}));
+  } else if (ctx.needsGrad(1)) {
     Value* g = ctx.op("MatMul", {swapLast(ctx, a2, ra == 1 ? 2 : ra), dY2});  // [..., K, N]
     if (rb == 1) g = ctx.squeeze(g, {-1});
     ctx.setInputGrad(1, ctx.reduceTo(g, b));

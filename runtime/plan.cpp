@@ -1,6 +1,12 @@
 #include "runtime/plan.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
 #include <set>
 
 #include <onnx/onnx_pb.h>
@@ -246,11 +252,47 @@ std::unique_ptr<Plan> planMainGraph(const onnx::GraphProto& graph, const PlanCon
   return planGraph(graph, context, nullptr);
 }
 
+// PT2ONNX_PROFILE=1: seconds and calls per op type, printed to stderr when the process exits.
+class OpProfile {
+ public:
+  static OpProfile* instance() {
+    static OpProfile* profile = std::getenv("PT2ONNX_PROFILE") ? new OpProfile() : nullptr;
+    return profile;
+  }
+  void add(const std::string& op, double seconds) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& [total, calls] = byOp_[op];
+    total += seconds;
+    ++calls;
+  }
+
+ private:
+  OpProfile() { std::atexit([] { instance()->print(); }); }
+  void print() {
+    std::vector<std::pair<double, std::string>> rows;
+    double all = 0;
+    for (const auto& [op, entry] : byOp_) {
+      rows.emplace_back(entry.first, op);
+      all += entry.first;
+    }
+    std::sort(rows.rbegin(), rows.rend());
+    std::fprintf(stderr, "pt2onnx runtime profile: %.3f s in kernels\n", all);
+    for (const auto& [seconds, op] : rows)
+      std::fprintf(stderr, "  %-24s %9.3f s %5.1f%% %8ld calls\n", op.c_str(), seconds, 100 * seconds / all,
+                   static_cast<long>(byOp_[op].second));
+  }
+  std::mutex mutex_;
+  std::map<std::string, std::pair<double, int64_t>> byOp_;
+};
+
 void runPlan(const Plan& plan, std::vector<Value>& values) {
+  OpProfile* profile = OpProfile::instance();
   for (const Step& step : plan.steps) {
+    auto start = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     if (step.kernel) runTensorStep(step, values);
     else runValueStep(step, values);
     for (int s : step.release) values[s].reset();
+    if (profile) profile->add(step.opType, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
 }
 

@@ -40,6 +40,8 @@ TEST(ElementwiseGradients, PowOfBaseAndExponent) {
   at::Tensor positive = at::rand({3, 4}, at::kDouble) + 0.5;
   GradientCase constant("Pow constant exponent");
   constant.inputValue("x", positive).constFloat("e", 3.0).node("Pow", {"x", "e"}, {"y"}).output("y").check();
+  GradientCase square("Pow 2 (a square)");
+  square.input("x", {3, 4}).constFloat("e", 2.0).node("Pow", {"x", "e"}, {"y"}).output("y").check();
   GradientCase both("Pow tensor exponent");
   both.inputValue("x", positive).input("e", {4}).node("Pow", {"x", "e"}, {"y"}).output("y").check();
 }
