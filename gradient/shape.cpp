@@ -94,13 +94,45 @@ void slice(GradContext& ctx) {
   ctx.setInputGrad(0, scatterBack(ctx, x, ctx.op("Slice", inputs), ctx.outputGrad(0), false));
 }
 
+// An embedding's row gradients as PyTorch's embedding_backward gives them: each row divided by how
+// often the indices name it (scale_grad_by_freq), the padding row zero.
+Value* embeddingRules(GradContext& ctx, Value* dW) {
+  const auto& hints = ctx.node().gradientHints;
+  auto padding = hints.find("padding_idx");
+  bool byFrequency = hints.count("scale_grad_by_freq") > 0;
+  if (padding == hints.end() && !byFrequency) return dW;
+  Value* w = ctx.input(0);
+  int64_t rank = ctx.requireRank(w, "the embedding weight");
+  std::vector<int64_t> trailing;
+  for (int64_t k = 1; k < rank; ++k) trailing.push_back(k);
+  Value* rowsShape = ctx.op("Slice", {ctx.op("Shape", {w}), ctx.constInt64s({0}), ctx.constInt64s({1})});
+  if (byFrequency) {
+    Value* idx = ctx.op("Reshape", {ctx.cast(ctx.input(1), ir::DType::Int64), ctx.constInt64s({-1})});
+    Value* zeros = ctx.op("ConstantOfShape", {rowsShape}, {ir::attr::t("value", ir::TensorData::fromDoubles({0.0}, w->type.dtype, {1}))});
+    Value* ones = ctx.op("ConstantOfShape", {ctx.op("Shape", {idx})},
+                         {ir::attr::t("value", ir::TensorData::fromDoubles({1.0}, w->type.dtype, {1}))});
+    Value* counts = ctx.op("ScatterElements", {zeros, idx, ones}, {ir::attr::i("axis", 0), ir::attr::s("reduction", "add")});
+    Value* divisor = ctx.op("Max", {counts, ctx.scalarLike(1.0, w)});
+    dW = ctx.op("Div", {dW, trailing.empty() ? divisor : ctx.unsqueeze(divisor, trailing)});
+  }
+  if (padding != hints.end()) {
+    Value* rows = ctx.op("Range", {ctx.op("Constant", {}, {ir::attr::t("value", ir::TensorData::fromInt64s({0}, {}))}),
+                                   ctx.op("Squeeze", {rowsShape, ctx.constInt64s({0})}),
+                                   ctx.op("Constant", {}, {ir::attr::t("value", ir::TensorData::fromInt64s({1}, {}))})});
+    Value* isPadding = ctx.op("Equal", {rows, ctx.op("Constant", {}, {ir::attr::t("value", ir::TensorData::fromInt64s({padding->second}, {}))})});
+    dW = ctx.op("Where", {trailing.empty() ? isPadding : ctx.unsqueeze(isPadding, trailing), ctx.scalarLike(0.0, dW), dW});
+  }
+  return dW;
+}
+
 // Gather (and GatherElements, GatherND) may read an element several times: the copies add.
 void gatherLike(GradContext& ctx) {
   Value* x = ctx.input(0);
   std::vector<Value*> inputs = ctx.node().inputs;
   inputs[0] = positionsOf(ctx, x);
   Value* positions = ctx.op(ctx.node().opType, inputs, ctx.node().attributes);
-  ctx.setInputGrad(0, scatterBack(ctx, x, positions, ctx.outputGrad(0), true));
+  Value* dX = scatterBack(ctx, x, positions, ctx.outputGrad(0), true);
+  ctx.setInputGrad(0, ctx.node().opType == "Gather" ? embeddingRules(ctx, dX) : dX);
 }
 
 // Tile(x, repeats): dY viewed as [r0, d0, r1, d1, ...] and summed over the r axes. Needs the

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -139,6 +140,10 @@ struct Node {
   std::vector<Value*> inputs;  // nullptr = omitted optional input
   std::vector<Value*> outputs;
   std::vector<Attribute> attributes;
+  // How the gradient of the PyTorch op this node came from differs from its ONNX op's, for
+  // training-graph export (a Gather from aten::embedding: "padding_idx", "scale_grad_by_freq").
+  // Not written to the model.
+  std::map<std::string, int64_t> gradientHints;
 
   const Attribute* findAttribute(const std::string& name) const;
 };

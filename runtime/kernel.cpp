@@ -1,5 +1,7 @@
 #include "runtime/kernel.h"
 
+#include <mutex>
+
 #include <sstream>
 
 #include "common/errors.h"
@@ -201,6 +203,28 @@ int32_t onnxType(at::ScalarType t) {
     case at::kBFloat16: return 16;
     default: return 0;
   }
+}
+
+namespace {
+std::vector<std::function<void()>>& hooks() {
+  static auto* all = new std::vector<std::function<void()>>();  // leaked: used until exit
+  return *all;
+}
+std::mutex hooksMutex;
+}  // namespace
+
+void addRunEndHook(std::function<void()> hook) {
+  std::lock_guard<std::mutex> lock(hooksMutex);
+  hooks().push_back(std::move(hook));
+}
+
+void runEndHooks() {
+  std::vector<std::function<void()>> copy;
+  {
+    std::lock_guard<std::mutex> lock(hooksMutex);
+    copy = hooks();
+  }
+  for (const auto& h : copy) h();
 }
 
 }  // namespace pt2onnx::runtime

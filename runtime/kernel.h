@@ -171,6 +171,12 @@ class KernelRegistry {
   std::map<std::pair<std::string, std::string>, std::map<int, RegisteredKernel>> kernels_;
 };
 
+// Called in the running thread at the end of every Session run, successful or not (the outermost
+// run when runs nest): kernels that keep state for the rest of a run (PythonOp's autograd context
+// for its PythonOpGrad) release what is left. Register once, at kernel registration.
+void addRunEndHook(std::function<void()> hook);
+void runEndHooks();  // called by Session
+
 // Calls every runtime_ops family's register function (runtime_ops/families.h).
 void registerAllKernels(KernelRegistry& registry);
 // The process-wide registry, built on first use.

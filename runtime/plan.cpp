@@ -156,6 +156,23 @@ void planReleases(Plan& plan) {
   }
 }
 
+// A PythonOp whose context a PythonOpGrad of the same graph consumes (a training graph) gets
+// "__run_scoped_context": its context must not outlive the run, even when the run fails between
+// the two. Contexts of forward-only graphs wait for a backward run in another session.
+void markRunScopedContexts(Plan& plan) {
+  std::set<int> consumed;
+  for (const Step& step : plan.steps)
+    if (step.domain == "com.microsoft" && step.opType == "PythonOpGrad" && !step.inputs.empty())
+      consumed.insert(step.inputs[0]);
+  for (Step& step : plan.steps)
+    if (step.domain == "com.microsoft" && step.opType == "PythonOp" && !step.outputs.empty() &&
+        consumed.count(step.outputs[0])) {
+      Attribute scoped;
+      scoped.i = 1;
+      step.attributes["__run_scoped_context"] = scoped;
+    }
+}
+
 std::unique_ptr<Plan> planGraph(const onnx::GraphProto& g, const PlanContext& pc, Scope* enclosing) {
   auto plan = std::make_unique<Plan>();
   plan->graphName = g.name();
@@ -173,6 +190,7 @@ std::unique_ptr<Plan> planGraph(const onnx::GraphProto& g, const PlanContext& pc
     plan->inputSlots.push_back(scope.define(in.name()));
   }
   for (const auto& n : g.node()) plan->steps.push_back(planNode(n, pc, scope));
+  markRunScopedContexts(*plan);
   for (const auto& o : g.output()) {
     // A subgraph output may name one of its inputs or a value of an enclosing graph directly.
     int slot = scope.read(o.name());

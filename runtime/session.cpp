@@ -164,8 +164,26 @@ std::vector<Value> Session::bindInputs(const Feeds& feeds) const {
   return frame;
 }
 
+namespace {
+// The outermost run of this thread calls the run-end hooks when it ends, however it ends.
+class RunScope {
+ public:
+  RunScope() { ++depth(); }
+  ~RunScope() {
+    if (--depth() == 0) runEndHooks();
+  }
+
+ private:
+  static int& depth() {
+    thread_local int d = 0;
+    return d;
+  }
+};
+}  // namespace
+
 std::vector<Value> Session::runFrame(std::vector<Value> frame, const std::vector<std::string>& outputNames) const {
   at::NoGradGuard noGrad;
+  RunScope scope;
   runPlan(*plan_, frame);
   std::vector<Value> result;
   if (outputNames.empty()) {

@@ -16,7 +16,12 @@ Outputs embedding(Context& ctx) {
   ir::DType indexType = ctx.dtypeOf(indices);
   if (indexType != ir::DType::Int64 && indexType != ir::DType::Int32 && indexType != ir::DType::Undefined)
     ctx.fail(std::string("embedding: indices must be int32 or int64, got ") + ir::dtypeName(indexType));
-  return {ctx.op("Gather", {weight, indices}, {ir::attr::i("axis", 0)})};
+  ir::Value* rows = ctx.op("Gather", {weight, indices}, {ir::attr::i("axis", 0)});
+  // What a training graph's Gather gradient must reproduce (gradient/shape.cpp).
+  std::optional<int64_t> padding = ctx.optInt64(2);
+  if (padding && *padding >= 0) rows->producer->gradientHints["padding_idx"] = *padding;
+  if (!ctx.isNone(3) && ctx.boolean(3)) rows->producer->gradientHints["scale_grad_by_freq"] = 1;
+  return {rows};
 }
 
 }  // namespace

@@ -109,13 +109,7 @@ void runConvert(ConvertOptions o) {
     first = false;
   }
   std::cout << ")\n";
-  if (options.gradients) {
-    std::cout << "  training graph: seed inputs";
-    for (const auto& n : summary.gradientSeeds) std::cout << " " << n;
-    std::cout << "; gradient outputs";
-    for (const auto& n : summary.gradientOutputs) std::cout << " " << n;
-    std::cout << "\n";
-  }
+  if (options.gradients) printGradientInterface(summary.gradientSeeds, summary.gradientOutputs);
 }
 
 }  // namespace

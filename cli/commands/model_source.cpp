@@ -1,6 +1,7 @@
 #include "cli/commands/model_source.h"
 
 #include <filesystem>
+#include <iostream>
 #include <sstream>
 
 #include "cli/commands/input_spec.h"
@@ -63,6 +64,14 @@ GradientExport parseGradients(const std::string& spec) {
     if (!name.empty()) g.names.push_back(name);
   if (g.names.empty()) throw ExportError("--gradients: expected parameters, all or NAME,NAME,..., got '" + spec + "'");
   return g;
+}
+
+void printGradientInterface(const std::vector<std::string>& seeds, const std::vector<std::string>& gradients) {
+  std::cout << "  training graph: seed inputs";
+  for (const auto& n : seeds) std::cout << " " << n;
+  std::cout << "; gradient outputs";
+  for (const auto& n : gradients) std::cout << " " << n;
+  std::cout << "\n";
 }
 
 }  // namespace pt2onnx::cli

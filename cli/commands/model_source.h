@@ -30,5 +30,7 @@ std::map<std::string, std::map<int64_t, std::string>> dynamicAxesOf(const ModelS
 
 // --gradients: parameters | all | a comma-separated list of input and parameter names.
 GradientExport parseGradients(const std::string& spec);
+// The "  training graph: seed inputs ...; gradient outputs ..." line of convert's summary.
+void printGradientInterface(const std::vector<std::string>& seeds, const std::vector<std::string>& gradients);
 
 }  // namespace pt2onnx::cli

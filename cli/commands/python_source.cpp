@@ -1,4 +1,5 @@
 #include "cli/commands/python_source.h"
+#include "cli/commands/model_source.h"
 
 #include <unistd.h>
 
@@ -66,6 +67,9 @@ void convertPythonModel(const PythonConvertRequest& r) {
     std::cout << "wrote " << r.output << ": opset " << r.opset << ", " << summary["onnx_nodes"].cast<size_t>()
               << " nodes, " << summary["initializers"].cast<size_t>() << " initializers, "
               << summary["model_bytes"].cast<uint64_t>() << " bytes\n";
+    auto seeds = summary["gradient_seeds"].cast<std::vector<std::string>>();
+    auto grads = summary["gradient_outputs"].cast<std::vector<std::string>>();
+    if (!grads.empty()) printGradientInterface(seeds, grads);
     return true;
   });
 }

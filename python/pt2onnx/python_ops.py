@@ -28,6 +28,14 @@ def live_contexts():
     return len(_contexts)
 
 
+def release_contexts(handles):
+    """Drops the contexts of `handles` still waiting (a training-graph run that failed before their
+    PythonOpGrad); the others were consumed already."""
+    with _lock:
+        for h in handles:
+            _contexts.pop(int(h), None)
+
+
 def resolve_function(name):
     """The torch.autograd.Function class called `name` ("module.QualName"): the one an export in
     this process registered, else imported from its module."""

@@ -1,5 +1,6 @@
 #include "runtime_ops/python/python_ops.h"
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 
@@ -62,10 +63,27 @@ py::tuple tensorArgs(KernelContext& ctx, size_t from) {
   return args;
 }
 
+// Contexts of this thread's run that its own PythonOpGrads should consume (training graphs): what is
+// left when the run ends (it failed between the two) is released then.
+std::vector<int64_t>& runScopedContexts() {
+  thread_local std::vector<int64_t> handles;
+  return handles;
+}
+
+void releaseRunScopedContexts() {
+  std::vector<int64_t>& handles = runScopedContexts();
+  if (handles.empty() || !Py_IsInitialized()) return;
+  py::gil_scoped_acquire gil;
+  py::module_::import("pt2onnx.python_ops").attr("release_contexts")(handles);
+  handles.clear();
+}
+
 std::vector<at::Tensor> pythonOpForward(KernelContext& ctx) {
   return withPython(ctx, [&] {
     py::tuple result = planFor(ctx, "PythonOpPlan").attr("forward")(*tensorArgs(ctx, 0));
-    std::vector<at::Tensor> outs{at::scalar_tensor(result[0].cast<int64_t>(), at::kLong)};
+    int64_t handle = result[0].cast<int64_t>();
+    if (handle != 0 && ctx.hasAttribute("__run_scoped_context")) runScopedContexts().push_back(handle);
+    std::vector<at::Tensor> outs{at::scalar_tensor(handle, at::kLong)};
     for (const py::handle& o : result[1]) outs.push_back(o.cast<at::Tensor>());
     if (outs.size() != ctx.numOutputs())
       ctx.fail("the Function returned " + std::to_string(outs.size() - 1) + " tensors, the node has " +
@@ -75,6 +93,8 @@ std::vector<at::Tensor> pythonOpForward(KernelContext& ctx) {
 }
 
 std::vector<at::Tensor> pythonOpBackward(KernelContext& ctx) {
+  std::vector<int64_t>& scoped = runScopedContexts();  // consumed here: nothing left to release
+  scoped.erase(std::remove(scoped.begin(), scoped.end(), ctx.input(0).item<int64_t>()), scoped.end());
   return withPython(ctx, [&] {
     py::list result = planFor(ctx, "PythonOpGradPlan").attr("backward")(ctx.input(0).item<int64_t>(), *tensorArgs(ctx, 1));
     std::vector<at::Tensor> outs;
@@ -103,6 +123,7 @@ void registerPythonKernels(KernelRegistry& r) {
     r.add("com.microsoft", "PythonOp", 1, pythonOpForward);
     r.add("com.microsoft", "PythonOpGrad", 1, pythonOpBackward);
     r.add("*", "PyOp", 1, pyOp);
+    addRunEndHook(releaseRunScopedContexts);
   });
 }
 

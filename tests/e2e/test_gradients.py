@@ -204,3 +204,27 @@ def test_missing_gradients_and_report_list_every_op(tmp_path, cli):
     ok = subprocess.run([cli, "report", str(tmp_path / "m.pt"), "--input-shape", "x:2x3", "--gradients", "fc.bias",
                          "--opset", "16", "--format", "json"], capture_output=True, text=True)
     assert ok.returncode == 1 and '"opset": 16' in ok.stdout and '"op": "Atan"' in ok.stdout
+
+
+def test_embedding_padding_row_and_frequency_scaling_follow_torch(tmp_path):
+    class Tagger(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.plain = torch.nn.Embedding(10, 4)
+            self.padded = torch.nn.Embedding(10, 4, padding_idx=2, scale_grad_by_freq=True)
+
+        def forward(self, ids):
+            return self.plain(ids) * self.padded(ids)
+
+    torch.manual_seed(4)
+    model, ids = Tagger(), torch.tensor([[2, 3, 3, 7], [2, 2, 9, 3]])
+    summary = pt2onnx.export(model, (ids,), str(tmp_path / "m.onnx"), input_names=["ids"], gradients="parameters")
+    out = model(ids)
+    seed = torch.randn_like(out)
+    expected = dict(zip([f"{n}_grad" for n, _ in model.named_parameters()],
+                        torch.autograd.grad([out], list(model.parameters()), [seed])))
+    assert expected["padded.weight_grad"][2].abs().sum() == 0  # what torch does to the padding row
+    feeds = {"ids": ids.numpy(), summary["gradient_seeds"][0]: seed.numpy()}
+    _compare(expected, ort.run(tmp_path / "m.onnx", feeds), "ONNX Runtime")
+    session = pt2onnx.InferenceSession(str(tmp_path / "m.onnx"))
+    _compare(expected, dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds))), "pt2onnx runtime")

@@ -144,3 +144,81 @@ def test_twenty_sgd_steps_track_pytorch(mode, tmp_path):
         theirs.append(loss.item())
     assert theirs[-1] < theirs[0] * 0.9, "the loop should learn something"
     np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-6)
+
+
+class OnceScaled(torch.autograd.Function):
+    """A once_differentiable backward that also returns a gradient for a broadcast operand."""
+
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.save_for_backward(x, scale)
+        return x * scale
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        x, scale = ctx.saved_tensors
+        # grad * x has x's shape [3, 4]; the engine sums it to scale's [4], as PythonOpGrad must.
+        return grad * scale, grad * x
+
+
+class OnceScaledModel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.tensor([0.5, -1.0, 2.0, 3.0]))
+
+    def forward(self, x):
+        return OnceScaled.apply(x, self.scale)
+
+
+def test_once_differentiable_backward_with_a_broadcast_gradient(tmp_path):
+    torch.manual_seed(9)
+    model, x = OnceScaledModel(), torch.randn(3, 4)
+    names, summary = _export(model, (x,), tmp_path / "m.onnx", "python_op")
+    seeds, expected = _torch_gradients(model, (x,))
+    feeds = {"in0": x.numpy(), summary["gradient_seeds"][0]: seeds[0].numpy()}
+    session = pt2onnx.InferenceSession(str(tmp_path / "m.onnx"))
+    _check(expected, dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds))), "pt2onnx runtime")
+
+
+def test_cli_exports_a_python_model_with_functions(tmp_path, cli):
+    import subprocess
+    out = tmp_path / "two.onnx"
+    done = subprocess.run([cli, "convert", "--python", "samples.autograd_functions:build_two_outputs", "-o", str(out),
+                           "--gradients", "all", "--autograd-functions", "python_op"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "training graph: seed inputs output_0_grad output_1_grad; gradient outputs a_grad b_grad" in done.stdout
+    proto = onnx.load(str(out))
+    assert [n.op_type for n in proto.graph.node] == ["PythonOp", "PythonOpGrad"]
+    assert [i.name for i in proto.graph.input] == ["a", "b", "output_0_grad", "output_1_grad"]
+    assert [o.name for o in proto.graph.output] == ["output_0", "output_1", "a_grad", "b_grad"]
+
+
+def test_a_failed_run_releases_its_contexts(tmp_path):
+    class Shifted(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bias = torch.nn.Parameter(torch.zeros(3))
+
+        def forward(self, a, b):
+            p, d = af.TwoInTwoOut.apply(a, b)
+            return p + d + self.bias
+
+    torch.manual_seed(2)
+    a, b = torch.randn(2, 3), torch.randn(2, 3)
+    path = tmp_path / "m.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        summary = pt2onnx.export(Shifted(), (a, b), str(path), input_names=["a", "b"], output_names=["y"],
+                                 dynamic_axes={"a": {0: "n"}, "b": {0: "n"}, "y": {0: "n"}}, gradients="all",
+                                 autograd_functions="python_op")
+    session = pt2onnx.InferenceSession(str(path))
+    before = python_ops.live_contexts()
+    good = {"a": a.numpy(), "b": b.numpy(), "y_grad": np.ones((2, 3), np.float32)}
+    session.run(None, good)
+    bad = dict(good, y_grad=np.ones((5, 3), np.float32))  # fails in the backward, before PythonOpGrad
+    for _ in range(3):
+        with pytest.raises(Exception):
+            session.run(None, bad)
+    assert python_ops.live_contexts() == before
+    assert summary["gradient_seeds"] == ["y_grad"]
