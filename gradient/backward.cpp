@@ -192,6 +192,10 @@ BackwardSummary buildBackward(ir::Graph& graph, const GradientRequest& request, 
   const size_t forwardNodes = graph.nodes().size();
   auto typeNode = [opset, &customOpsets](ir::Node& n) { writer::inferNodeTypes(n, opset, customOpsets); };
   graph.setNodeObserver([&typeNode](ir::Node* n) { typeNode(*n); });
+  struct ObserverReset {  // the observer refers to this frame: never left behind, even on errors
+    ir::Graph& g;
+    ~ObserverReset() { g.setNodeObserver(nullptr); }
+  } reset{graph};
   GradientSums grads(graph);
   for (ir::Value* y : a.ys) {
     std::string name = y->name + "_grad";
