@@ -104,11 +104,13 @@ def test_gradients_match_torch_in_both_runtimes(name, tmp_path):
     _compare(expected, ort.run(path, feeds), "ONNX Runtime")
 
 
-def test_parameters_only_by_default_and_buffers_never(tmp_path):
+def test_parameters_only_by_default_buffers_never_and_deterministic(tmp_path):
     model, args, _ = _cnn()
     summary = pt2onnx.export(model, args, str(tmp_path / "m.onnx"), training=pt2onnx.TrainingMode.TRAINING,
                              gradients=True)
     assert summary["gradient_outputs"] == [f"{n}_grad" for n, _ in model.named_parameters()]
+    pt2onnx.export(model, args, str(tmp_path / "again.onnx"), training=pt2onnx.TrainingMode.TRAINING, gradients=True)
+    assert (tmp_path / "m.onnx").read_bytes() == (tmp_path / "again.onnx").read_bytes()
 
 
 def test_frozen_parameters_and_named_lists(tmp_path):
