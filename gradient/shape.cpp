@@ -94,6 +94,35 @@ void slice(GradContext& ctx) {
   ctx.setInputGrad(0, scatterBack(ctx, x, ctx.op("Slice", inputs), ctx.outputGrad(0), false));
 }
 
+Value* embeddingRules(GradContext& ctx, Value* dW);
+
+// OneHot(indices, depth) in `dtype` (negative indices count from the end, as Gather's).
+Value* oneHot(GradContext& ctx, Value* indices, Value* depth, ir::DType dtype) {
+  Value* values = ctx.op("Constant", {}, {ir::attr::t("value", ir::TensorData::fromDoubles({0.0, 1.0}, dtype, {2}))});
+  return ctx.op("OneHot", {indices, depth, values}, {ir::attr::i("axis", -1)});
+}
+
+// Gather before opset 16 (no scatter with reduction="add"): dX[.., a, ..] = Σ_i onehot(idx)[i, a] ·
+// dY[.., i, ..], one Einsum; repeated indices add up.
+void gatherOneHot(GradContext& ctx) {
+  Value* x = ctx.input(0);
+  Value* idx = ctx.input(1);
+  int64_t rank = ctx.requireRank(x, "the Gather data");
+  int64_t idxRank = ctx.requireRank(idx, "the Gather indices");
+  int64_t axis = ctx.attrInt("axis", 0);
+  if (axis < 0) axis += rank;
+  if (rank + idxRank > 25) ctx.fail("the gradient of Gather before opset 16 supports up to 25 dims in all");
+  std::string letters = "bcdefghijklmnopqrstuvwxyz", pre, mid, post;
+  size_t next = 0;
+  for (int64_t k = 0; k < axis; ++k) pre += letters[next++];
+  for (int64_t k = 0; k < idxRank; ++k) mid += letters[next++];
+  for (int64_t k = axis + 1; k < rank; ++k) post += letters[next++];
+  Value* depth = ctx.op("Slice", {ctx.op("Shape", {x}), ctx.constInt64s({axis}), ctx.constInt64s({axis + 1})});
+  std::string equation = mid + "a," + pre + mid + post + "->" + pre + "a" + post;
+  ctx.setInputGrad(0, embeddingRules(ctx, ctx.op("Einsum", {oneHot(ctx, idx, depth, x->type.dtype), ctx.outputGrad(0)},
+                                                  {ir::attr::s("equation", equation)})));
+}
+
 // An embedding's row gradients as PyTorch's embedding_backward gives them: each row divided by how
 // often the indices name it (scale_grad_by_freq), the padding row zero.
 Value* embeddingRules(GradContext& ctx, Value* dW) {
@@ -106,12 +135,9 @@ Value* embeddingRules(GradContext& ctx, Value* dW) {
   std::vector<int64_t> trailing;
   for (int64_t k = 1; k < rank; ++k) trailing.push_back(k);
   Value* rowsShape = ctx.op("Slice", {ctx.op("Shape", {w}), ctx.constInt64s({0}), ctx.constInt64s({1})});
-  if (byFrequency) {
-    Value* idx = ctx.op("Reshape", {ctx.cast(ctx.input(1), ir::DType::Int64), ctx.constInt64s({-1})});
-    Value* zeros = ctx.op("ConstantOfShape", {rowsShape}, {ir::attr::t("value", ir::TensorData::fromDoubles({0.0}, w->type.dtype, {1}))});
-    Value* ones = ctx.op("ConstantOfShape", {ctx.op("Shape", {idx})},
-                         {ir::attr::t("value", ir::TensorData::fromDoubles({1.0}, w->type.dtype, {1}))});
-    Value* counts = ctx.op("ScatterElements", {zeros, idx, ones}, {ir::attr::i("axis", 0), ir::attr::s("reduction", "add")});
+  if (byFrequency) {  // how often each row is named: a one-hot count
+    Value* idx = ctx.op("Reshape", {ctx.input(1), ctx.constInt64s({-1})});
+    Value* counts = ctx.reduce("ReduceSum", oneHot(ctx, idx, rowsShape, w->type.dtype), {0}, false);
     Value* divisor = ctx.op("Max", {counts, ctx.scalarLike(1.0, w)});
     dW = ctx.op("Div", {dW, trailing.empty() ? divisor : ctx.unsqueeze(divisor, trailing)});
   }
@@ -181,6 +207,7 @@ void registerShapeGradients(GradientRegistry& r) {
   r.onOp("Tile", 13, tile, {0});
   r.onOp("Pad", 13, pad, {0});
   r.onOp("Slice", 13, slice, {0});
+  r.onOp("Gather", 13, gatherOneHot, {0});
   for (const char* op : {"Gather", "GatherElements", "GatherND"}) r.onOp(op, 16, gatherLike, {0});
 }
 

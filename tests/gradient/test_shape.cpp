@@ -60,11 +60,18 @@ TEST(ShapeGradients, GatherAccumulatesRepeatedIndices) {
       .node("GatherElements", {"x", "idx"}, {"y"}, {ir::attr::i("axis", 0)}).output("y").check();
 }
 
-TEST(ShapeGradients, GatherBeforeOpset16IsALocatedError) {
-  GradientCase c("Gather at opset 13", 13);
-  c.input("w", {5, 3}).dataInput("idx", at::tensor({1}, at::kLong)).node("Gather", {"w", "idx"}, {"y"}).output("y");
-  std::string error = c.backwardError();
-  EXPECT_NE(error.find("Gather (1 node(s), supported from opset 16)"), std::string::npos) << error;
+TEST(ShapeGradients, GatherBeforeOpset16AddsRepeatedIndicesThroughOneHot) {
+  GradientCase rows("Gather rows at opset 13", 13);
+  rows.input("w", {5, 3}).dataInput("idx", at::tensor({0, 4, 0, -1, 2, 0}, at::kLong).view({2, 3}))
+      .node("Gather", {"w", "idx"}, {"y"}).output("y").check();
+  GradientCase middle("Gather axis 1 at opset 14", 14);
+  middle.input("x", {2, 4, 3}).dataInput("idx", at::tensor({3, 3, 1}, at::kLong))
+      .node("Gather", {"x", "idx"}, {"y"}, {ir::attr::i("axis", 1)}).output("y").check();
+  GradientCase elements("GatherElements at opset 15 is a located error", 15);
+  elements.input("x", {3, 3}).dataInput("idx", at::tensor({0, 0, 2, 1, 1, 1}, at::kLong).view({2, 3}))
+      .node("GatherElements", {"x", "idx"}, {"y"}, {ir::attr::i("axis", 0)}).output("y");
+  std::string error = elements.backwardError();
+  EXPECT_NE(error.find("GatherElements (1 node(s), supported from opset 16)"), std::string::npos) << error;
 }
 
 TEST(ShapeGradients, ExpandTileAndPad) {
