@@ -281,6 +281,18 @@ PYBIND11_MODULE(_pt2onnx, m) {
       .def_property_readonly("inputs", &runtime::Session::inputs)
       .def_property_readonly("outputs", &runtime::Session::outputs)
       .def_property_readonly("metadata", &runtime::Session::metadata)
+      .def_property_readonly("model_info",
+                             [](const runtime::Session& s) {
+                               const auto& i = s.modelInfo();
+                               py::dict d;
+                               d["producer_name"] = i.producerName;
+                               d["graph_name"] = i.graphName;
+                               d["domain"] = i.domain;
+                               d["description"] = i.description;
+                               d["graph_description"] = i.graphDescription;
+                               d["version"] = i.version;
+                               return d;
+                             })
       .def("run",
            [](const runtime::Session& s, const py::dict& feeds, const std::vector<std::string>& outputNames) {
              std::map<std::string, runtime::Value> values;

@@ -140,6 +140,8 @@ void Session::build(const onnx::ModelProto& model, const std::string& baseDir, c
   for (const auto& imp : model.opset_import())
     pc.opsets[imp.domain() == "ai.onnx" ? "" : imp.domain()] = static_cast<int>(imp.version());
   for (const auto& p : model.metadata_props()) metadata_.emplace_back(p.key(), p.value());
+  modelInfo_ = {model.producer_name(), model.graph().name(), model.domain(), model.doc_string(),
+                model.graph().doc_string(), model.model_version()};
   pc.metadata = metadata_;
   plan_ = planMainGraph(model.graph(), pc);
   inputs_ = plan_->inputs;

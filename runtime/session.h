@@ -33,6 +33,12 @@ class Session {
   const std::vector<ValueInfo>& inputs() const { return inputs_; }
   const std::vector<ValueInfo>& outputs() const { return outputs_; }
   const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
+  // The ModelProto's descriptive fields (onnxruntime's ModelMetadata).
+  struct ModelInfo {
+    std::string producerName, graphName, domain, description, graphDescription;
+    int64_t version = 0;
+  };
+  const ModelInfo& modelInfo() const { return modelInfo_; }
 
   // Runs a model whose inputs and requested outputs are tensors. `outputNames` empty means every
   // output, in model order. A tensor fed to an optional input is wrapped; an optional output gives
@@ -56,6 +62,7 @@ class Session {
 
   std::vector<ValueInfo> inputs_, outputs_;
   std::vector<std::pair<std::string, std::string>> metadata_;
+  ModelInfo modelInfo_;
   std::unique_ptr<Plan> plan_;
 };
 

@@ -10,7 +10,8 @@ from .exporter import (TrainingMode, OperatorExportTypes, export, unconvertible_
 from .symbolic_registry import (register_custom_op_symbolic, unregister_custom_op_symbolic,
                                 register_autograd_function_symbolic, unregister_autograd_function_symbolic)
 from . import autograd as _autograd
-from .runtime import InferenceSession
+from .runtime import (InferenceSession, SessionOptions, RunOptions, GraphOptimizationLevel, ExecutionMode,
+                      ModelMetadata, get_available_providers)
 
 
 def _convert_python_op(g, *tensor_args):
@@ -21,7 +22,8 @@ def _convert_python_op(g, *tensor_args):
 _pt2onnx.register_symbolic("prim::PythonOp", MIN_OPSET, _convert_python_op)
 
 __all__ = [
-    "export", "unconvertible_ops", "missing_gradients", "InferenceSession", "ExportError", "TrainingMode", "OperatorExportTypes",
+    "export", "unconvertible_ops", "missing_gradients", "InferenceSession", "SessionOptions", "RunOptions",
+    "GraphOptimizationLevel", "ExecutionMode", "ModelMetadata", "get_available_providers", "ExportError", "TrainingMode", "OperatorExportTypes",
     "set_log_level", "register_custom_op_symbolic", "unregister_custom_op_symbolic",
     "register_autograd_function_symbolic", "unregister_autograd_function_symbolic", "MIN_OPSET", "MAX_OPSET", "DEFAULT_OPSET", "__version__",
 ]

@@ -7,6 +7,8 @@ Tensors are ATen tensors inside (numpy inputs are used without copying); models 
 com.microsoft::PythonOp / PythonOpGrad and the legacy PyOp run by calling back into Python.
 As in onnxruntime, a sequence is a list of arrays (in and out) and an optional is None or its value.
 """
+import os
+
 import numpy as np
 import torch
 
@@ -46,11 +48,100 @@ class NodeArg:
         return f"NodeArg(name={self.name!r}, type={self.type!r}, shape={self.shape})"
 
 
+PROVIDERS = ["CPUExecutionProvider"]  # what get_providers() reports: pt2onnx's runtime runs on the CPU
+
+
+def get_available_providers():
+    """onnxruntime.get_available_providers(): pt2onnx's runtime runs on the CPU."""
+    return list(PROVIDERS)
+
+
+class SessionOptions:
+    """onnxruntime.SessionOptions' fields, so that scripts written for onnxruntime run unchanged.
+    pt2onnx's runtime uses intra_op_num_threads (0: leave ATen's setting); the others are kept and
+    reported but change nothing here."""
+
+    def __init__(self):
+        self.intra_op_num_threads = 0
+        self.inter_op_num_threads = 0
+        self.graph_optimization_level = GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.execution_mode = ExecutionMode.ORT_SEQUENTIAL
+        self.log_severity_level = 2
+        self.log_verbosity_level = 0
+        self.enable_profiling = False
+        self.enable_mem_pattern = True
+        self.enable_cpu_mem_arena = True
+        self.optimized_model_filepath = ""
+        self.logid = ""
+
+
+class RunOptions:
+    """onnxruntime.RunOptions' fields (accepted; pt2onnx's runtime has nothing to tune per run)."""
+
+    def __init__(self):
+        self.log_severity_level = 2
+        self.log_verbosity_level = 0
+        self.logid = ""
+        self.only_execute_path_to_fetches = False
+        self.terminate = False
+
+
+class GraphOptimizationLevel:
+    ORT_DISABLE_ALL, ORT_ENABLE_BASIC, ORT_ENABLE_EXTENDED, ORT_ENABLE_ALL = 0, 1, 2, 99
+
+
+class ExecutionMode:
+    ORT_SEQUENTIAL, ORT_PARALLEL = 0, 1
+
+
+class ModelMetadata:
+    """onnxruntime.ModelMetadata: the model's descriptive fields and its metadata_props."""
+
+    def __init__(self, info, props):
+        self.producer_name = info["producer_name"]
+        self.graph_name = info["graph_name"]
+        self.domain = info["domain"]
+        self.description = info["description"]
+        self.graph_description = info["graph_description"]
+        self.version = info["version"]
+        self.custom_metadata_map = dict(props)
+
+
+def _provider_names(providers, provider_options):
+    """The providers argument as onnxruntime takes it (names, or (name, options) pairs)."""
+    if providers is None:
+        return list(PROVIDERS), [{}]
+    names, options = [], []
+    for p in providers:
+        name, opts = (p[0], dict(p[1])) if isinstance(p, (tuple, list)) else (p, {})
+        if not isinstance(name, str):
+            raise TypeError(f"providers: expected provider names or (name, options) pairs, got {p!r}")
+        names.append(name)
+        options.append(opts)
+    if provider_options is not None:
+        if len(provider_options) != len(names):
+            raise ValueError("provider_options must have one dict per provider")
+        options = [dict(o) for o in provider_options]
+    unknown = [n for n in names if n not in PROVIDERS]
+    if unknown:
+        raise ValueError(f"providers {unknown} are not available in pt2onnx's runtime (available: {PROVIDERS})")
+    return names, options
+
+
 class InferenceSession:
-    def __init__(self, path_or_bytes, threads=0):
-        """Loads and checks a model (a path, or the serialized bytes); `threads` sets ATen's
-        intra-op thread count (0 leaves it)."""
-        model = path_or_bytes if isinstance(path_or_bytes, bytes) else str(path_or_bytes)
+    def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, threads=None,
+                 **kwargs):
+        """Loads and checks a model (a path, or the serialized bytes), as onnxruntime.InferenceSession.
+        `sess_options.intra_op_num_threads` (or `threads`) sets ATen's intra-op thread count (0
+        leaves it); `providers` may name CPUExecutionProvider only."""
+        if not isinstance(path_or_bytes, (str, bytes, os.PathLike)):
+            raise TypeError(f"InferenceSession: path_or_bytes must be a path or the model's bytes, got "
+                            f"{type(path_or_bytes).__name__}")
+        self._options = sess_options if sess_options is not None else SessionOptions()
+        self._providers, self._provider_options = _provider_names(providers, provider_options)
+        if threads is None:
+            threads = int(getattr(self._options, "intra_op_num_threads", 0) or 0)
+        model = path_or_bytes if isinstance(path_or_bytes, bytes) else os.fspath(path_or_bytes)
         self._session = _pt2onnx.RuntimeSession(model, threads)
 
     def get_inputs(self):
@@ -59,14 +150,35 @@ class InferenceSession:
     def get_outputs(self):
         return [NodeArg(o) for o in self._session.outputs]
 
+    def get_overridable_initializers(self):
+        return []
+
+    def get_providers(self):
+        return list(self._providers)
+
+    def get_provider_options(self):
+        return {n: dict(o) for n, o in zip(self._providers, self._provider_options)}
+
+    def get_session_options(self):
+        return self._options
+
+    def get_modelmeta(self):
+        return ModelMetadata(self._session.model_info, self._session.metadata)
+
     def get_metadata(self):
+        """The model's metadata_props as a dict (get_modelmeta().custom_metadata_map)."""
         return dict(self._session.metadata)
 
-    def run(self, output_names, input_feed):
+    def end_profiling(self):
+        return ""  # no profile file: PT2ONNX_PROFILE=1 prints per-op times at exit instead
+
+    def run(self, output_names, input_feed, run_options=None):
         """Runs the model; `input_feed` maps input names to numpy arrays or torch tensors (a list of
         them for a sequence input, None for an empty optional). Returns numpy arrays for
         `output_names` (None: every output, in model order): a list of arrays for a sequence output,
         None or the value for an optional one."""
+        if not isinstance(input_feed, dict):
+            raise TypeError(f"run: input_feed must be a dict of input name -> array, got {type(input_feed).__name__}")
         feeds = {name: _to_torch(value) for name, value in input_feed.items()}
         outputs = self._session.run(feeds, list(output_names or []))
         return [_to_numpy(o) for o in outputs]
