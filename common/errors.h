@@ -15,6 +15,13 @@ class ExportError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A runtime call whose arguments do not fit the model: an unknown, missing or mistyped input.
+// (Python: pt2onnx.InvalidArgument, as onnxruntime's; other runtime failures are pt2onnx.Fail.)
+class InvalidArgumentError : public ExportError {
+ public:
+  using ExportError::ExportError;
+};
+
 // Raised by a symbolic function (through Context::fail) about the node it converts; the exporter
 // adds the node, op, opset and source location and rethrows it as an ExportError.
 class SymbolicError : public std::runtime_error {

@@ -190,9 +190,12 @@ py::object valueToPython(const runtime::Value& v) {
 PYBIND11_MODULE(_pt2onnx, m) {
   m.doc() = "pt2onnx C++ exporter";
   static py::exception<ExportError> exportError(m, "ExportError", PyExc_RuntimeError);
+  static py::exception<InvalidArgumentError> invalidArgument(m, "InvalidArgumentError", exportError.ptr());
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
+    } catch (const InvalidArgumentError& e) {
+      invalidArgument(e.what());
     } catch (const ExportError& e) {
       exportError(e.what());
     } catch (const InternalError& e) {

@@ -26,19 +26,19 @@ std::string shapeText(const ValueInfo& info) {
 void checkTensorFeed(const ValueInfo& info, const at::Tensor& t) {
   auto what = [&] { return "input '" + info.name + "'"; };
   if (info.onnxType && onnxType(t.scalar_type()) != info.onnxType)
-    throw ExportError(what() + " has dtype " + std::string(c10::toString(t.scalar_type())) + ", the model expects ONNX type " +
-                      std::to_string(info.onnxType) + " (" + onnxTypeName(info.onnxType) + ")");
+    throw InvalidArgumentError(what() + " is a tensor(" + onnxTypeName(t.scalar_type()) + "), the model expects tensor(" +
+                               onnxTypeName(info.onnxType) + ")");
   if (!info.shape.empty() || t.dim() == 0) {
     bool ok = t.dim() == static_cast<int64_t>(info.shape.size());
     for (size_t d = 0; ok && d < info.shape.size(); ++d) ok = info.shape[d] < 0 || info.shape[d] == t.size(d);
-    if (!ok) throw ExportError(what() + " has shape " + c10::str(t.sizes()) + ", the model expects " + shapeText(info));
+    if (!ok) throw InvalidArgumentError(what() + " has shape " + c10::str(t.sizes()) + ", the model expects " + shapeText(info));
   }
 }
 
 void checkSequenceFeed(const ValueInfo& info, const Value& seq) {
   if (!info.onnxType) return;
   auto mismatch = [&](const std::string& what) {
-    return ExportError("input '" + info.name + "' " + what + ", the model expects " + info.typeName());
+    return InvalidArgumentError("input '" + info.name + "' " + what + ", the model expects " + info.typeName());
   };
   if (onnxType(seq.elementType()) != info.onnxType) throw mismatch("is a " + seq.typeName());
   for (size_t k = 0; k < seq.elements().size(); ++k)
@@ -56,9 +56,9 @@ Value checkFeed(const ValueInfo& info, Value v) {
   }
   if (info.kind == Value::Kind::Optional && !v.isOptional())
     v = v.defined() ? Value::optional(std::move(v)) : Value::emptyOptional();
-  if (!v.defined()) throw ExportError("input '" + info.name + "' is undefined");
+  if (!v.defined()) throw InvalidArgumentError("input '" + info.name + "' is undefined");
   if (v.kind() != info.kind || (v.hasElement() && v.element().kind() != info.elementKind))
-    throw ExportError("input '" + info.name + "' is a " + v.typeName() + ", the model expects " + info.typeName());
+    throw InvalidArgumentError("input '" + info.name + "' is a " + v.typeName() + ", the model expects " + info.typeName());
   if (v.isOptional() && v.hasElement()) {
     Value content = v.element();
     if (content.isTensor()) checkTensorFeed(info, content.tensor());
@@ -155,13 +155,13 @@ std::vector<Value> Session::bindInputs(const Feeds& feeds) const {
   std::vector<Value> frame = plan_->constants;
   for (size_t i = 0; i < inputs_.size(); ++i) {
     auto it = feeds.find(inputs_[i].name);
-    if (it == feeds.end()) throw ExportError("missing input '" + inputs_[i].name + "'");
+    if (it == feeds.end()) throw InvalidArgumentError("missing input '" + inputs_[i].name + "'");
     frame[plan_->inputSlots[i]] = checkFeed(inputs_[i], Value(it->second));
   }
   for (const auto& [name, value] : feeds) {
     bool known = false;
     for (const auto& in : inputs_) known = known || in.name == name;
-    if (!known) throw ExportError("the model has no input named '" + name + "'");
+    if (!known) throw InvalidArgumentError("the model has no input named '" + name + "'");
   }
   return frame;
 }
@@ -199,7 +199,7 @@ std::vector<Value> Session::runFrame(std::vector<Value> frame, const std::vector
         result.push_back(frame[plan_->outputSlots[k]]);
         found = true;
       }
-    if (!found) throw ExportError("the model has no output named '" + name + "'");
+    if (!found) throw InvalidArgumentError("the model has no output named '" + name + "'");
   }
   return result;
 }

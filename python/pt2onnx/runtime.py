@@ -48,6 +48,31 @@ class NodeArg:
         return f"NodeArg(name={self.name!r}, type={self.type!r}, shape={self.shape})"
 
 
+class Fail(RuntimeError):
+    """A model that cannot be loaded or whose run fails (onnxruntime's Fail): the message names the
+    node, op, domain and opset."""
+
+
+class InvalidArgument(RuntimeError):
+    """A run whose arguments do not fit the model: an unknown, missing or mistyped input, an unknown
+    output name (onnxruntime's InvalidArgument)."""
+
+
+class NoSuchFile(Fail):
+    """The model file does not exist or cannot be read."""
+
+
+class InvalidGraph(Fail):
+    """The file is not a valid ONNX model, or uses an op the runtime does not implement."""
+
+
+def _runtime_error(e):
+    """The session error for an error of the extension (raised `from None`: one clear message)."""
+    if isinstance(e, _pt2onnx.InvalidArgumentError):
+        return InvalidArgument(str(e))
+    return Fail(str(e))
+
+
 PROVIDERS = ["CPUExecutionProvider"]  # what get_providers() reports: pt2onnx's runtime runs on the CPU
 
 
@@ -142,7 +167,11 @@ class InferenceSession:
         if threads is None:
             threads = int(getattr(self._options, "intra_op_num_threads", 0) or 0)
         model = path_or_bytes if isinstance(path_or_bytes, bytes) else os.fspath(path_or_bytes)
-        self._session = _pt2onnx.RuntimeSession(model, threads)
+        try:
+            self._session = _pt2onnx.RuntimeSession(model, threads)
+        except _pt2onnx.ExportError as e:
+            cls = NoSuchFile if str(e).startswith("cannot open ONNX model") else InvalidGraph
+            raise cls(str(e)) from None
 
     def get_inputs(self):
         return [NodeArg(i) for i in self._session.inputs]
@@ -180,9 +209,15 @@ class InferenceSession:
         if not isinstance(input_feed, dict):
             raise TypeError(f"run: input_feed must be a dict of input name -> array, got {type(input_feed).__name__}")
         feeds = {name: _to_torch(value) for name, value in input_feed.items()}
-        outputs = self._session.run(feeds, list(output_names or []))
+        try:
+            outputs = self._session.run(feeds, list(output_names or []))
+        except _pt2onnx.ExportError as e:
+            raise _runtime_error(e) from None
         return [_to_numpy(o) for o in outputs]
 
     def run_tensors(self, output_names, input_feed):
         """Like run, with torch tensors in and out (no conversion; sequences are lists of tensors)."""
-        return self._session.run(dict(input_feed), list(output_names or []))
+        try:
+            return self._session.run(dict(input_feed), list(output_names or []))
+        except _pt2onnx.ExportError as e:
+            raise _runtime_error(e) from None

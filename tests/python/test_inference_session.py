@@ -82,3 +82,19 @@ def test_unavailable_providers_and_bad_arguments_are_clear_errors(mlp):
     sess = pt2onnx.InferenceSession(path)
     with pytest.raises(TypeError, match="input_feed must be a dict"):
         sess.run(None, [x.numpy()])
+
+
+def test_errors_are_onnxruntime_classes_not_export_errors(mlp, tmp_path):
+    _, x, path = mlp
+    sess = pt2onnx.InferenceSession(path)
+    with pytest.raises(pt2onnx.InvalidArgument, match=r"input 'x' is a tensor\(double\), the model expects "
+                                                       r"tensor\(float\)") as e:
+        sess.run(None, {"x": x.double().numpy()})
+    assert not isinstance(e.value, pt2onnx.ExportError)
+    with pytest.raises(pt2onnx.InvalidArgument, match="the model has no input named 'z'"):
+        sess.run(None, {"x": x.numpy(), "z": x.numpy()})
+    with pytest.raises(pt2onnx.NoSuchFile, match="cannot open ONNX model"):
+        pt2onnx.InferenceSession(tmp_path / "missing.onnx")
+    with pytest.raises(pt2onnx.InvalidGraph, match="not a valid ONNX model"):
+        pt2onnx.InferenceSession(b"junk")
+    assert issubclass(pt2onnx.NoSuchFile, pt2onnx.Fail) and not issubclass(pt2onnx.Fail, pt2onnx.ExportError)
