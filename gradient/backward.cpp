@@ -248,7 +248,6 @@ BackwardSummary buildBackward(ir::Graph& graph, const GradientRequest& request, 
     summary.gradientOutputs.push_back(name);
   }
   graph.setScope("");
-  graph.setNodeObserver(nullptr);
   graph.eliminateDeadNodes();
   for (const std::string& w : summary.warnings) logger("gradient")->warn("{}", w);
   return summary;

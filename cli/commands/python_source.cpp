@@ -5,7 +5,6 @@
 
 #include <filesystem>
 #include <iostream>
-#include <sstream>
 
 #include <pybind11/embed.h>
 #include <pybind11/stl.h>
@@ -37,6 +36,17 @@ bool runWithPython(const std::function<bool(py::module_)>& body) {
   }
 }
 
+// --gradients as pt2onnx.export's `gradients` argument, validated by the CLI's one parser.
+py::object gradientsOption(const std::string& spec) {
+  GradientExport g = parseGradients(spec);
+  switch (g.wrt) {
+    case GradientExport::Wrt::Parameters: return py::str("parameters");
+    case GradientExport::Wrt::ParametersAndInputs: return py::str("all");
+    case GradientExport::Wrt::Named: return py::cast(g.names);
+  }
+  return py::none();
+}
+
 void convertPythonModel(const PythonConvertRequest& r) {
   runWithPython([&](py::module_ entry) {
     py::module_ exporter = py::module_::import("pt2onnx.exporter");
@@ -53,15 +63,7 @@ void convertPythonModel(const PythonConvertRequest& r) {
     if (r.fallthrough) options["operator_export_type"] = exporter.attr("OperatorExportTypes").attr("ONNX_FALLTHROUGH");
     if (!r.customOpsets.empty()) options["custom_opsets"] = r.customOpsets;
     options["type_inference"] = r.typeInference;
-    if (r.gradients == "parameters" || r.gradients == "all") {
-      options["gradients"] = r.gradients;
-    } else if (!r.gradients.empty()) {
-      py::list names;
-      std::stringstream ss(r.gradients);
-      for (std::string name; std::getline(ss, name, ',');)
-        if (!name.empty()) names.append(name);
-      options["gradients"] = names;
-    }
+    if (!r.gradients.empty()) options["gradients"] = gradientsOption(r.gradients);
     if (r.externalDataThreshold) options["external_data_threshold"] = r.externalDataThreshold;
     py::dict summary = entry.attr("convert")(r.spec, r.output, options);
     std::cout << "wrote " << r.output << ": opset " << r.opset << ", " << summary["onnx_nodes"].cast<size_t>()
@@ -78,7 +80,8 @@ bool reportPythonModel(const std::string& spec, int opset, const std::string& fo
                        const std::string& gradients) {
   return runWithPython([&](py::module_ entry) {
     py::tuple result = gradients.empty() ? entry.attr("report")(spec, opset, format, training)
-                                         : entry.attr("report_gradients")(spec, opset, format, training, gradients);
+                                         : entry.attr("report_gradients")(spec, opset, format, training,
+                                                                          gradientsOption(gradients));
     std::cout << result[0].cast<std::string>();
     if (format == "json") std::cout << "\n";
     return result[1].cast<bool>();

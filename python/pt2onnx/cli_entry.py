@@ -52,11 +52,11 @@ def report(spec, opset, output_format, training):
 
 
 def report_gradients(spec, opset, output_format, training, gradients):
-    """`pt2onnx report --python SPEC --gradients ...`: (text, every op has a gradient)."""
+    """`pt2onnx report --python SPEC --gradients ...`: (text, every op has a gradient). `gradients` is
+    export()'s argument ("parameters", "all" or a list of names)."""
     import json
     model, args = load_model(spec)
-    wanted = gradients if gradients in ("parameters", "all") else [n for n in gradients.split(",") if n]
-    missing = exporter.missing_gradients(model, args, gradients=wanted, training=exporter.TrainingMode[training],
+    missing = exporter.missing_gradients(model, args, gradients=gradients, training=exporter.TrainingMode[training],
                                          opset_version=opset)
     if output_format == "json":
         return json.dumps({"opset": opset, "differentiable": not missing, "missing": missing}), not missing

@@ -151,6 +151,25 @@ def _trace(model, args):
     return graph, names, values, trainable
 
 
+def _with_traced_graph(model, args, options, autograd_functions, autograd_function_overrides, warn_backward, call):
+    """Traces `model` and returns (call(graph, param_names, param_values), the autograd.Function
+    export state) with that state installed; sets the options the C++ side reads from the trace.
+    `warn_backward`: warn when a Function's own backward is replaced (a training-graph export)."""
+    training = options["training"] == "TRAINING" or (
+        options["training"] == "PRESERVE" and getattr(model, "training", False))
+    state = autograd.ExportState(autograd_functions, autograd_function_overrides, options["opset"], training,
+                                 options["operator_export_type"] == "ONNX_FALLTHROUGH")
+    state.gradients = warn_backward
+    options["inline_autograd_function"] = autograd.should_inline
+    # Traced with autograd on, as torch.onnx does: eval-mode fast paths that only run under
+    # no_grad (fused transformer kernels) would otherwise replace the standard ops.
+    with _training_mode(model, options["training"]):
+        graph, names, values, trainable = _trace(model, args)
+    options["trainable_parameters"] = trainable
+    with autograd.exporting(state):
+        return call(graph, names, values), state
+
+
 def _gradients_option(gradients):
     """gradients=None/False (forward only), True or "parameters", "all" (parameters and float
     inputs), or a list of input/parameter names."""
@@ -242,20 +261,10 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
         with _training_mode(model, "EVAL"):
             summary = _pt2onnx.export_script_object(model._c, list(args), options, target)
     else:
-        training = options["training"] == "TRAINING" or (
-            options["training"] == "PRESERVE" and getattr(model, "training", False))
-        state = autograd.ExportState(autograd_functions, autograd_function_overrides, options["opset"], training,
-                                     options["operator_export_type"] == "ONNX_FALLTHROUGH")
-        state.gradients = options["gradients"] is not None
-        options["inline_autograd_function"] = autograd.should_inline
-        # Traced with autograd on, as torch.onnx does: eval-mode fast paths that only run under
-        # no_grad (fused transformer kernels) would otherwise replace the standard ops.
-        with _training_mode(model, options["training"]):
-            graph, names, values, trainable = _trace(model, args)
-        options["trainable_parameters"] = trainable
-        with autograd.exporting(state):
-            summary = _pt2onnx.export_graph(graph, len(args), _input_names_of(model, len(args)), names,
-                                           values, list(args), options, target)
+        summary, state = _with_traced_graph(
+            model, args, options, autograd_functions, autograd_function_overrides, options["gradients"] is not None,
+            lambda graph, names, values: _pt2onnx.export_graph(graph, len(args), _input_names_of(model, len(args)),
+                                                               names, values, list(args), options, target))
         summary["warnings"] = summary["warnings"] + state.warnings
     for w in summary["warnings"]:
         if not isinstance(model, torch.jit.ScriptModule) and w in state.warnings:
@@ -290,15 +299,10 @@ def missing_gradients(model, args, gradients="all", training=TrainingMode.EVAL, 
     options = _options(opset_version, True, False, training, input_names, None, None, True, None, None, None)
     options["gradients"] = _gradients_option(gradients) or {"wrt": "all"}
     args = _normalize_args(model, args)
-    state = autograd.ExportState(autograd_functions, autograd_function_overrides, options["opset"],
-                                 options["training"] == "TRAINING", False)
-    options["inline_autograd_function"] = autograd.should_inline
-    with _training_mode(model, options["training"]):
-        graph, names, values, trainable = _trace(model, args)
-    options["trainable_parameters"] = trainable
-    with autograd.exporting(state):
-        report = json.loads(_pt2onnx.check_gradient_support(graph, len(args), _input_names_of(model, len(args)), names,
-                                                            values, list(args), options))
+    report, _ = _with_traced_graph(
+        model, args, options, autograd_functions, autograd_function_overrides, False,
+        lambda graph, names, values: json.loads(_pt2onnx.check_gradient_support(
+            graph, len(args), _input_names_of(model, len(args)), names, values, list(args), options)))
     return report["missing"]
 
 

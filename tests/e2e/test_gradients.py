@@ -196,8 +196,8 @@ def test_missing_gradients_and_report_list_every_op(tmp_path, cli):
     assert "opset 17" in missing[0]["nodes"][0] and "test_gradients.py" in missing[0]["nodes"][0]
     # Only the parameters: asin(x) is off the path.
     assert [m["op"] for m in pt2onnx.missing_gradients(model, args, gradients="parameters")] == ["Atan"]
-    _, margs, _ = _mlp()
-    assert pt2onnx.missing_gradients(_mlp()[0], margs) == []
+    mlp, margs, _ = _mlp()
+    assert pt2onnx.missing_gradients(mlp, margs) == []
     torch.jit.trace(model, args).save(str(tmp_path / "m.pt"))
     done = subprocess.run([cli, "report", str(tmp_path / "m.pt"), "--input-shape", "x:2x3", "--gradients", "all"],
                           capture_output=True, text=True)

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
+#include "exporter/jit_util.h"
 #include "gradient/backward.h"
 #include "runtime/session.h"
 #include "tests/util/ort_runner.h"
@@ -29,26 +30,6 @@ struct GradientCase::Built {
 };
 
 namespace {
-
-ir::DType irType(at::ScalarType t) {
-  switch (t) {
-    case at::kFloat: return ir::DType::Float;
-    case at::kDouble: return ir::DType::Double;
-    case at::kLong: return ir::DType::Int64;
-    case at::kInt: return ir::DType::Int32;
-    case at::kBool: return ir::DType::Bool;
-    default: throw std::runtime_error("gradient_check: unsupported dtype");
-  }
-}
-
-ir::TensorType typeOf(const at::Tensor& t) {
-  ir::TensorType type;
-  type.dtype = irType(t.scalar_type());
-  std::vector<ir::Dim> dims;
-  for (int64_t d : t.sizes()) dims.push_back(ir::Dim::fixed(d));
-  type.shape = std::move(dims);
-  return type;
-}
 
 at::Generator& generator() {
   static at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(20261124);
@@ -136,11 +117,6 @@ GradientCase& GradientCase::step(double h) {
   return *this;
 }
 
-GradientCase& GradientCase::withoutOrt() {
-  ort_ = false;
-  return *this;
-}
-
 GradientCase::Built GradientCase::build(at::ScalarType dtype) {
   std::map<std::string, at::Tensor> feeds(feeds_.begin(), feeds_.end());
   auto make = [&](bool withBackward, Built& built) {
@@ -150,8 +126,8 @@ GradientCase::Built GradientCase::build(at::ScalarType dtype) {
     std::map<std::string, ir::Value*> values;
     for (const auto& s : steps_) {
       switch (s->kind) {
-        case Step::Kind::Input: values[s->name] = graph.addInput(s->name, typeOf(feeds.at(s->name).to(dtype))); break;
-        case Step::Kind::DataInput: values[s->name] = graph.addInput(s->name, typeOf(feeds.at(s->name))); break;
+        case Step::Kind::Input: values[s->name] = graph.addInput(s->name, jit::typeOfTensor(feeds.at(s->name).to(dtype))); break;
+        case Step::Kind::DataInput: values[s->name] = graph.addInput(s->name, jit::typeOfTensor(feeds.at(s->name))); break;
         case Step::Kind::ConstInts:
           values[s->name] = graph.addNode("Constant", {}, 1, {ir::attr::t("value", ir::TensorData::fromInt64s(
                                                                                     s->ints, {static_cast<int64_t>(s->ints.size())}))})
@@ -159,7 +135,7 @@ GradientCase::Built GradientCase::build(at::ScalarType dtype) {
           break;
         case Step::Kind::ConstFloat:
           values[s->name] =
-              graph.addNode("Constant", {}, 1, {ir::attr::t("value", ir::TensorData::fromDoubles({s->scalar}, irType(dtype), {}))})
+              graph.addNode("Constant", {}, 1, {ir::attr::t("value", ir::TensorData::fromDoubles({s->scalar}, jit::onnxDType(dtype), {}))})
                   ->outputs[0];
           break;
         case Step::Kind::Node: {
@@ -242,7 +218,6 @@ void GradientCase::check() {
     double worst = ((grads[w] - numeric).abs() - rtol_ * numeric.abs()).max().item<double>();
     EXPECT_LE(worst, atol_) << "builder:\n" << grads[w] << "\nfinite differences:\n" << numeric;
   }
-  if (!ort_) return;
   // float32: pt2onnx's runtime and ONNX Runtime agree with each other and with float64.
   Built single = build(at::kFloat);
   std::map<std::string, at::Tensor> allSingle = castFeeds(all, at::kFloat);

@@ -37,7 +37,6 @@ class GradientCase {
   // Finite-difference step and tolerances (defaults suit smooth ops on values ~N(0,1)).
   GradientCase& tolerance(double atol, double rtol);
   GradientCase& step(double h);  // finite-difference step (default 1e-6)
-  GradientCase& withoutOrt();  // ops ONNX Runtime has no float32 kernel for in this form
 
   // Runs the checks with GoogleTest assertions.
   void check();
@@ -56,7 +55,6 @@ class GradientCase {
   std::vector<std::string> wanted_;
   std::vector<std::pair<std::string, at::Tensor>> feeds_;  // float64 values, and data inputs
   double atol_ = 1e-6, rtol_ = 1e-5, step_ = 1e-6;
-  bool ort_ = true;
 };
 
 }  // namespace pt2onnx::testing
