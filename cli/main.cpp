@@ -44,13 +44,13 @@ int main(int argc, char** argv) {
     std::cerr << "pt2onnx: error: " << e.what() << " (run with --help for usage)\n";
     return cli::kExitError;
   } catch (const ExportError& e) {
-    std::cerr << "pt2onnx: error: " << e.what() << "\n";
+    std::cerr << "pt2onnx: error: " << messageOf(e) << "\n";
     return cli::kExitError;
   } catch (const InternalError& e) {
     std::cerr << "pt2onnx: " << e.what() << "\n";
     return 3;
   } catch (const std::exception& e) {
-    std::cerr << "pt2onnx: error: " << e.what() << "\n";
+    std::cerr << "pt2onnx: error: " << messageOf(e) << "\n";
     return cli::kExitError;
   }
   return exitCode;

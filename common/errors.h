@@ -35,6 +35,11 @@ class InternalError : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
+// An exception's message without the C++ backtrace that LibTorch's errors (c10::Error) append
+// ("Exception raised from ..." and "frame #N" lines): user-facing messages never show it.
+std::string messageOf(const std::exception& e);
+std::string withoutBacktrace(const std::string& message);
+
 [[noreturn]] void throwInternalError(const char* cond, const char* file, int line,
                                      const std::string& msg);
 

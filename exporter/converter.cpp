@@ -252,6 +252,10 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
     } catch (const SymbolicError& e) {
       return unconvertible(n, e.what(), false);
     } catch (const ExportError& e) {  // ONNX type inference rejected a node the symbolic built
+      // Usually because PyTorch itself would reject these inputs (wrong example shapes): say that.
+      if (auto rejected = pytorchRejection(n, args))
+        throw ExportError(jit::describeNode(n) + ": PyTorch rejects the inputs this node gets (check the example "
+                          "inputs' shapes and dtypes): " + *rejected);
       return unconvertible(n, e.what(), false);
     }
   }
@@ -280,16 +284,31 @@ std::string GraphConverter::unsupportedMessage(const torch::jit::Node* n) const 
 
 // ONNX_FALLTHROUGH: the node is kept as is, in a domain named after its namespace.
 symbolic::Outputs GraphConverter::fallthrough(symbolic::Context& ctx, const torch::jit::Node* n) {
+  // Tensors, numbers and int lists are inputs; strings (an einsum equation, "fro", UPLO="L") and
+  // devices are string attributes named after the schema's argument.
   std::vector<ir::Value*> inputs;
-  for (size_t i = 0; i < ctx.numArgs(); ++i) {
-    const Arg& a = ctx.arg(i);
-    if (a.isNone()) inputs.push_back(nullptr);
-    else if (a.kind == Arg::Kind::List) inputs.push_back(ctx.intsAsTensor(i));
-    else inputs.push_back(ctx.tensor(i));
+  std::vector<ir::Attribute> attributes;
+  const c10::FunctionSchema* schema = n->maybeSchema();
+  try {
+    for (size_t i = 0; i < ctx.numArgs(); ++i) {
+      const Arg& a = ctx.arg(i);
+      if (a.isNone()) {
+        inputs.push_back(nullptr);
+      } else if ((a.kind == Arg::Kind::String || a.kind == Arg::Kind::Device) && schema) {
+        attributes.push_back(ir::attr::s(schema->arguments().at(i).name(), a.s));
+      } else if (a.kind == Arg::Kind::List) {
+        inputs.push_back(ctx.intsAsTensor(i));
+      } else {
+        inputs.push_back(ctx.tensor(i));
+      }
+    }
+  } catch (const SymbolicError& e) {
+    throw ExportError(jit::describeNode(n) + " cannot be kept as is (ONNX_FALLTHROUGH) at opset " +
+                      std::to_string(options_.opset) + ": " + e.what());
   }
   std::string ns = n->kind().ns().toUnqualString();
   std::string domain = ns == "aten" ? "org.pytorch.aten" : ns;
-  auto outs = ctx.opMulti(n->kind().toUnqualString(), inputs, n->outputs().size(), {}, domain);
+  auto outs = ctx.opMulti(n->kind().toUnqualString(), inputs, n->outputs().size(), std::move(attributes), domain);
   warnings_.push_back("operator " + jit::qualifiedKind(n) + " exported as is (ONNX_FALLTHROUGH) in domain " + domain);
   return symbolic::Outputs(outs.begin(), outs.end());
 }
@@ -338,6 +357,11 @@ Arg userInputArg(const c10::IValue& example, ir::Value* in) {
 
 }  // namespace
 
+std::string outputName(const torch::jit::Value* v, size_t k, const ExportOptions& options) {
+  if (k < options.outputNames.size()) return options.outputNames[k];
+  return v->hasDebugName() ? v->debugName() : "output_" + std::to_string(k);
+}
+
 void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOptions& options,
                   const std::vector<std::string>& inputNames, ir::Graph& out, std::vector<std::string>& warnings,
                   Typing typing, SupportReport* collect) {
@@ -358,8 +382,8 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
       for (const auto& [axis, name] : axes->second) {
         int64_t a = axis < 0 ? axis + type.rank() : axis;
         if (a < 0 || a >= type.rank())
-          throw ExportError("dynamic axis " + std::to_string(axis) + " of input '" + inputNames[i] +
-                            "' is out of range for its rank " + std::to_string(type.rank()));
+          throw ExportError("dynamic_axes['" + inputNames[i] + "'] names axis " + std::to_string(axis) +
+                            ", but input '" + inputNames[i] + "' has rank " + std::to_string(type.rank()));
         (*type.shape)[a] = ir::Dim::symbol(name);
       }
     ir::Value* in = out.addInput(inputNames[i], type);
@@ -420,9 +444,7 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
       value = id->outputs[0];
     }
     used.insert(value);
-    std::string name = k < options.outputNames.size() ? options.outputNames[k]
-                       : v->hasDebugName() ? v->debugName()
-                                           : "output_" + std::to_string(k);
+    std::string name = outputName(v, k, options);
     out.renameValue(value, name);
     if (k < options.outputNames.size() && value->name != name)
       throw ExportError("output name '" + name + "' is already used by another value of the model");
@@ -431,8 +453,8 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
       for (const auto& [axis, dimName] : axes->second) {
         int64_t a = axis < 0 ? axis + value->type.rank() : axis;
         if (a < 0 || a >= value->type.rank())
-          throw ExportError("dynamic axis " + std::to_string(axis) + " of output '" + name +
-                            "' is out of range for its rank " + std::to_string(value->type.rank()));
+          throw ExportError("dynamic_axes['" + name + "'] names axis " + std::to_string(axis) + ", but output '" +
+                            name + "' has rank " + std::to_string(value->type.rank()));
         (*value->type.shape)[a] = ir::Dim::symbol(dimName);
       }
     out.addOutput(value);
@@ -449,8 +471,16 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
       if (a.kind == ir::Attribute::Kind::Graph)
         for (const ir::Value* c : a.g->capturedValues()) consumed.insert(c);
   for (const ir::Value* o : out.outputs()) consumed.insert(o);
-  inputs.erase(std::remove_if(inputs.begin() + static_cast<std::ptrdiff_t>(model.numUserInputs), inputs.end(),
-                              [&](const ir::Value* v) { return !consumed.count(v); }),
+  auto firstDropped = inputs.begin() + static_cast<std::ptrdiff_t>(model.numUserInputs);
+  // So are a trace's inputs that no op reads (a flag used only by Python code), as torch.onnx does.
+  if (model.dropUnusedUserInputs) {
+    firstDropped = inputs.begin();
+    for (size_t i = 0; i < model.numUserInputs; ++i)
+      if (!consumed.count(inputs[i]))
+        warnings.push_back("input '" + inputs[i]->name +
+                           "' is not used by the traced graph and is not an input of the ONNX model");
+  }
+  inputs.erase(std::remove_if(firstDropped, inputs.end(), [&](const ir::Value* v) { return !consumed.count(v); }),
                inputs.end());
 }
 

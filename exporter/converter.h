@@ -19,4 +19,8 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
                   std::vector<std::string>& warnings, Typing typing = Typing::Captured,
                   SupportReport* collect = nullptr);
 
+// The name of the model's k-th output (None outputs are not counted): output_names[k], else the
+// value's TorchScript name, else "output_<k>".
+std::string outputName(const torch::jit::Value* v, size_t k, const ExportOptions& options);
+
 }  // namespace pt2onnx

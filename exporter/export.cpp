@@ -172,9 +172,9 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
 
   std::vector<std::string> inputNames = finalInputNames(model, options);
   std::set<std::string> known(inputNames.begin(), inputNames.end());
-  known.insert(options.outputNames.begin(), options.outputNames.end());
-  for (size_t k = options.outputNames.size(); k < model.graph->outputs().size(); ++k)
-    if (model.graph->outputs()[k]->hasDebugName()) known.insert(model.graph->outputs()[k]->debugName());
+  size_t k = 0;
+  for (const torch::jit::Value* v : model.graph->outputs())
+    if (v->type()->kind() != c10::TypeKind::NoneType) known.insert(outputName(v, k++, options));
   std::vector<std::set<int64_t>> dynamicAxes(model.numUserInputs);
   for (const auto& [name, axes] : options.dynamicAxes) {
     if (!known.count(name))
@@ -183,7 +183,11 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
       if (inputNames[i] == name)
         for (const auto& [axis, dim] : axes) {
           int64_t rank = model.exampleInputs.at(i).isTensor() ? model.exampleInputs[i].toTensor().dim() : 0;
-          dynamicAxes[i].insert(axis < 0 ? axis + rank : axis);
+          int64_t a = axis < 0 ? axis + rank : axis;
+          if (a < 0 || a >= rank)
+            throw ExportError("dynamic_axes['" + name + "'] names axis " + std::to_string(axis) + ", but input '" +
+                              name + "' has rank " + std::to_string(rank));
+          dynamicAxes[i].insert(a);
         }
   }
   TypeMap types;

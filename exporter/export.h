@@ -76,6 +76,9 @@ struct ModelGraph {
   // paramValues: fills bytes [offset, offset + n) of the tensor.
   std::map<size_t, std::function<void(size_t offset, size_t n, void* out)>> computedParams;
   std::vector<c10::IValue> exampleInputs;    // one per user input
+  // A trace's user inputs that no op reads are not model inputs (torch.onnx's behaviour); a
+  // scripted model keeps its signature.
+  bool dropUnusedUserInputs = false;
 };
 
 // One kind of node that cannot be converted at the target opset.

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/jit/runtime/operator.h>
 
+#include "common/errors.h"
 #include "exporter/jit_util.h"
 
 namespace pt2onnx {
@@ -130,7 +131,7 @@ class MetaStack {
 // replaced something unknown; then the sizes are dropped (ranks kept) unless `keepProbeSizes`.
 std::vector<ir::TensorType> runOnStandIns(const torch::jit::Node* n, const std::vector<Arg>& args, StandIn standIn,
                                           Unknowns unknowns = kProbes[2], bool* sawUnknown = nullptr,
-                                          bool keepProbeSizes = false) {
+                                          bool keepProbeSizes = false, std::string* error = nullptr) {
   const c10::FunctionSchema* schema = n->maybeSchema();
   if (!schema || schema->arguments().size() != args.size()) return {};
   MetaStack builder(standIn, unknowns);
@@ -143,8 +144,11 @@ std::vector<ir::TensorType> runOnStandIns(const torch::jit::Node* n, const std::
   if (sawUnknown) *sawUnknown = !builder.exact();
   try {
     n->getOperation()(stack);
-  } catch (const std::exception&) {
-    return {};  // no kernel for the stand-ins, or they do not fit the op
+  } catch (const c10::NotImplementedError&) {
+    return {};  // no kernel for the stand-ins
+  } catch (const std::exception& e) {
+    if (error) *error = messageOf(e);  // the arguments do not fit the op
+    return {};
   }
   bool exactShapes = builder.exact();
   std::vector<ir::TensorType> out;
@@ -197,6 +201,14 @@ std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std
   types = runOnStandIns(n, args, StandIn::SmallCpuOnes);
   keepSharedDims(types, runOnStandIns(n, args, StandIn::SmallCpuRamp));
   return types;
+}
+
+std::optional<std::string> pytorchRejection(const torch::jit::Node* n, const std::vector<Arg>& args) {
+  bool sawUnknown = false;
+  std::string error;
+  runOnStandIns(n, args, StandIn::Meta, kProbes[0], &sawUnknown, true, &error);
+  if (error.empty() || sawUnknown) return std::nullopt;  // with unknowns the stand-ins may be wrong
+  return error;
 }
 
 }  // namespace pt2onnx

@@ -4,6 +4,8 @@
 // when a symbolic needs a type PyTorch decides (type promotion) in a graph it does not run.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <torch/csrc/jit/ir/ir.h>
@@ -17,5 +19,9 @@ namespace pt2onnx {
 // exact; shapes are given only when the op ran on meta tensors and every dimension and number it saw
 // was known (otherwise rank only). Empty when the op cannot run on stand-ins for these arguments.
 std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std::vector<symbolic::Arg>& args);
+
+// PyTorch's own error when `n`'s op rejects these arguments (a 2-D input to a 2-D convolution),
+// found by running it on meta tensors; nullopt when it accepts them or when something is unknown.
+std::optional<std::string> pytorchRejection(const torch::jit::Node* n, const std::vector<symbolic::Arg>& args);
 
 }  // namespace pt2onnx

@@ -89,7 +89,7 @@ Observation run(const torch::jit::Graph& graph, const std::vector<c10::IValue>& 
       runNode(n, stack);
     } catch (const std::exception& e) {
       throw ExportError("running the model on the example inputs failed at " + jit::describeNode(n) +
-                        ": " + e.what());
+                        ": " + messageOf(e));
     }
     PT2ONNX_ASSERT(stack.size() == n->outputs().size(), "operation left " << stack.size() << " values for "
                                                                           << jit::describeNode(n));

@@ -80,6 +80,7 @@ ModelGraph modelFrom(std::shared_ptr<torch::jit::Graph> graph, size_t numUserInp
   model.paramNames = std::move(paramNames);
   model.paramValues = std::move(paramValues);
   model.exampleInputs.assign(exampleInputs.begin(), exampleInputs.end());
+  model.dropUnusedUserInputs = true;
   return model;
 }
 
@@ -195,11 +196,13 @@ PYBIND11_MODULE(_pt2onnx, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const InvalidArgumentError& e) {
-      invalidArgument(e.what());
+      invalidArgument(messageOf(e).c_str());
     } catch (const ExportError& e) {
-      exportError(e.what());
+      exportError(messageOf(e).c_str());
     } catch (const InternalError& e) {
-      PyErr_SetString(PyExc_AssertionError, e.what());
+      PyErr_SetString(PyExc_AssertionError, messageOf(e).c_str());
+    } catch (const c10::Error& e) {  // a LibTorch error that reached the binding unwrapped
+      exportError(e.what_without_backtrace());
     }
   });
   m.attr("MIN_OPSET") = kMinOpset;

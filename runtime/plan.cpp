@@ -221,8 +221,7 @@ auto callKernel(const Context& ctx, Run run) {
   } catch (const ExportError&) {
     throw;
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    ctx.fail(what.substr(0, what.find("\nException raised from")));
+    ctx.fail(messageOf(e));
   }
 }
 

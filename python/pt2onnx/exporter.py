@@ -2,13 +2,12 @@
 parameters and example inputs to the C++ exporter in the same process."""
 import contextlib
 import enum
-import inspect
 import os
 import warnings
 
 import torch
 
-from . import _pt2onnx, autograd
+from . import _pt2onnx, arguments, autograd
 
 
 class TrainingMode(enum.Enum):
@@ -32,28 +31,6 @@ def _enum_name(value, enum_type, what):
     if name not in enum_type.__members__:
         raise ValueError(f"{what} must be one of {list(enum_type.__members__)}, got {value!r}")
     return name
-
-
-def _normalize_args(model, args):
-    """torch.onnx's rules: a single tensor, a tuple, or a tuple ending in a dict of keyword args."""
-    if isinstance(args, torch.Tensor):
-        args = (args,)
-    if not isinstance(args, tuple):
-        args = (args,)
-    if args and isinstance(args[-1], dict):
-        kwargs = args[-1]
-        args = args[:-1]
-        if kwargs:
-            forward = model.forward if isinstance(model, torch.nn.Module) else model
-            bound = inspect.signature(forward).bind(*args, **kwargs)
-            bound.apply_defaults()
-            args = tuple(bound.arguments.values())
-    for i, a in enumerate(args):
-        if not isinstance(a, torch.Tensor):
-            raise _pt2onnx.ExportError(
-                f"argument {i} is a {type(a).__name__}: pt2onnx exports models whose inputs are tensors "
-                "(pass other values as constants inside the model)")
-    return args
 
 
 def _normalize_script_args(model, args):
@@ -84,17 +61,6 @@ def _normalize_script_args(model, args):
                 f"argument {i} ('{a.name}') is a {type(value).__name__}: pt2onnx exports scripted models whose "
                 "inputs are tensors, Python numbers or None")
     return tuple(bound)
-
-
-def _input_names_of(model, count):
-    forward = model.forward if isinstance(model, torch.nn.Module) else model
-    try:
-        params = [p.name for p in inspect.signature(forward).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        params = []
-    names = params[:count]
-    return names + [f"input_{i}" for i in range(len(names), count)]
 
 
 def _dynamic_axes_dict(dynamic_axes):
@@ -250,7 +216,7 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     if isinstance(model, torch.jit.ScriptModule):
         args = _normalize_script_args(model, args)
     else:
-        args = _normalize_args(model, args)
+        inputs = arguments.traced_inputs(model, args)
     path = os.fsdecode(f) if isinstance(f, (str, bytes, os.PathLike)) else None
     if path is None and not hasattr(f, "write"):
         raise TypeError(f"f must be a path or a writable binary file object, got {type(f).__name__}")
@@ -262,9 +228,10 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
             summary = _pt2onnx.export_script_object(model._c, list(args), options, target)
     else:
         summary, state = _with_traced_graph(
-            model, args, options, autograd_functions, autograd_function_overrides, options["gradients"] is not None,
-            lambda graph, names, values: _pt2onnx.export_graph(graph, len(args), _input_names_of(model, len(args)),
-                                                               names, values, list(args), options, target))
+            model, inputs.args, options, autograd_functions, autograd_function_overrides,
+            options["gradients"] is not None,
+            lambda graph, names, values: _pt2onnx.export_graph(graph, len(inputs.tensors), inputs.names, names, values,
+                                                               inputs.tensors, options, target))
         summary["warnings"] = summary["warnings"] + state.warnings
     for w in summary["warnings"]:
         if not isinstance(model, torch.jit.ScriptModule) and w in state.warnings:
@@ -277,14 +244,15 @@ def unconvertible_ops(model, args, training=TrainingMode.EVAL, opset_version=Non
     """The ops of `model` that cannot be converted at `opset_version`, as a list of dicts
     (op, schema, count, locations, scopes, supported_from_opset), checked in every block."""
     import json
-    args = _normalize_args(model, args)
+    inputs = arguments.traced_inputs(model, args)
     opset = _pt2onnx.DEFAULT_OPSET if opset_version is None else int(opset_version)
     mode = _enum_name(training, TrainingMode, "training") or "EVAL"
     with _training_mode(model, mode):
-        graph, names, values, _ = _trace(model, args)
+        graph, names, values, _ = _trace(model, inputs.args)
     state = autograd.ExportState("auto", None, opset, mode == "TRAINING", False)
     with autograd.exporting(state):
-        report = json.loads(_pt2onnx.check_graph_support(graph, len(args), names, values, list(args), opset))
+        report = json.loads(_pt2onnx.check_graph_support(graph, len(inputs.tensors), names, values, inputs.tensors,
+                                                         opset))
     return report["unsupported"]
 
 
@@ -298,11 +266,11 @@ def missing_gradients(model, args, gradients="all", training=TrainingMode.EVAL, 
         opset_version = _pt2onnx.DEFAULT_GRADIENT_OPSET
     options = _options(opset_version, True, False, training, input_names, None, None, True, None, None, None)
     options["gradients"] = _gradients_option(gradients) or {"wrt": "all"}
-    args = _normalize_args(model, args)
+    inputs = arguments.traced_inputs(model, args)
     report, _ = _with_traced_graph(
-        model, args, options, autograd_functions, autograd_function_overrides, False,
+        model, inputs.args, options, autograd_functions, autograd_function_overrides, False,
         lambda graph, names, values: json.loads(_pt2onnx.check_gradient_support(
-            graph, len(args), _input_names_of(model, len(args)), names, values, list(args), options)))
+            graph, len(inputs.tensors), inputs.names, names, values, inputs.tensors, options)))
     return report["missing"]
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 import torch
 
-from . import exporter, onnxruntime_oracle
+from . import arguments, exporter, onnxruntime_oracle
 from .runtime import InferenceSession
 
 STANDARD_DOMAINS = ("", "ai.onnx")
@@ -154,7 +154,7 @@ def cli_verify(archive, python_spec, onnx_path, input_shapes, input_files, opset
     if python_spec:
         model, args = cli_entry.load_model(python_spec)
         args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
-        names = exporter._input_names_of(model, len(args))
+        names = arguments.input_names_of(model, len(args))
         by_name = dict(zip(names, args))
     else:
         model = torch.jit.load(archive).eval()
