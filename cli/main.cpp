@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
   int verbose = 0;
   bool quiet = false;
   auto* v = app.add_flag("-v,--verbose", verbose, "More logging (-v info, -vv debug, -vvv trace with graph dumps)");
-  app.add_flag("-q,--quiet", quiet, "Only errors")->excludes(v);
+  app.add_flag("-q,--quiet", quiet, "Print nothing but errors (convert: no summary; report, run and verify still print their result)")
+      ->excludes(v);
   int exitCode = 0;
   cli::addConvertCommand(app, exitCode);
   cli::addReportCommand(app, exitCode);

@@ -109,6 +109,44 @@ void bindNoneInputs(ModelGraph& model) {
   }
 }
 
+// Tuple arguments (a scripted `forward(x, state: Tuple[Tensor, Tensor])`) become one input per
+// element, in order, named <arg>.0, <arg>.1 (nested tuples too), as torch.onnx flattens them; the
+// graph rebuilds the tuple for the code that reads it, and lowering folds the unpacking away.
+void flattenTupleInputs(ModelGraph& model) {
+  for (size_t i = model.numUserInputs; i-- > 0;) {
+    torch::jit::Value* in = model.graph->inputs()[i];
+    auto tuple = in->type()->cast<c10::TupleType>();
+    if (!tuple) continue;
+    std::string base = i < model.userInputNames.size() ? model.userInputNames[i] : "input_" + std::to_string(i);
+    const c10::IValue example = model.exampleInputs.at(i);
+    size_t n = tuple->elements().size();
+    if (!example.isTuple() || example.toTupleRef().elements().size() != n)
+      throw ExportError("forward() argument '" + base + "' is a " + tuple->str() + ": its example must be a tuple of " +
+                        std::to_string(n) + " values");
+    std::vector<torch::jit::Value*> elements;
+    for (size_t k = 0; k < n; ++k) {
+      torch::jit::Value* e = model.graph->insertInput(i + 1 + k);
+      e->setType(tuple->elements()[k]);
+      elements.push_back(e);
+    }
+    torch::jit::WithInsertPoint guard(*model.graph->nodes().begin());
+    in->replaceAllUsesWith(model.graph->insertNode(model.graph->createTuple(elements))->output());
+    model.graph->eraseInput(i);
+    auto at = [i](auto& v) { return v.begin() + static_cast<std::ptrdiff_t>(i); };
+    std::vector<c10::IValue> values = example.toTupleRef().elements().vec();
+    model.exampleInputs.erase(at(model.exampleInputs));
+    model.exampleInputs.insert(at(model.exampleInputs), values.begin(), values.end());
+    if (i < model.userInputNames.size()) {
+      std::vector<std::string> names;
+      for (size_t k = 0; k < n; ++k) names.push_back(base + "." + std::to_string(k));
+      model.userInputNames.erase(at(model.userInputNames));
+      model.userInputNames.insert(at(model.userInputNames), names.begin(), names.end());
+    }
+    model.numUserInputs += n - 1;
+    i += n;  // the elements are visited next (nested tuples)
+  }
+}
+
 bool hasBlocks(const torch::jit::Block* block) {
   for (const torch::jit::Node* n : block->nodes())
     if (!n->blocks().empty()) return true;
@@ -148,6 +186,7 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
   validateOptions(model, options);
   PhaseTimer timer(summary.secondsByPhase);
   bindNoneInputs(model);
+  flattenTupleInputs(model);
   lowerGraph(*model.graph, options);
   timer.done("lower");
   // Counted after lowering, which flattens returned tuples into separate outputs.
@@ -366,7 +405,7 @@ ExportSummary exportToFile(ModelGraph& model, const ExportOptions& options, cons
   summary.externalDataBytes = written.externalDataBytes;
   summary.externalDataPath = written.externalDataPath;
   summary.warnings.insert(summary.warnings.end(), written.warnings.begin(), written.warnings.end());
-  logWarnings(summary);
+  if (options.logWarnings) logWarnings(summary);
   return summary;
 }
 
@@ -383,7 +422,7 @@ ExportSummary exportToStream(ModelGraph& model, const ExportOptions& options, st
   timer.done("write");
   if (start != std::ostream::pos_type(-1)) summary.modelBytes = static_cast<uint64_t>(os.tellp() - start);
   summary.warnings.insert(summary.warnings.end(), warnings.begin(), warnings.end());
-  logWarnings(summary);
+  if (options.logWarnings) logWarnings(summary);
   return summary;
 }
 

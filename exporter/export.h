@@ -35,6 +35,8 @@ struct ExportOptions {
   int opset = kDefaultOpset;
   bool exportParams = true;
   bool verbose = false;
+  // Log the summary's warnings (the CLI); the Python API issues them as Python warnings instead.
+  bool logWarnings = true;
   TrainingMode training = TrainingMode::Eval;
   OperatorExportType operatorExportType = OperatorExportType::Onnx;
   std::vector<std::string> inputNames;

@@ -26,6 +26,7 @@ ExportOptions optionsFromDict(const py::dict& d) {
   if (d.contains("opset")) o.opset = d["opset"].cast<int>();
   if (d.contains("export_params")) o.exportParams = d["export_params"].cast<bool>();
   if (d.contains("verbose")) o.verbose = d["verbose"].cast<bool>();
+  if (d.contains("log_warnings")) o.logWarnings = d["log_warnings"].cast<bool>();
   if (d.contains("training")) {
     auto t = d["training"].cast<std::string>();
     o.training = t == "TRAINING" ? TrainingMode::Training : t == "PRESERVE" ? TrainingMode::Preserve : TrainingMode::Eval;
@@ -90,8 +91,13 @@ c10::IValue exampleValue(const py::handle& item) {
   if (py::isinstance<py::bool_>(item)) return item.cast<bool>();
   if (py::isinstance<py::int_>(item)) return item.cast<int64_t>();
   if (py::isinstance<py::float_>(item)) return item.cast<double>();
+  if (py::isinstance<py::tuple>(item)) {  // a Tuple[...] argument: flattened into inputs by the exporter
+    std::vector<c10::IValue> elements;
+    for (const py::handle& e : item) elements.push_back(exampleValue(e));
+    return c10::ivalue::Tuple::create(std::move(elements));
+  }
   throw ExportError("an example input is a " + std::string(py::str(item.get_type().attr("__name__"))) +
-                    ": pass tensors, Python numbers or None");
+                    ": pass tensors, Python numbers, None or tuples of them");
 }
 
 py::dict summaryToDict(const ExportSummary& s) {
@@ -246,6 +252,17 @@ PYBIND11_MODULE(_pt2onnx, m) {
           auto release = releaseGilUnlessPythonOps(model);
           return checkSupport(model, o).toJson();
         });
+
+  // The same for a ScriptModule in memory (example inputs as export_script_object's).
+  m.def("check_script_object_support",
+        [](const torch::jit::Module& module, const py::list& exampleInputs, int opset) {
+          ModelGraph model = fromScriptModule(module);
+          for (const py::handle& item : exampleInputs) model.exampleInputs.push_back(exampleValue(item));
+          ExportOptions o;
+          o.opset = opset;
+          return checkSupport(model, o).toJson();
+        },
+        py::arg("module"), py::arg("example_inputs"), py::arg("opset"));
 
   // The ops on a training export's differentiable path that have no gradient (options as export_graph's).
   m.def("check_gradient_support",

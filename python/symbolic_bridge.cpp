@@ -114,6 +114,14 @@ struct PythonCallable {
   PyObject* fn;
 };
 
+// A Python exception as one line: "TypeError: message" (pt2onnx's own errors without the type), no
+// traceback ("At: ..."), which pybind11's what() appends.
+std::string pythonErrorMessage(const py::error_already_set& e) {
+  std::string type = py::str(e.type().attr("__name__"));
+  std::string message = withoutBacktrace(py::str(e.value()));
+  return type == "ExportError" || type == "InvalidArgumentError" ? message : type + ": " + message;
+}
+
 symbolic::SymbolicFn pythonSymbolic(py::object fn) {
   auto holder = std::make_shared<PythonCallable>(std::move(fn));
   return [holder](Context& ctx) -> symbolic::Outputs {
@@ -129,7 +137,7 @@ symbolic::SymbolicFn pythonSymbolic(py::object fn) {
       py::object result = bridge(py::handle(holder->fn), py::cast(&ctx, py::return_value_policy::reference), node, args);
       return outputsFromPython(ctx, result);
     } catch (py::error_already_set& e) {
-      throw SymbolicError(e.what());
+      throw SymbolicError(pythonErrorMessage(e));
     } catch (const py::cast_error& e) {
       throw SymbolicError(std::string("the symbolic returned something that is not a graph value: ") + e.what());
     }
@@ -146,7 +154,7 @@ std::function<bool(const torch::jit::Node*)> pythonPredicate(py::object fn) {
       return py::handle(holder->fn)(py::cast(const_cast<torch::jit::Node*>(n), py::return_value_policy::reference))
           .cast<bool>();
     } catch (py::error_already_set& e) {
-      throw ExportError("deciding how to export " + jit::describeNode(n) + " failed: " + e.what());
+      throw ExportError("deciding how to export " + jit::describeNode(n) + " failed: " + pythonErrorMessage(e));
     }
   };
 }

@@ -23,8 +23,7 @@ struct ConvertOptions {
   std::vector<std::string> customOpsets;
   uint64_t externalDataThreshold = 0;
   std::string training = "eval";
-  std::string autogradFunctions = "auto";
-  std::vector<std::string> autogradFunctionModes;
+  AutogradFunctionOptions autograd;
   std::string typeInference = "static";
   std::string gradients;  // "", parameters, all, or NAME,NAME,...
 };
@@ -51,15 +50,8 @@ void runPythonConvert(const ConvertOptions& o) {
   r.output = o.output;
   r.opset = o.source.opset;
   r.training = o.training == "train" ? "TRAINING" : o.training == "preserve" ? "PRESERVE" : "EVAL";
-  r.autogradFunctions = o.autogradFunctions;
-  for (const auto& spec : o.autogradFunctionModes) {
-    auto eq = spec.rfind('=');
-    std::string mode = eq == std::string::npos ? "" : spec.substr(eq + 1);
-    if (eq == 0 || (mode != "auto" && mode != "inline" && mode != "python_op"))
-      throw ExportError("bad --autograd-function-mode '" + spec +
-                        "': expected module.QualName=auto|inline|python_op");
-    r.autogradFunctionModes[spec.substr(0, eq)] = mode;
-  }
+  r.autogradFunctions = o.autograd.mode;
+  r.autogradFunctionModes = o.autograd.overrideMap();
   r.inputNames = o.inputNames;
   r.outputNames = o.outputNames;
   r.dynamicAxes = dynamicAxesOf(o.source);
@@ -76,7 +68,7 @@ void runPythonConvert(const ConvertOptions& o) {
 void runConvert(ConvertOptions o) {
   if (!o.gradients.empty() && !o.source.opsetGiven) o.source.opset = kDefaultGradientOpset;
   if (validateModelSource(o.source)) return runPythonConvert(o);
-  if (o.training != "eval" || o.autogradFunctions != "auto" || !o.autogradFunctionModes.empty())
+  if (o.training != "eval" || o.autograd.given())
     throw ExportError("--training and --autograd-functions apply to --python models; archives are exported in eval "
                       "mode and cannot hold autograd.Functions");
   auto start = std::chrono::steady_clock::now();
@@ -97,18 +89,19 @@ void runConvert(ConvertOptions o) {
   auto loaded = std::chrono::steady_clock::now();
   ExportSummary summary = exportToFile(model, options, o.output);
   auto end = std::chrono::steady_clock::now();
-  std::cout << "wrote " << o.output << ": opset " << options.opset << ", " << summary.onnxNodes << " nodes, "
-            << summary.initializers << " initializers, " << summary.modelBytes << " bytes";
+  std::ostream& out = statusOut();
+  out << "wrote " << o.output << ": opset " << options.opset << ", " << summary.onnxNodes << " nodes, "
+      << summary.initializers << " initializers, " << summary.modelBytes << " bytes";
   if (!summary.externalDataPath.empty())
-    std::cout << " + external data " << summary.externalDataPath << " (" << summary.externalDataBytes << " bytes)";
-  std::cout << "\n  load " << std::chrono::duration<double>(loaded - start).count() << " s, export "
-            << std::chrono::duration<double>(end - loaded).count() << " s (";
+    out << " + external data " << summary.externalDataPath << " (" << summary.externalDataBytes << " bytes)";
+  out << "\n  load " << std::chrono::duration<double>(loaded - start).count() << " s, export "
+      << std::chrono::duration<double>(end - loaded).count() << " s (";
   bool first = true;
   for (const auto& [phase, secs] : summary.secondsByPhase) {
-    std::cout << (first ? "" : ", ") << phase << " " << secs;
+    out << (first ? "" : ", ") << phase << " " << secs;
     first = false;
   }
-  std::cout << ")\n";
+  out << ")\n";
   if (options.gradients) printGradientInterface(summary.gradientSeeds, summary.gradientOutputs);
 }
 
@@ -150,14 +143,7 @@ void addConvertCommand(CLI::App& app, int& exitCode) {
   cmd->add_option("--training", opts->training, "Export mode of a --python model (torch.onnx's training)")
       ->check(CLI::IsMember({"eval", "train", "preserve"}))
       ->capture_default_str();
-  cmd->add_option("--autograd-functions", opts->autogradFunctions,
-                  "How torch.autograd.Function calls of a --python model are exported: auto (symbolic, registered "
-                  "symbolic, inlining, else com.microsoft::PythonOp), inline, or python_op")
-      ->check(CLI::IsMember({"auto", "inline", "python_op"}))
-      ->capture_default_str();
-  cmd->add_option("--autograd-function-mode", opts->autogradFunctionModes,
-                  "Per-Function override of --autograd-functions: module.QualName=auto|inline|python_op; repeatable")
-      ->take_all();
+  addAutogradFunctionOptions(*cmd, opts->autograd);
   cmd->callback([opts, &exitCode] {
     runConvert(*opts);
     exitCode = 0;

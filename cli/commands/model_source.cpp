@@ -67,11 +67,41 @@ GradientExport parseGradients(const std::string& spec) {
 }
 
 void printGradientInterface(const std::vector<std::string>& seeds, const std::vector<std::string>& gradients) {
-  std::cout << "  training graph: seed inputs";
-  for (const auto& n : seeds) std::cout << " " << n;
-  std::cout << "; gradient outputs";
-  for (const auto& n : gradients) std::cout << " " << n;
-  std::cout << "\n";
+  std::ostream& out = statusOut();
+  out << "  training graph: seed inputs";
+  for (const auto& n : seeds) out << " " << n;
+  out << "; gradient outputs";
+  for (const auto& n : gradients) out << " " << n;
+  out << "\n";
+}
+
+std::map<std::string, std::string> AutogradFunctionOptions::overrideMap() const {
+  std::map<std::string, std::string> out;
+  for (const auto& spec : overrides) {
+    auto eq = spec.rfind('=');
+    std::string mode = eq == std::string::npos ? "" : spec.substr(eq + 1);
+    if (eq == 0 || (mode != "auto" && mode != "inline" && mode != "python_op"))
+      throw ExportError("bad --autograd-function-mode '" + spec + "': expected module.QualName=auto|inline|python_op");
+    out[spec.substr(0, eq)] = mode;
+  }
+  return out;
+}
+
+void addAutogradFunctionOptions(CLI::App& cmd, AutogradFunctionOptions& opts) {
+  cmd.add_option("--autograd-functions", opts.mode,
+                 "How torch.autograd.Function calls of a --python model are exported: auto (symbolic, registered "
+                 "symbolic, inlining, else com.microsoft::PythonOp), inline, or python_op")
+      ->check(CLI::IsMember({"auto", "inline", "python_op"}))
+      ->capture_default_str();
+  cmd.add_option("--autograd-function-mode", opts.overrides,
+                 "Per-Function override of --autograd-functions: module.QualName=auto|inline|python_op; repeatable. "
+                 "A name the model does not call is an error listing the Functions it calls")
+      ->take_all();
+}
+
+std::ostream& statusOut() {
+  static std::ostream nowhere(nullptr);
+  return logger("cli")->should_log(spdlog::level::warn) ? std::cout : nowhere;
 }
 
 }  // namespace pt2onnx::cli

@@ -1,6 +1,8 @@
 // Options shared by the commands that read a model: the archive and its example inputs.
 #pragma once
 
+#include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,19 @@ bool validateModelSource(const ModelSourceOptions& opts);
 ModelGraph loadModel(const ModelSourceOptions& opts);
 // --dynamic-axis values as the exporter's map.
 std::map<std::string, std::map<int64_t, std::string>> dynamicAxesOf(const ModelSourceOptions& opts);
+
+// How a --python model's autograd.Functions are exported (convert, report, verify).
+struct AutogradFunctionOptions {
+  std::string mode = "auto";            // --autograd-functions: auto | inline | python_op
+  std::vector<std::string> overrides;  // --autograd-function-mode module.QualName=MODE, repeatable
+  bool given() const { return mode != "auto" || !overrides.empty(); }
+  // The overrides as a map; a malformed one is an ExportError.
+  std::map<std::string, std::string> overrideMap() const;
+};
+void addAutogradFunctionOptions(CLI::App& cmd, AutogradFunctionOptions& opts);
+
+// Where a command's status lines go ("wrote ..."): stdout, or nowhere with -q.
+std::ostream& statusOut();
 
 // --gradients: parameters | all | a comma-separated list of input and parameter names.
 GradientExport parseGradients(const std::string& spec);

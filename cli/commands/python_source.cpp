@@ -10,6 +10,7 @@
 #include <pybind11/stl.h>
 
 #include "common/errors.h"
+#include "common/logging.h"
 
 namespace py = pybind11;
 
@@ -66,9 +67,10 @@ void convertPythonModel(const PythonConvertRequest& r) {
     if (!r.gradients.empty()) options["gradients"] = gradientsOption(r.gradients);
     if (r.externalDataThreshold) options["external_data_threshold"] = r.externalDataThreshold;
     py::dict summary = entry.attr("convert")(r.spec, r.output, options);
-    std::cout << "wrote " << r.output << ": opset " << r.opset << ", " << summary["onnx_nodes"].cast<size_t>()
-              << " nodes, " << summary["initializers"].cast<size_t>() << " initializers, "
-              << summary["model_bytes"].cast<uint64_t>() << " bytes\n";
+    for (const auto& w : summary["warnings"].cast<std::vector<std::string>>()) logger("exporter")->warn("{}", w);
+    statusOut() << "wrote " << r.output << ": opset " << r.opset << ", " << summary["onnx_nodes"].cast<size_t>()
+                << " nodes, " << summary["initializers"].cast<size_t>() << " initializers, "
+                << summary["model_bytes"].cast<uint64_t>() << " bytes\n";
     auto seeds = summary["gradient_seeds"].cast<std::vector<std::string>>();
     auto grads = summary["gradient_outputs"].cast<std::vector<std::string>>();
     if (!grads.empty()) printGradientInterface(seeds, grads);
@@ -77,9 +79,11 @@ void convertPythonModel(const PythonConvertRequest& r) {
 }
 
 bool reportPythonModel(const std::string& spec, int opset, const std::string& format, const std::string& training,
-                       const std::string& gradients) {
+                       const std::string& gradients, const AutogradFunctionOptions& autograd) {
+  auto overrides = autograd.overrideMap();
   return runWithPython([&](py::module_ entry) {
-    py::tuple result = gradients.empty() ? entry.attr("report")(spec, opset, format, training)
+    py::tuple result = gradients.empty() ? entry.attr("report")(spec, opset, format, training, autograd.mode,
+                                                                overrides)
                                          : entry.attr("report_gradients")(spec, opset, format, training,
                                                                           gradientsOption(gradients));
     std::cout << result[0].cast<std::string>();

@@ -9,6 +9,8 @@
 
 #include <pybind11/pybind11.h>
 
+#include "cli/commands/model_source.h"
+
 namespace pt2onnx::cli {
 
 struct PythonConvertRequest {
@@ -40,6 +42,6 @@ bool runWithPython(const std::function<bool(pybind11::module_)>& body);
 // Prints the unconvertible-op report; returns whether everything converts. Throws ExportError.
 // With `gradients` non-empty: the ops on the differentiable path without a gradient instead.
 bool reportPythonModel(const std::string& spec, int opset, const std::string& format, const std::string& training,
-                       const std::string& gradients = "");
+                       const std::string& gradients, const AutogradFunctionOptions& autograd);
 
 }  // namespace pt2onnx::cli

@@ -114,7 +114,8 @@ void addRunCommand(CLI::App& app, int& exitCode) {
       "run", "Run an ONNX model in pt2onnx's builtin runtime (ATen kernels; com.microsoft::PythonOp / "
              "PythonOpGrad and PyOp call back into Python)");
   cmd->add_option("model", opts->model, "ONNX model (.onnx; external data is read beside it)")->required();
-  cmd->add_option("--input,-i", opts->inputs, "A model input: NAME=FILE.npy; repeat per input")->take_all();
+  // No -i: that is --input-shape in convert, report and verify.
+  cmd->add_option("--input", opts->inputs, "A model input: NAME=FILE.npy; repeat per input")->take_all();
   cmd->add_option("--output-dir,-o", opts->outputDir,
                   "Write each output as <name>.npy into this directory (a sequence's elements as <name>.<k>.npy)");
   cmd->add_option("--threads", opts->threads, "ATen intra-op threads")->check(CLI::PositiveNumber)->capture_default_str();

@@ -14,6 +14,7 @@ arguments ONNX Runtime can only pass as in-process object addresses are also rec
 portable JSON form in metadata_props under "pt2onnx.python_op:<node name>".
 """
 import json
+import re
 import threading
 import warnings
 
@@ -55,11 +56,53 @@ class ExportState:
         self.decisions = {}
         self.gradients = False  # a training-graph export: warn when a Function's own backward is not used
         self._backward_warned = set()
+        self.python_ops = {}  # Function name -> [source locations] of its calls exported as PythonOp
 
     def mode_for(self, cls, name):
         # Keys are fully qualified names (a class object is qualified when stored): two classes
         # with one name in different modules are never confused.
         return self.overrides.get(name, self.mode)
+
+    def check_overrides(self, graph):
+        """Every autograd_function_overrides key must name a Function the traced graph calls."""
+        called = sorted(functions_called(graph))
+        unknown = sorted(set(self.overrides) - set(called))
+        if unknown:
+            raise _pt2onnx.ExportError(
+                f"autograd_function_overrides (--autograd-function-mode) names {', '.join(unknown)}, which the model "
+                "does not call; "
+                f"its autograd.Functions: {', '.join(called) or 'none'}")
+
+    def python_op_warnings(self):
+        """One warning per Function exported as com.microsoft::PythonOp: who can run the model."""
+        out = []
+        for name, locations in sorted(self.python_ops.items()):
+            calls = f"{len(locations)} call{'s' if len(locations) > 1 else ''}"
+            where = f", at {locations[0]}" if locations and locations[0] else ""
+            out.append(f"{name} is exported as com.microsoft::PythonOp ({calls}{where}): "
+                       f"{PYTHON_OP_RUNTIMES}; give it a symbolic or export it inlined "
+                       "(autograd_functions='inline') for standard ONNX")
+        return out
+
+
+PYTHON_OP_RUNTIMES = ("the model runs in pt2onnx's runtime (pt2onnx.InferenceSession, `pt2onnx run`) and in ONNX Runtime "
+                      "builds with torch interop (--enable_training_torch_interop), not in standard ONNX Runtime")
+
+
+def functions_called(graph):
+    """Names of the autograd.Functions a traced graph calls (in nested blocks and Function bodies too)."""
+    names = set()
+
+    def visit(block):
+        for node in block.nodes():
+            if node.kind() == "prim::PythonOp":
+                names.add(node_function_name(node))
+                if node.hasAttribute("Subgraph"):
+                    visit(node.g("Subgraph"))
+            for b in node.blocks():
+                visit(b)
+    visit(graph)
+    return names
 
 
 class exporting:
@@ -293,6 +336,7 @@ def python_op(g, node, tensor_args, name, cls):
             attrs[f"input_{key}_{'f' if key.startswith('float_') and not key.endswith(('positions', 'begins')) else 'i'}"] = values
     if cls is not None:
         _functions.setdefault(name, cls)
+    state.python_ops.setdefault(name, []).append(source_location(node))
     values = g.op("com.microsoft::PythonOp", *tensor_args, outputs=1 + len(outputs), **attrs)
     node_name = values[0].node_name()
     g.set_metadata(METADATA_PREFIX + node_name, json.dumps(
@@ -303,6 +347,12 @@ def python_op(g, node, tensor_args, name, cls):
         state.warnings.append(message)
         warnings.warn(message)
     return list(values[1:])
+
+
+def source_location(node):
+    """"file.py:line" of the PyTorch source of a node, or ""."""
+    match = re.match(r"(.*)\((\d+)\): ", node.sourceRange() or "")
+    return f"{match.group(1)}:{match.group(2)}" if match else ""
 
 
 def _fallthrough(g, node, tensor_args):

@@ -4,6 +4,7 @@ arguments), then export or report in this same process."""
 import importlib
 import os
 import sys
+import warnings
 
 from . import exporter
 
@@ -28,26 +29,43 @@ def load_model(spec):
 
 
 def convert(spec, output, options):
+    """Exports; the summary's warnings are printed once by the CLI (through its logger, so -q
+    silences them), not by Python's warnings module."""
     model, args = load_model(spec)
-    return exporter.export(model, args, output, **options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return exporter.export(model, args, output, **options)
 
 
-def report(spec, opset, output_format, training):
+def report(spec, opset, output_format, training, autograd_functions="auto", autograd_function_overrides=None):
     import json
     model, args = load_model(spec)
-    ops = exporter.unconvertible_ops(model, args, training=exporter.TrainingMode[training], opset_version=opset)
+    found = exporter.unconvertible_ops(model, args, training=exporter.TrainingMode[training], opset_version=opset,
+                                       autograd_functions=autograd_functions,
+                                       autograd_function_overrides=autograd_function_overrides)
+    ops = [op for op in found if "exported_as" not in op]
+    python_ops = [op for op in found if "exported_as" in op]
+    ok = not found
     if output_format == "json":
-        return json.dumps({"opset": opset, "convertible": not ops, "unsupported": ops}), not ops
-    if not ops:
+        return json.dumps({"opset": opset, "convertible": ok, "unsupported": ops, "python_ops": python_ops}), ok
+    if ok:
         return f"everything converts to ONNX opset {opset}\n", True
-    total = sum(op["count"] for op in ops)
-    lines = [f"{len(ops)} operator kind(s) ({total} node(s)) cannot be converted to ONNX opset {opset}:"]
-    for op in ops:
-        hint = f"  (supported from opset {op['supported_from_opset']})" if op["supported_from_opset"] else ""
-        lines.append(f"  {op['op']}  x{op['count']}{hint}")
-        lines.append(f"    schema: {op['schema']}")
-        lines += [f"    at {loc}" for loc in op["locations"]]
-        lines += [f"    in module {s}" for s in op["scopes"]]
+    lines = []
+    if ops:
+        total = sum(op["count"] for op in ops)
+        lines.append(f"{len(ops)} operator kind(s) ({total} node(s)) cannot be converted to ONNX opset {opset}:")
+        for op in ops:
+            hint = f"  (supported from opset {op['supported_from_opset']})" if op["supported_from_opset"] else ""
+            lines.append(f"  {op['op']}  x{op['count']}{hint}")
+            lines.append(f"    schema: {op['schema']}")
+            lines += [f"    at {loc}" for loc in op["locations"]]
+            lines += [f"    in module {s}" for s in op["scopes"]]
+    if python_ops:
+        lines.append(f"{len(python_ops)} autograd.Function(s) would be exported as com.microsoft::PythonOp: "
+                     f"{python_ops[0]['runs_in']} (--autograd-functions inline, or a symbolic, gives standard ONNX):")
+        for op in python_ops:
+            lines.append(f"  {op['function']}  x{op['count']}")
+            lines += [f"    at {loc}" for loc in op["locations"]]
     return "\n".join(lines) + "\n", False
 
 

@@ -55,11 +55,16 @@ def _normalize_script_args(model, args):
             raise _pt2onnx.ExportError(f"forward() argument '{a.name}' has no value and no default")
     if kwargs:
         raise _pt2onnx.ExportError(f"forward() has no argument named {sorted(kwargs)[0]!r}")
+    def allowed(value, nested=False):
+        if isinstance(value, tuple):  # Tuple[...] arguments: flattened into inputs as torch.onnx does
+            return all(allowed(v, True) for v in value)
+        return (value is None and not nested) or isinstance(value, (torch.Tensor, bool, int, float))
+
     for i, (a, value) in enumerate(zip(schema_args, bound)):
-        if not (value is None or isinstance(value, (torch.Tensor, bool, int, float))):
+        if not allowed(value):
             raise _pt2onnx.ExportError(
                 f"argument {i} ('{a.name}') is a {type(value).__name__}: pt2onnx exports scripted models whose "
-                "inputs are tensors, Python numbers or None")
+                "inputs are tensors, Python numbers, None or tuples of them")
     return tuple(bound)
 
 
@@ -131,6 +136,7 @@ def _with_traced_graph(model, args, options, autograd_functions, autograd_functi
     # no_grad (fused transformer kernels) would otherwise replace the standard ops.
     with _training_mode(model, options["training"]):
         graph, names, values, trainable = _trace(model, args)
+    state.check_overrides(graph)
     options["trainable_parameters"] = trainable
     with autograd.exporting(state):
         return call(graph, names, values), state
@@ -167,7 +173,7 @@ def _options(opset_version, export_params, verbose, training, input_names, outpu
         "output_names": list(output_names or []), "dynamic_axes": _dynamic_axes_dict(dynamic_axes),
         "keep_initializers_as_inputs": keep_initializers_as_inputs,
         "do_constant_folding": bool(do_constant_folding), "custom_opsets": dict(custom_opsets or {}),
-        "doc_strings": True,
+        "doc_strings": True, "log_warnings": False,  # issued once each, as Python warnings, by export()
     }
 
 
@@ -178,6 +184,10 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
            autograd_functions="auto", autograd_function_overrides=None, type_inference="static",
            external_data_threshold=None, gradients=None):
     """Exports `model` to ONNX, like torch.onnx.export (TorchScript path) with the same arguments.
+
+    `args` as torch.onnx takes them: a tensor or a tuple of arguments (nested tuples, lists and dicts of
+    tensors, Python numbers, None), optionally ending in a dict of keyword arguments; they are
+    flattened into the model's inputs as torch.onnx flattens them (docs/options.md).
 
     `f` is a path or a binary file-like object. Returns a summary dict (node and initializer
     counts, bytes written, warnings, seconds per phase). Raises pt2onnx.ExportError on any problem;
@@ -226,34 +236,76 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
         # Exported in eval mode, as a TorchScript archive is; the caller's mode is restored.
         with _training_mode(model, "EVAL"):
             summary = _pt2onnx.export_script_object(model._c, list(args), options, target)
+        issued = set()
+        summary["warnings"] = list(dict.fromkeys(summary["warnings"]))
     else:
         summary, state = _with_traced_graph(
             model, inputs.args, options, autograd_functions, autograd_function_overrides,
             options["gradients"] is not None,
             lambda graph, names, values: _pt2onnx.export_graph(graph, len(inputs.tensors), inputs.names, names, values,
                                                                inputs.tensors, options, target))
-        summary["warnings"] = summary["warnings"] + state.warnings
+        issued = set(state.warnings)  # while converting
+        summary["warnings"] = list(dict.fromkeys(summary["warnings"] + state.warnings + state.python_op_warnings()))
     for w in summary["warnings"]:
-        if not isinstance(model, torch.jit.ScriptModule) and w in state.warnings:
-            continue  # already issued while converting
-        warnings.warn(w)
+        if w not in issued:
+            warnings.warn(w, stacklevel=2)
+    if verbose:
+        _print_graph(f)
     return summary
 
 
-def unconvertible_ops(model, args, training=TrainingMode.EVAL, opset_version=None):
-    """The ops of `model` that cannot be converted at `opset_version`, as a list of dicts
-    (op, schema, count, locations, scopes, supported_from_opset), checked in every block."""
+def _print_graph(f):
+    """verbose=True: the exported graph in ONNX's readable text form, on stdout (as torch.onnx prints
+    its graph)."""
+    import onnx
+    import onnx.helper
+    if isinstance(f, (str, bytes, os.PathLike)):
+        proto = onnx.load(os.fsdecode(f), load_external_data=False)
+    elif hasattr(f, "getvalue"):
+        proto = onnx.load_from_string(f.getvalue())
+    else:
+        print("pt2onnx: verbose: the model was streamed into a file object that cannot be read back")
+        return
+    print(onnx.helper.printable_graph(proto.graph))
+
+
+def unconvertible_ops(model, args, training=TrainingMode.EVAL, opset_version=None, autograd_functions="auto",
+                      autograd_function_overrides=None):
+    """The ops of `model` that cannot be converted to standard ONNX at `opset_version`, as a list of
+    dicts (op, schema, count, locations, scopes, supported_from_opset), checked in every block. An
+    autograd.Function that would be exported as com.microsoft::PythonOp (which standard ONNX Runtime
+    cannot run) is listed too, as op "prim::PythonOp" with "function", "exported_as" and "runs_in"."""
     import json
-    inputs = arguments.traced_inputs(model, args)
     opset = _pt2onnx.DEFAULT_OPSET if opset_version is None else int(opset_version)
+    if isinstance(model, torch.jit.ScriptModule):  # scripted or loaded: no trace, no autograd.Functions
+        with _training_mode(model, "EVAL"):
+            report = json.loads(_pt2onnx.check_script_object_support(
+                model._c, list(_normalize_script_args(model, args)), opset))
+        return report["unsupported"]
+    inputs = arguments.traced_inputs(model, args)
     mode = _enum_name(training, TrainingMode, "training") or "EVAL"
     with _training_mode(model, mode):
         graph, names, values, _ = _trace(model, inputs.args)
-    state = autograd.ExportState("auto", None, opset, mode == "TRAINING", False)
+    state = autograd.ExportState(autograd_functions, autograd_function_overrides, opset, mode == "TRAINING", False)
+    state.check_overrides(graph)
     with autograd.exporting(state):
         report = json.loads(_pt2onnx.check_graph_support(graph, len(inputs.tensors), names, values, inputs.tensors,
                                                          opset))
-    return report["unsupported"]
+        python_ops = {}  # the calls lowering did not inline and no symbolic converts
+        for node in _python_op_nodes(graph):
+            if autograd.decide(node) == "python_op":
+                python_ops.setdefault(autograd.node_function_name(node), []).append(autograd.source_location(node))
+    return report["unsupported"] + [
+        {"op": "prim::PythonOp", "function": name, "schema": "", "count": len(locations),
+         "locations": sorted({loc for loc in locations if loc})[:5], "scopes": [], "supported_from_opset": None,
+         "exported_as": "com.microsoft::PythonOp", "runs_in": autograd.PYTHON_OP_RUNTIMES}
+        for name, locations in sorted(python_ops.items())]
+
+
+def _python_op_nodes(graph):
+    for node in graph.nodes():
+        if node.kind() == "prim::PythonOp":
+            yield node
 
 
 def missing_gradients(model, args, gradients="all", training=TrainingMode.EVAL, opset_version=None,

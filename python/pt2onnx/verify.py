@@ -34,8 +34,16 @@ def _compare(expected, actual, rtol, atol):
     same_nonfinite = (~finite) & ((a == e) | (np.isnan(a) & np.isnan(e)))
     ok = bool(np.all((diff <= atol + rtol * np.abs(e)) | same_nonfinite))
     rel = diff / np.maximum(np.abs(e), np.finfo(np.float64).tiny)
+    # The smallest tolerances that would pass: atol at this rtol, and rtol at this atol (as Polygraphy).
+    mismatched_nonfinite = bool(np.any(~finite & ~same_nonfinite))
+    excess = np.where(finite, diff - atol, 0)
+    min_rtol = float(np.max(np.where(excess > 0, excess / np.maximum(np.abs(e), np.finfo(np.float64).tiny), 0),
+                            initial=0))
     return {"pass": ok, "max_abs": float(np.max(np.where(finite, diff, 0), initial=0)),
-            "max_rel": float(np.max(np.where(finite, rel, 0), initial=0))}
+            "max_rel": float(np.max(np.where(finite, rel, 0), initial=0)),
+            "min_atol": float("inf") if mismatched_nonfinite else
+            float(np.max(np.where(finite, diff - rtol * np.abs(e), 0), initial=0)),
+            "min_rtol": float("inf") if mismatched_nonfinite else min_rtol}
 
 
 def _as_array(value):
@@ -64,11 +72,26 @@ def _random_like(args, generator):
     return tuple(out)
 
 
+def _feeds(model, args, proto):
+    """The model's inputs from the arguments: a scripted model's in signature order (None arguments
+    are not inputs); a traced model's flattened as export() flattens them, by name (inputs the trace
+    did not use are not model inputs)."""
+    if isinstance(model, torch.jit.ScriptModule):
+        present = [a for a in args if a is not None]
+        return {i.name: _as_array(a) for i, a in zip(proto.graph.input, present)}
+    inputs = arguments.traced_inputs(model, args)
+    by_name = {n: t.detach().numpy() for n, t in zip(inputs.names, inputs.tensors)}
+    names = [i.name for i in proto.graph.input]
+    missing = [n for n in names if n not in by_name and n not in {t.name for t in proto.graph.initializer}]
+    if missing:  # exported with other names: fall back to the order
+        return {n: t.detach().numpy() for n, t in zip(names, inputs.tensors)}
+    return {n: by_name[n] for n in names if n in by_name}
+
+
 def _check_input_set(model, args, onnx_path, proto, rtol, atol):
     with torch.no_grad():
         expected = [np.asarray(_as_array(t)) for t in _flatten(model(*args))]
-    present = [a for a in args if a is not None]  # None arguments are not model inputs
-    feeds = {i.name: _as_array(a) for i, a in zip(proto.graph.input, present)}
+    feeds = _feeds(model, args, proto)
     result = {"runtimes": {}}
     outputs = {"pt2onnx": lambda: InferenceSession(onnx_path).run(None, feeds)}
     nonstandard = sorted({f"{n.domain}::{n.op_type}" for n in proto.graph.node if n.domain not in STANDARD_DOMAINS})
@@ -114,8 +137,8 @@ def verify(model, args, onnx_path=None, opset=exporter._pt2onnx.DEFAULT_OPSET, r
             kwargs = {"autograd_functions": autograd_functions} if not isinstance(model, torch.jit.ScriptModule) else {}
             exporter.export(model, args, onnx_path, opset_version=opset, **kwargs)
         proto = onnx.load(onnx_path, load_external_data=False)
-        report = {"model": os.fspath(given) if given is not None else None, "rtol": rtol, "atol": atol,
-                  "input_sets": []}
+        report = {"model": type(model).__name__, "onnx": os.fspath(given) if given is not None else None,
+                  "rtol": rtol, "atol": atol, "input_sets": []}
         for source, set_args in sets:
             result = _check_input_set(model, set_args, onnx_path, proto, rtol, atol)
             result["source"] = source
@@ -125,12 +148,16 @@ def verify(model, args, onnx_path=None, opset=exporter._pt2onnx.DEFAULT_OPSET, r
         if "onnxruntime_skipped" in first:
             report["onnxruntime_skipped"] = first["onnxruntime_skipped"]
         report["pass"] = all(r["pass"] for r in report["input_sets"])
+        compared = [o for r in report["input_sets"] for rt in r["runtimes"].values()
+                    for o in rt.get("outputs", {}).values() if "min_atol" in o]
+        report["min_atol"] = max((o["min_atol"] for o in compared), default=0.0)
+        report["min_rtol"] = max((o["min_rtol"] for o in compared), default=0.0)
         return report
 
 
 def format_text(report):
-    lines = [f"verify (pass when |a - b| <= atol + rtol * |a| for every element, a = PyTorch; rtol {report['rtol']}, "
-             f"atol {report['atol']}):"]
+    lines = [f"verify {report['model']} (pass when |a - b| <= atol + rtol * |a| for every element, a = PyTorch; "
+             f"rtol {report['rtol']}, atol {report['atol']}):"]
     sets = report["input_sets"]
     for result in sets:
         prefix = f"[{result['source']}] " if len(sets) > 1 else ""
@@ -143,6 +170,8 @@ def format_text(report):
                 lines.append(f"  {prefix}{runtime:12s} {name}: {detail}  {'pass' if o['pass'] else 'FAIL'}")
     if "onnxruntime_skipped" in report:
         lines.append(f"  onnxruntime: skipped: {report['onnxruntime_skipped']}")
+    lines.append(f"  smallest tolerances that pass: atol {report['min_atol']:.3g} (at rtol {report['rtol']}), "
+                 f"or rtol {report['min_rtol']:.3g} (at atol {report['atol']})")
     lines.append("PASS" if report["pass"] else "FAIL")
     return "\n".join(lines) + "\n"
 
@@ -184,5 +213,6 @@ def cli_verify(archive, python_spec, onnx_path, input_shapes, input_files, opset
         more.append(tuple(values[n] for n in names))
     report = verify(model, args, onnx_path=onnx_path, opset=opset, rtol=rtol, atol=atol,
                     autograd_functions=autograd_functions, more_args=more, random=random)
+    report["model"] = python_spec or archive
     text = json.dumps(report, indent=2) + "\n" if output_format == "json" else format_text(report)
     return text, report["pass"]

@@ -52,6 +52,12 @@ def export(model, args, path, **kwargs):
     return proto, summary
 
 
+def python_op_warnings(messages):
+    """The Functions named by the "exported as com.microsoft::PythonOp" warnings, in order."""
+    return [m.split(" is exported as com.microsoft::PythonOp")[0] for m in messages
+            if " is exported as com.microsoft::PythonOp" in m]
+
+
 def op_types(proto):
     return [n.op_type for n in proto.graph.node]
 

@@ -118,6 +118,14 @@ class WithDropout(torch.nn.Module):
         return self.bn(self.fc(x))
 
 
+class ScriptedStates(torch.nn.Module):
+    """A Tuple[Tensor, Tensor] argument and a nested tuple result, for torch.jit.script."""
+
+    def forward(self, x, state: typing.Tuple[torch.Tensor, torch.Tensor]):
+        h, c = state
+        return x + h * c, (h.relu(), c - x)
+
+
 class ScalarTensorInput(torch.nn.Module):
     def forward(self, x, t):
         return x * t
@@ -221,6 +229,8 @@ FORMS = [
          {"input_names": ["x", "h0", "c0"], "dynamic_axes": {"x": [0], "h0": [0], "c0": [0]}}),
     Form("ScriptModule", lambda: torch.jit.script(TwoInputs()), lambda: (_randn(2, 4), _randn(2, 3))),
     Form("ScriptModule with an int argument", lambda: torch.jit.script(IntArgument()), lambda: (_randn(2, 3), 2)),
+    Form("ScriptModule with a tuple argument and a nested tuple result", lambda: torch.jit.script(ScriptedStates()),
+         lambda: (_randn(2, 3), (_randn(2, 3), _randn(2, 3)))),
     Form("ScriptModule with named inputs and outputs", lambda: torch.jit.script(TwoInputs()),
          lambda: (_randn(2, 4), _randn(2, 3)), {"input_names": ["a", "b"], "output_names": ["c"]}),
     Form("verbose=False explicitly", Linear, lambda: (_randn(2, 4),), {"verbose": False}),
