@@ -296,6 +296,10 @@ symbolic::Outputs GraphConverter::fallthrough(symbolic::Context& ctx, const torc
         inputs.push_back(nullptr);
       } else if ((a.kind == Arg::Kind::String || a.kind == Arg::Kind::Device) && schema) {
         attributes.push_back(ir::attr::s(schema->arguments().at(i).name(), a.s));
+      } else if (a.isDynamicList()) {
+        inputs.push_back(a.value);  // a sequence, or a 1-D int64 tensor
+      } else if (a.kind == Arg::Kind::List && !a.elems.empty() && a.elems[0].isTensor()) {
+        for (ir::Value* t : ctx.tensors(i)) inputs.push_back(t);  // Tensor[]: one input per tensor
       } else if (a.kind == Arg::Kind::List) {
         inputs.push_back(ctx.intsAsTensor(i));
       } else {

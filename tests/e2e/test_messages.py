@@ -130,10 +130,10 @@ def test_cli_dynamic_axis_out_of_range(cli, conv_archive, tmp_path):
     assert_one_line_error(proc.stderr, ["dynamic_axes['x'] names axis 7, but input 'x' has rank 4"])
 
 
-def test_fallthrough_keeps_string_arguments_as_attributes(tmp_path):
+def test_fallthrough_keeps_arguments_faithfully(tmp_path):
     class Eigh(torch.nn.Module):
         def forward(self, x):
-            return torch.linalg.eigh(x, UPLO="U")[0] + torch.linalg.norm(x, "fro")
+            return torch.linalg.eigh(x, UPLO="U")[0] + torch.linalg.norm(x, "fro") + torch.block_diag(x, x)[:3, :3]
 
     path = tmp_path / "m.onnx"
     with warnings.catch_warnings(record=True) as caught:
@@ -144,6 +144,7 @@ def test_fallthrough_keeps_string_arguments_as_attributes(tmp_path):
     assert nodes["linalg_eigh"].domain == "org.pytorch.aten"
     assert [(a.name, a.s) for a in nodes["linalg_eigh"].attribute] == [("UPLO", b"U")]
     assert [(a.name, a.s) for a in nodes["linalg_norm"].attribute] == [("ord", b"fro")]
+    assert list(nodes["block_diag"].input) == ["x", "x"]  # Tensor[]: one input per tensor, never cast
     messages = [str(w.message) for w in caught]
     assert sum("linalg_eigh exported as is" in m for m in messages) == 1
 
