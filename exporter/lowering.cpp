@@ -77,6 +77,15 @@ bool runPass(const Pass& p, GraphPtr& graph) {
   return changedAtAll;
 }
 
+bool indexesTuplesInBlocks(const torch::jit::Block* block, bool nested) {
+  for (const torch::jit::Node* n : block->nodes()) {
+    if (nested && n->kind() == c10::prim::TupleIndex) return true;
+    for (const torch::jit::Block* b : n->blocks())
+      if (indexesTuplesInBlocks(b, true)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
@@ -94,6 +103,15 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
                passes::inlineAutogradFunctions(*g, nullptr);
            }),
       pass("inline_fork_wait", [](auto& g) { torch::jit::InlineForkWait(g); }),
+      // LowerAllTuples needs every indexed tuple to be built in sight, with a constant index; a
+      // scripted nn.LSTM indexes its Optional state in a branch that is dead once `hx is None` is
+      // folded, so graphs that index tuples inside blocks get that folding first.
+      pass("fold_before_lower_tuples",
+           [](auto& g) {
+             if (!indexesTuplesInBlocks(g->block(), false)) return;
+             while (passes::foldExportIntrinsics(*g) | torch::jit::ConstantPropagation(g)) {
+             }
+           }),
       pass("lower_tuples", [](auto& g) { torch::jit::LowerAllTuples(g); }),
       pass("split_uninitialized", [](auto& g) { passes::splitUninitialized(*g); }),
       // Specialization of scripted graphs to what is static at export time.

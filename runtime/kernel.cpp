@@ -158,6 +158,7 @@ void registerAllKernels(KernelRegistry& r) {
   registerMatMulKernels(r);
   registerSequenceKernels(r);
   registerControlFlowKernels(r);
+  registerRecurrentKernels(r);
 }
 
 KernelRegistry& defaultKernels() {

@@ -12,5 +12,6 @@ void registerNnKernels(KernelRegistry& r);           // nn.cpp: Conv, pools, nor
 void registerMatMulKernels(KernelRegistry& r);       // matmul.cpp: Gemm, MatMul, Einsum (oneDNN for float32)
 void registerSequenceKernels(KernelRegistry& r);     // sequence.cpp: Sequence*, SplitToSequence, Optional*, Identity
 void registerControlFlowKernels(KernelRegistry& r);  // control_flow.cpp: If, Loop, SequenceMap (subgraphs)
+void registerRecurrentKernels(KernelRegistry& r);    // recurrent.cpp: RNN, GRU, LSTM
 
 }  // namespace pt2onnx::runtime

@@ -20,5 +20,6 @@ void registerShapeSymbolics(Registry& r);         // shape.cpp: view, reshape, t
 void registerIndexingSymbolics(Registry& r);      // indexing.cpp: slice, select, gather, ...
 void registerCreationSymbolics(Registry& r);      // creation.cpp: arange, zeros, full, tril, ...
 void registerEmbeddingSymbolics(Registry& r);     // embedding.cpp: embedding
+void registerRecurrentSymbolics(Registry& r);     // recurrent.cpp: lstm, gru, rnn_tanh, rnn_relu
 
 }  // namespace pt2onnx::symbolic

@@ -83,6 +83,7 @@ void registerAllSymbolics(Registry& r) {
   registerIndexingSymbolics(r);
   registerCreationSymbolics(r);
   registerEmbeddingSymbolics(r);
+  registerRecurrentSymbolics(r);
 }
 
 Registry& defaultRegistry() {

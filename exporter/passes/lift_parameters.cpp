@@ -36,6 +36,22 @@ LiftedParameters liftParameters(torch::jit::Graph& graph, const torch::jit::Modu
   if (!self->type()->cast<c10::ClassType>()) return lifted;
 
   std::map<std::string, torch::jit::Value*> inputByPath;
+  auto lift = [&](const std::string& name, const at::Tensor& t) {
+    auto it = inputByPath.find(name);
+    if (it == inputByPath.end()) {
+      torch::jit::Value* in = graph.addInput(name);
+      in->setType(c10::TensorType::create(t));
+      lifted.names.push_back(name);
+      lifted.values.push_back(t);
+      it = inputByPath.emplace(name, in).first;
+    }
+    return it->second;
+  };
+  // A list of tensors (an RNN's _flat_weights) holds the module's parameters: its elements are
+  // lifted under the parameters' own names.
+  std::map<const c10::TensorImpl*, std::string> parameterNames;
+  for (const auto& p : module.named_parameters(/*recurse=*/true)) parameterNames.emplace(p.value.unsafeGetTensorImpl(), p.name);
+  for (const auto& b : module.named_buffers(/*recurse=*/true)) parameterNames.emplace(b.value.unsafeGetTensorImpl(), b.name);
   std::vector<torch::jit::Node*> getAttrs;
   collectGetAttrs(graph.block(), getAttrs);
   for (torch::jit::Node* n : getAttrs) {
@@ -48,15 +64,17 @@ LiftedParameters liftParameters(torch::jit::Graph& graph, const torch::jit::Modu
     std::string name = join(path);
     torch::jit::Value* replacement = nullptr;
     if (value.isTensor()) {
-      auto it = inputByPath.find(name);
-      if (it == inputByPath.end()) {
-        torch::jit::Value* in = graph.addInput(name);
-        in->setType(c10::TensorType::create(value.toTensor()));
-        lifted.names.push_back(name);
-        lifted.values.push_back(value.toTensor());
-        it = inputByPath.emplace(name, in).first;
+      replacement = lift(name, value.toTensor());
+    } else if (value.isTensorList()) {
+      std::vector<torch::jit::Value*> elements;
+      size_t k = 0;
+      for (const at::Tensor& t : value.toTensorVector()) {
+        auto known = parameterNames.find(t.unsafeGetTensorImpl());
+        elements.push_back(lift(known != parameterNames.end() ? known->second : name + "." + std::to_string(k), t));
+        ++k;
       }
-      replacement = it->second;
+      torch::jit::WithInsertPoint guard(n);
+      replacement = graph.insertNode(graph.createList(c10::TensorType::get(), elements))->output();
     } else {
       torch::jit::WithInsertPoint guard(n);
       auto constant = graph.insertConstant(value);

@@ -20,12 +20,19 @@ def _to_torch(value):
     if isinstance(value, torch.Tensor):  # the common cases first: this runs per input per call
         return value.detach()
     if isinstance(value, np.ndarray):
-        return torch.from_numpy(np.asarray(value, order="C"))  # keeps 0-d arrays 0-d
+        return _from_numpy(value)
     if value is None:
         return None
     if isinstance(value, (list, tuple)):
         return [_to_torch(v) for v in value]
-    return torch.from_numpy(np.asarray(value, order="C"))  # keeps 0-d arrays 0-d
+    return _from_numpy(value)
+
+
+def _from_numpy(value):
+    array = np.asarray(value, order="C")  # keeps 0-d arrays 0-d
+    if not array.flags.writeable:  # np.load(mmap), frombuffer: torch warns on read-only memory
+        array = array.copy()
+    return torch.from_numpy(array)
 
 
 def _to_numpy(value):

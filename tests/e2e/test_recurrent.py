@@ -1,0 +1,163 @@
+"""nn.LSTM, nn.GRU and nn.RNN (tanh and relu) exported with pt2onnx and run in ONNX Runtime and the
+builtin runtime against PyTorch: 1-3 layers, both directions, batch_first, with and without initial
+states, with and without biases, every opset; dynamic sequence length and batch checked on inputs of
+other sizes than the example; what ONNX cannot express (proj_size, dropout in training) is a located
+error."""
+import itertools
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+import torch
+
+import pt2onnx
+from samples import ort
+
+TOLERANCE = 1e-4
+INPUT, HIDDEN = 4, 5
+
+
+def make(kind, layers, bidirectional, batch_first, bias=True):
+    torch.manual_seed(layers * 7 + bidirectional * 3 + batch_first)
+    if kind == "lstm":
+        cls, extra = torch.nn.LSTM, {}
+    elif kind == "gru":
+        cls, extra = torch.nn.GRU, {}
+    else:
+        cls, extra = torch.nn.RNN, {"nonlinearity": kind.split("_")[1]}
+    return cls(INPUT, HIDDEN, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first, bias=bias,
+               dropout=0.3 if layers > 1 else 0.0, **extra).eval()  # dropout: ignored in eval
+
+
+def sequence(seq, batch, batch_first):
+    return torch.randn(batch, seq, INPUT) if batch_first else torch.randn(seq, batch, INPUT)
+
+
+def initial_states(kind, layers, bidirectional, batch):
+    shape = (layers * (2 if bidirectional else 1), batch, HIDDEN)
+    return (torch.randn(shape), torch.randn(shape)) if kind == "lstm" else torch.randn(shape)
+
+
+def flatten(outputs):
+    if isinstance(outputs, torch.Tensor):
+        return [outputs]
+    return [t for o in outputs for t in flatten(o)]
+
+
+def check(model, args, path, runs):
+    """Each run (argument tuples) in both runtimes against PyTorch."""
+    proto = onnx.load(str(path))
+    names = [i.name for i in proto.graph.input]
+    session = pt2onnx.InferenceSession(str(path))
+    for run_args in runs:
+        with torch.no_grad():
+            expected = flatten(model(*run_args))
+        feeds = {n: t.numpy() for n, t in zip(names, flatten(run_args))}
+        outputs = {"ort": list(ort.run(path, feeds).values()), "builtin": session.run(None, feeds)}
+        for runtime, got in outputs.items():
+            assert len(got) == len(expected), runtime
+            for k, (e, g) in enumerate(zip(expected, got)):
+                err = ort.max_rel_error(e.numpy(), g)
+                assert err < TOLERANCE, f"{runtime} output {k}: {err}"
+
+
+KINDS = ["lstm", "gru", "rnn_tanh", "rnn_relu"]
+CONFIGS = list(itertools.product(KINDS, [1, 2, 3], [False, True], [False, True]))
+
+
+@pytest.mark.parametrize("kind,layers,bidirectional,batch_first", CONFIGS,
+                         ids=[f"{k}-{n}layer-{'bi' if b else 'uni'}-{'bf' if f else 'sf'}" for k, n, b, f in CONFIGS])
+def test_recurrent_matches_torch(kind, layers, bidirectional, batch_first, tmp_path):
+    model = make(kind, layers, bidirectional, batch_first)
+    x = sequence(5, 3, batch_first)
+    path = tmp_path / "m.onnx"
+    pt2onnx.export(model, (x,), str(path), input_names=["x"])
+    ops = {n.op_type for n in onnx.load(str(path)).graph.node}
+    assert {"lstm": "LSTM", "gru": "GRU"}.get(kind, "RNN") in ops
+    check(model, (x,), path, [(x,)])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_initial_states_and_dynamic_axes(kind, bidirectional, tmp_path):
+    """Initial states given; sequence length and batch dynamic, run on other sizes than exported."""
+    model = make(kind, 2, bidirectional, batch_first=False)
+    x, state = sequence(4, 2, False), initial_states(kind, 2, bidirectional, 2)
+    path = tmp_path / "m.onnx"
+    state_names = ["h0", "c0"] if kind == "lstm" else ["h0"]
+    axes = {"x": {0: "seq", 1: "batch"}, **{n: {1: "batch"} for n in state_names}}
+    pt2onnx.export(model, (x, state), str(path), input_names=["x"] + state_names, dynamic_axes=axes)
+    runs = [(x, state)] + [(sequence(s, b, False), initial_states(kind, 2, bidirectional, b))
+                           for s, b in [(7, 3), (1, 1), (9, 5)]]
+    check(model, (x, state), path, runs)
+
+
+@pytest.mark.parametrize("opset", [13, 14, 15, 16, 17])
+@pytest.mark.parametrize("kind", ["lstm", "gru", "rnn_tanh"])
+def test_every_opset_without_biases(opset, kind, tmp_path):
+    model = make(kind, 2, True, batch_first=True, bias=False)
+    x = sequence(3, 2, True)
+    pt2onnx.export(model, (x,), str(tmp_path / "m.onnx"), opset_version=opset)
+    check(model, (x,), tmp_path / "m.onnx", [(x,)])
+
+
+class Tagger(torch.nn.Module):
+    """A scripted model around a recurrent layer (nn.LSTM itself has overloaded forwards)."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.rnn = make(kind, 2, True, batch_first=True)
+        self.head = torch.nn.Linear(2 * HIDDEN, 3)
+
+    def forward(self, x):
+        out, _ = self.rnn(x)
+        return self.head(out)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru", "rnn_tanh"])
+def test_scripted_recurrent_matches_torch(kind, tmp_path):
+    model = Tagger(kind).eval()
+    x = sequence(6, 2, True)
+    pt2onnx.export(torch.jit.script(model), (x,), str(tmp_path / "m.onnx"), input_names=["x"],
+                   dynamic_axes={"x": {0: "batch", 1: "seq"}})
+    check(model, (x,), tmp_path / "m.onnx", [(x,), (sequence(9, 4, True),)])
+
+
+def test_lstm_with_projection_is_a_located_error(tmp_path):
+    model = torch.nn.LSTM(INPUT, HIDDEN, proj_size=2).eval()
+    with pytest.raises(pt2onnx.ExportError) as e:
+        pt2onnx.export(model, (sequence(3, 2, False),), str(tmp_path / "m.onnx"))
+    message = str(e.value)
+    assert "aten::lstm" in message and "proj_size" in message and "opset" in message
+    assert not (tmp_path / "m.onnx").exists()
+
+
+def test_dropout_between_layers_in_training_is_a_located_error(tmp_path):
+    model = make("gru", 2, False, batch_first=False).train()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(pt2onnx.ExportError) as e:
+            pt2onnx.export(model, (sequence(3, 2, False),), str(tmp_path / "m.onnx"),
+                           training=pt2onnx.TrainingMode.TRAINING)
+    assert "aten::gru" in str(e.value) and "dropout" in str(e.value)
+
+
+def test_weights_are_reordered_not_copied_per_call(tmp_path):
+    """Two calls of one LSTM share its initializers (the gate reordering is computed in the graph)."""
+    class Twice(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = make("lstm", 1, False, False)
+
+        def forward(self, a, b):
+            return self.lstm(a)[0] + self.lstm(b)[0]
+
+    model = Twice().eval()
+    args = (sequence(3, 2, False), sequence(3, 2, False))
+    pt2onnx.export(model, args, str(tmp_path / "m.onnx"))
+    proto = onnx.load(str(tmp_path / "m.onnx"))
+    assert len(proto.graph.initializer) == 4
+    check(model, args, tmp_path / "m.onnx", [args])
+    np.testing.assert_equal(sorted(i.name for i in proto.graph.initializer),
+                            sorted(n for n, _ in model.named_parameters()))
