@@ -103,6 +103,7 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
                passes::inlineAutogradFunctions(*g, nullptr);
            }),
       pass("inline_fork_wait", [](auto& g) { torch::jit::InlineForkWait(g); }),
+      pass("drop_packed_total_length", [](auto& g) { passes::dropPackedTotalLength(*g); }),
       // LowerAllTuples needs every indexed tuple to be built in sight, with a constant index; a
       // scripted nn.LSTM indexes its Optional state in a branch that is dead once `hx is None` is
       // folded, so graphs that index tuples inside blocks get that folding first.

@@ -83,6 +83,19 @@ Outputs sizeList(Context& ctx) {
 
 Outputs rankOf(Context& ctx) { return {Arg::ofInt(ctx.requireRank(ctx.tensor(0), "the tensor"))}; }
 
+// aten::numel(Tensor) -> int: static when every dim is, else ONNX Size.
+Outputs numelOf(Context& ctx) {
+  ir::Value* self = ctx.tensor(0);
+  if (self->type.isFullyStatic()) {
+    int64_t n = 1;
+    for (int64_t d : self->type.staticSizes()) n *= d;
+    return {Arg::ofInt(n)};
+  }
+  ir::Value* size = ctx.op("Size", {self});
+  size->type = {ir::DType::Int64, std::vector<ir::Dim>{}};
+  return {Arg::dynamicNumber(Arg::Kind::Int, size)};
+}
+
 // prim::dtype(Tensor) -> int (the c10::ScalarType code).
 Outputs dtypeOf(Context& ctx) {
   ir::DType t = ctx.dtypeOf(ctx.tensor(0));
@@ -107,6 +120,7 @@ void registerPrimSymbolics(Registry& r) {
   r.onOp("aten::size.int", 13, sizeOfDim);
   r.onOp("aten::size", 13, sizeList);
   r.onOp("aten::dim", 13, rankOf);
+  r.onOp("aten::numel", 13, numelOf);
   r.onOp("prim::NumToTensor", 13, passThrough);
   r.onOp("aten::ScalarImplicit", 13, passThrough);
   r.onOp("prim::unchecked_cast", 13, passThrough);

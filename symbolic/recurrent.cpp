@@ -2,6 +2,9 @@
 // overloads nn.LSTM / nn.GRU / nn.RNN trace to) as one ONNX LSTM / GRU / RNN node per layer, both
 // directions in one node. PyTorch packs the gates of a weight as [i, f, g, o] (LSTM) and [r, z, n]
 // (GRU); ONNX expects [i, o, f, c] and [z, r, h], so each weight and bias is split and re-concatenated.
+// Packed sequences (pack_padded_sequence / pad_packed_sequence) stay padded, with their lengths as
+// the ops' sequence_lens.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,19 +52,24 @@ int64_t staticDim(Context& ctx, Value* v, size_t axis, const std::string& what) 
 }
 
 // (input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first); for the
-// LSTM, hx is the list [h0, c0]. Returns (output, h_n[, c_n]).
-Outputs convertRecurrent(Context& ctx, const Cell& cell) {
+// LSTM, hx is the list [h0, c0]. The packed overloads (data, batch_sizes, hx, params, ...) without
+// batch_first get the padded sequence and its lengths from _pack_padded_sequence below: `packed`.
+// Returns (output, h_n[, c_n]).
+Outputs convertRecurrent(Context& ctx, const Cell& cell, bool packed) {
   const bool lstm = cell.onnxOp == "LSTM";
+  const size_t a = packed ? 1 : 0;  // argument shift: batch_sizes follows the data
   Value* input = ctx.tensor(0);
-  std::vector<Value*> hx = lstm ? ctx.tensors(1) : std::vector<Value*>{ctx.tensor(1)};
-  std::vector<Value*> params = ctx.tensors(2);
-  const bool hasBiases = ctx.boolean(3);
-  const int64_t layers = ctx.int64(4);
-  const bool train = ctx.boolean(6);
-  const int64_t directions = ctx.boolean(7) ? 2 : 1;
-  const bool batchFirst = ctx.boolean(8);
+  Value* lengths = packed ? ctx.cast(ctx.tensor(1), ir::DType::Int32) : nullptr;
+  std::vector<Value*> hx = lstm ? ctx.tensors(1 + a) : std::vector<Value*>{ctx.tensor(1 + a)};
+  std::vector<Value*> params = ctx.tensors(2 + a);
+  const bool hasBiases = ctx.boolean(3 + a);
+  const int64_t layers = ctx.int64(4 + a);
+  const double dropout = ctx.float64(5 + a);
+  const bool train = ctx.boolean(6 + a);
+  const int64_t directions = ctx.boolean(7 + a) ? 2 : 1;
+  const bool batchFirst = !packed && ctx.boolean(8);
   if (lstm && hx.size() != 2) ctx.fail("expected hx = [h0, c0], got " + std::to_string(hx.size()) + " tensors");
-  if (train && ctx.float64(5) > 0 && layers > 1)
+  if (train && dropout > 0 && layers > 1)
     ctx.fail("dropout between recurrent layers in training mode has no ONNX equivalent; export in eval mode");
   const size_t perDirection = hasBiases ? 4 : 2;
   if (params.size() != static_cast<size_t>(layers * directions) * perDirection) {
@@ -92,7 +100,7 @@ Outputs convertRecurrent(Context& ctx, const Cell& cell) {
                            {ir::attr::i("axis", 0)}));
     }
     std::vector<Value*> inputs = {x, stackDirections(ctx, w), stackDirections(ctx, r),
-                                  hasBiases ? stackDirections(ctx, b) : nullptr, nullptr,
+                                  hasBiases ? stackDirections(ctx, b) : nullptr, lengths,
                                   stateRows(ctx, hx[0], layer * directions, directions)};
     if (lstm) inputs.push_back(stateRows(ctx, hx[1], layer * directions, directions));
     std::vector<Value*> outs = ctx.opMulti(cell.onnxOp, inputs, lstm ? 3 : 2, attributes);
@@ -110,17 +118,62 @@ Outputs convertRecurrent(Context& ctx, const Cell& cell) {
   return {output, concat(finalH)};
 }
 
-SymbolicFn recurrent(Cell cell) {
-  return [cell](Context& ctx) { return convertRecurrent(ctx, cell); };
+SymbolicFn recurrent(Cell cell, bool packed) {
+  return [cell, packed](Context& ctx) { return convertRecurrent(ctx, cell, packed); };
+}
+
+// A packed sequence is kept padded: aten::_pack_padded_sequence(input, lengths, batch_first) gives
+// the sequence time-major as its "data" and the lengths as its "batch_sizes"; the recurrent ops take
+// them as ONNX's sequence_lens, which stops each sequence at its length as packing does.
+Outputs packPaddedSequence(Context& ctx) {
+  Value* input = ctx.tensor(0);
+  Value* data = ctx.boolean(2) ? ctx.op("Transpose", {input}, {ir::attr::ints("perm", {1, 0, 2})}) : input;
+  return {data, ctx.cast(ctx.tensor(1), ir::DType::Int64)};
+}
+
+// aten::_pad_packed_sequence(data, batch_sizes, batch_first, padding_value, total_length) ->
+// (output, lengths): the padded sequence cut to the longest length (or total_length), padded with
+// padding_value past each length (ONNX's Y has zeros there).
+Outputs padPackedSequence(Context& ctx) {
+  Value* data = ctx.tensor(0);
+  Value* lengths = ctx.tensor(1);
+  double padding = ctx.float64(3);
+  // -1: not given (exporter/passes/packed_sequence_lengths.cpp), the longest length.
+  std::optional<int64_t> totalLength = ctx.int64(4) >= 0 ? std::optional<int64_t>(ctx.int64(4)) : std::nullopt;
+  Value* zero = ctx.constInt64s({0});
+  Value* steps = ctx.op("ReduceMax", {lengths}, {ir::attr::i("keepdims", 1)});
+  Value* y = ctx.op("Slice", {data, zero, steps, zero});
+  if (padding != 0) {
+    // step t of sequence b is past its end when t >= lengths[b]: [T, B] broadcast over features.
+    Value* t = ctx.op("Range", {ctx.constInt64(0), ctx.op("Squeeze", {steps, zero}), ctx.constInt64(1)});
+    Value* past = ctx.op("GreaterOrEqual", {ctx.unsqueeze(t, {1}), ctx.unsqueeze(lengths, {0})});
+    Value* fill = ctx.constScalar(padding, ctx.outputType(0).dtype);
+    y = ctx.op("Where", {ctx.unsqueeze(past, {2}), fill, y});
+  }
+  if (totalLength) {  // at least the longest length (PyTorch checks); padded up to it
+    Value* extra = ctx.op("Sub", {ctx.constInt64s({*totalLength}), steps});
+    Value* pads = ctx.op("Concat", {zero, zero, zero, extra, zero, zero}, {ir::attr::i("axis", 0)});
+    y = ctx.op("Pad", {y, pads, ctx.constScalar(padding, ctx.outputType(0).dtype)});
+  }
+  if (ctx.boolean(2)) y = ctx.op("Transpose", {y}, {ir::attr::ints("perm", {1, 0, 2})});
+  return {y, lengths};
 }
 
 }  // namespace
 
 void registerRecurrentSymbolics(Registry& r) {
-  r.onOp("aten::lstm.input", 13, recurrent({"LSTM", {0, 3, 1, 2}, ""}));
-  r.onOp("aten::gru.input", 13, recurrent({"GRU", {1, 0, 2}, ""}));
-  r.onOp("aten::rnn_tanh.input", 13, recurrent({"RNN", {0}, "Tanh"}));
-  r.onOp("aten::rnn_relu.input", 13, recurrent({"RNN", {0}, "Relu"}));
+  const Cell lstm{"LSTM", {0, 3, 1, 2}, ""}, gru{"GRU", {1, 0, 2}, ""}, tanh{"RNN", {0}, "Tanh"},
+      relu{"RNN", {0}, "Relu"};
+  r.onOp("aten::lstm.input", 13, recurrent(lstm, false));
+  r.onOp("aten::lstm.data", 13, recurrent(lstm, true));
+  r.onOp("aten::gru.input", 13, recurrent(gru, false));
+  r.onOp("aten::gru.data", 13, recurrent(gru, true));
+  r.onOp("aten::rnn_tanh.input", 13, recurrent(tanh, false));
+  r.onOp("aten::rnn_tanh.data", 13, recurrent(tanh, true));
+  r.onOp("aten::rnn_relu.input", 13, recurrent(relu, false));
+  r.onOp("aten::rnn_relu.data", 13, recurrent(relu, true));
+  r.onOp("aten::_pack_padded_sequence", 13, packPaddedSequence);
+  r.onOp("aten::_pad_packed_sequence", 13, padPackedSequence);
 }
 
 }  // namespace pt2onnx::symbolic

@@ -1,5 +1,5 @@
-// Reduction symbolics: mean, sum, prod, amax/amin, max/min, argmax/argmin, var/std, logsumexp,
-// cumsum, any/all.
+// Reduction symbolics: mean, sum, prod, amax/amin, max/min, argmax/argmin, sort/argsort/topk
+// (ONNX TopK), var/std, logsumexp, cumsum, any/all.
 //
 // In opsets 13..17 ReduceSum takes its axes as an input, every other Reduce* as an `axes` attribute.
 // An empty dim list (or None) reduces over every dimension, as in PyTorch.
@@ -132,6 +132,44 @@ SymbolicFn argExtremum(const char* onnxOp) {
   };
 }
 
+// ---- sort, topk ----
+
+// ONNX TopK along `dim` for the k given as a 1-D int64 tensor: (values, indices). Equal values
+// keep their index order (ONNX's tie rule).
+std::vector<Value*> topK(Context& ctx, Value* x, Value* k, int64_t dim, bool largest) {
+  return ctx.opMulti("TopK", {x, k}, 2, {attr::i("axis", dim), attr::i("largest", largest ? 1 : 0), attr::i("sorted", 1)});
+}
+
+// The whole length of `dim` as TopK's k: a sort.
+Value* lengthAlong(Context& ctx, Value* x, int64_t dim) {
+  return ctx.op("Gather", {ctx.op("Shape", {x}), ctx.constInt64s({dim})}, {attr::i("axis", 0)});
+}
+
+// aten::sort(self, dim=-1, descending=False) and sort.stable(self, *, stable, dim, descending).
+SymbolicFn sortValues(size_t dimArg) {
+  return [dimArg](Context& ctx) -> Outputs {
+    Value* x = inputTensor(ctx);
+    int64_t dim = ctx.int64(dimArg);
+    std::vector<Value*> out = topK(ctx, x, lengthAlong(ctx, x, dim), dim, ctx.boolean(dimArg + 1));
+    return {out[0], out[1]};
+  };
+}
+
+// aten::argsort(self, dim=-1, descending=False)
+Outputs argsort(Context& ctx) {
+  Value* x = inputTensor(ctx);
+  int64_t dim = ctx.int64(1);
+  return {topK(ctx, x, lengthAlong(ctx, x, dim), dim, ctx.boolean(2))[1]};
+}
+
+// aten::topk(self, k, dim=-1, largest=True, sorted=True): always sorted (a valid order for False).
+Outputs topk(Context& ctx) {
+  Value* x = inputTensor(ctx);
+  Value* k = ctx.unsqueeze(ctx.scalarAsTensor(1, ir::DType::Int64), {0});
+  std::vector<Value*> out = topK(ctx, x, k, ctx.int64(2), ctx.boolean(3));
+  return {out[0], out[1]};
+}
+
 // ---- var, std ----
 
 struct VarianceArgs {
@@ -246,6 +284,10 @@ void registerReductionSymbolics(Registry& r) {
   r.onOp("aten::min", 13, maxOrMin("ReduceMin", "ArgMin"));
   r.onOp("aten::argmax", 13, argExtremum("ArgMax"));
   r.onOp("aten::argmin", 13, argExtremum("ArgMin"));
+  r.onOp("aten::sort", 13, sortValues(1));
+  r.onOp("aten::sort.stable", 13, sortValues(2));
+  r.onOp("aten::argsort", 13, argsort);
+  r.onOp("aten::topk", 13, topk);
   r.onOp("aten::var", 13, variance(false, false));
   r.onOp("aten::std", 13, variance(true, false));
   r.onOp("aten::var_mean", 13, variance(false, true));

@@ -34,6 +34,10 @@ struct GraphParameters {
 // (tensors: parameters and buffers) or a constant (other attributes), then removes `self`.
 LiftedParameters liftParameters(torch::jit::Graph& graph, const torch::jit::Module& module);
 
+// pad_packed_sequence's total_length when it is `batch_sizes.size(0)` (no total_length given)
+// becomes -1 ("the longest length"): packed sequences are kept padded, where that size is the batch.
+bool dropPackedTotalLength(torch::jit::Graph& graph);
+
 // Removes autograd.Function calls whose results are unused. The tracer records a Function called
 // inside another Function's forward both in that Function's body and, dead, in the outer graph;
 // LibTorch's DCE keeps such nodes because a Python call may have side effects.

@@ -1,8 +1,9 @@
 """nn.LSTM, nn.GRU and nn.RNN (tanh and relu) exported with pt2onnx and run in ONNX Runtime and the
 builtin runtime against PyTorch: 1-3 layers, both directions, batch_first, with and without initial
 states, with and without biases, every opset; dynamic sequence length and batch checked on inputs of
-other sizes than the example; what ONNX cannot express (proj_size, dropout in training) is a located
-error."""
+other sizes than the example; packed sequences (pack_padded_sequence / pad_packed_sequence, sorted or
+not, padding values, total_length) on lengths other than the example's; what ONNX cannot express
+(proj_size, dropout in training) is a located error."""
 import itertools
 import warnings
 
@@ -161,3 +162,34 @@ def test_weights_are_reordered_not_copied_per_call(tmp_path):
     check(model, args, tmp_path / "m.onnx", [args])
     np.testing.assert_equal(sorted(i.name for i in proto.graph.initializer),
                             sorted(n for n, _ in model.named_parameters()))
+
+
+class Packed(torch.nn.Module):
+    def __init__(self, kind, enforce_sorted, padding_value, total_length):
+        super().__init__()
+        self.rnn = make(kind, 2, True, batch_first=True)
+        self.enforce_sorted, self.padding_value, self.total_length = enforce_sorted, padding_value, total_length
+
+    def forward(self, x, lengths):
+        packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True,
+                                                         enforce_sorted=self.enforce_sorted)
+        out, state = self.rnn(packed)
+        y, out_lengths = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True, padding_value=self.padding_value,
+                                                                total_length=self.total_length)
+        return y, state, out_lengths
+
+
+PACKED = list(itertools.product(["lstm", "gru", "rnn_tanh"], [True, False], [(0.0, None), (-1.0, 8)]))
+
+
+@pytest.mark.parametrize("kind,enforce_sorted,padding", PACKED,
+                         ids=[f"{k}-{'sorted' if s else 'unsorted'}-pad{p[0]}-total{p[1]}" for k, s, p in PACKED])
+def test_packed_sequences_match_torch(kind, enforce_sorted, padding, tmp_path):
+    """The sequences stop at their lengths (ONNX sequence_lens) in both directions; the output is
+    cut to the longest length of each run (or total_length) and padded with padding_value."""
+    model = Packed(kind, enforce_sorted, *padding).eval()
+    example = (sequence(6, 3, True), torch.tensor([6, 4, 2] if enforce_sorted else [2, 6, 4]))
+    path = tmp_path / "m.onnx"
+    pt2onnx.export(model, example, str(path), input_names=["x", "lengths"])
+    other = (sequence(6, 3, True), torch.tensor([5, 5, 1] if enforce_sorted else [3, 1, 5]))
+    check(model, example, path, [example, other])

@@ -1,5 +1,5 @@
 // Converter tests for symbolic/reduction.cpp: sum, mean, prod, amax/amin, max/min, argmax/argmin,
-// var/std, logsumexp, cumsum, any/all.
+// sort/argsort/topk, var/std, logsumexp, cumsum, any/all.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -209,6 +209,53 @@ TEST(ReductionSymbolics, ArgmaxDimMatchesTorch) {
 TEST(ReductionSymbolics, ArgmaxTiesPickFirstIndex) {
   expectConvertsLikeTorch(dimGraph("aten::argmax", 1, false),
                           {at::tensor(std::vector<float>{1, 3, 3, 0, 2, 2, 2, 1}).reshape({2, 4})}, 13);
+}
+
+// ---- sort, argsort, topk ----
+
+TEST(ReductionSymbolics, SortBothDirectionsAlongAnyDimMatchesTorch) {
+  for (const char* dim : {"0", "1", "-1"})
+    for (const char* descending : {"0", "1"}) {
+      std::string ir = std::string(R"IR(
+graph(%x : Tensor):
+  %dim : int = prim::Constant[value=)IR") + dim + R"IR(]()
+  %descending : bool = prim::Constant[value=)IR" + descending + R"IR(]()
+  %values : Tensor, %indices : Tensor = aten::sort(%x, %dim, %descending)
+  return (%values, %indices)
+)IR";
+      expectConvertsLikeTorchAllOpsets(ir, {at::randn({4, 6})});  // distinct values: indices are unique
+    }
+  // Integer keys (sequence lengths), sorted descending as pack_padded_sequence does.
+  const char* stable = R"IR(
+graph(%x : Tensor):
+  %stable : bool = prim::Constant[value=1]()
+  %dim : int = prim::Constant[value=-1]()
+  %descending : bool = prim::Constant[value=1]()
+  %values : Tensor, %indices : Tensor = aten::sort(%x, %stable, %dim, %descending)
+  return (%values, %indices)
+)IR";
+  expectConvertsLikeTorch(stable, {at::tensor(std::vector<int64_t>{3, 9, 1, 5, 7})}, 17);
+}
+
+TEST(ReductionSymbolics, ArgsortAndTopkMatchTorch) {
+  const char* argsort = R"IR(
+graph(%x : Tensor):
+  %dim : int = prim::Constant[value=1]()
+  %descending : bool = prim::Constant[value=0]()
+  %indices : Tensor = aten::argsort(%x, %dim, %descending)
+  return (%indices)
+)IR";
+  expectConvertsLikeTorchAllOpsets(argsort, {at::randn({3, 5})});
+  const char* topk = R"IR(
+graph(%x : Tensor):
+  %k : int = prim::Constant[value=2]()
+  %dim : int = prim::Constant[value=0]()
+  %largest : bool = prim::Constant[value=0]()
+  %sorted : bool = prim::Constant[value=1]()
+  %values : Tensor, %indices : Tensor = aten::topk(%x, %k, %dim, %largest, %sorted)
+  return (%values, %indices)
+)IR";
+  expectConvertsLikeTorchAllOpsets(topk, {at::randn({5, 3})});
 }
 
 TEST(ReductionSymbolics, ArgminDimKeepdimMatchesTorch) {

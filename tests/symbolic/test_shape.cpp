@@ -11,6 +11,7 @@
 
 namespace {
 
+using pt2onnx::testing::contains;
 using pt2onnx::testing::countOf;
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
@@ -732,6 +733,21 @@ graph(%x : Tensor):
 )IR";
   expectDynamicAxesConvertLikeTorch(ir, {at::randn({2, 3, 4})}, {{0, "batch"}, {2, "len"}},
                                     {{at::randn({5, 3, 6})}, {at::randn({1, 3, 2})}}, 13);
+}
+
+// aten::numel (prim.cpp): folded for a static shape, ONNX Size at run time for a dynamic one.
+TEST(ShapeSymbolicsDynamicAxes, NumelStaticAndDynamic) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %n : int = aten::numel(%x)
+  %size : int[] = prim::ListConstruct(%n)
+  %v : Tensor = aten::reshape(%x, %size)
+  return (%v)
+)IR";
+  expectConvertsLikeTorch(ir, {at::randn({2, 3, 4})}, 13);
+  EXPECT_FALSE(contains(exportedOpTypes(ir, {at::randn({2, 3, 4})}, 13), "Size"));
+  expectDynamicAxesConvertLikeTorch(ir, {at::randn({2, 3, 4})}, {{0, "batch"}},
+                                    {{at::randn({5, 3, 4})}, {at::randn({1, 3, 4})}}, 13);
 }
 
 TEST(ShapeSymbolicsDynamicAxes, UnflattenWithDynamicTrailingDim) {
