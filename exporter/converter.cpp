@@ -252,7 +252,8 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
     } catch (const SymbolicError& e) {
       return unconvertible(n, e.what(), false);
     } catch (const ExportError& e) {  // ONNX type inference rejected a node the symbolic built
-      // Usually because PyTorch itself would reject these inputs (wrong example shapes): say that.
+      // Usually because PyTorch itself would reject these inputs (wrong example shapes): then that
+      // is the one error, of the export and of a support report alike (no op is unsupported).
       if (auto rejected = pytorchRejection(n, args))
         throw ExportError(jit::describeNode(n) + ": PyTorch rejects the inputs this node gets (check the example "
                           "inputs' shapes and dtypes): " + *rejected);

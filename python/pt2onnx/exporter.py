@@ -224,6 +224,10 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     if external_data_threshold is not None:
         options["external_data_threshold"] = int(external_data_threshold)
     if isinstance(model, torch.jit.ScriptModule):
+        if autograd_function_overrides:  # TorchScript cannot call autograd.Functions
+            raise _pt2onnx.ExportError(
+                f"autograd_function_overrides names {', '.join(map(str, autograd_function_overrides))}, but a "
+                "ScriptModule calls no autograd.Function")
         args = _normalize_script_args(model, args)
     else:
         inputs = arguments.traced_inputs(model, args)

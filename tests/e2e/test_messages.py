@@ -242,6 +242,20 @@ def test_unmatched_autograd_function_mode_is_an_error(where, cli, python_model, 
     assert_one_line_error(str(e.value), ["names NoSuchFunction", "its autograd.Functions: fn_model.Erfcx"])
 
 
+def test_overrides_on_a_script_module_are_an_error(tmp_path):
+    with pytest.raises(pt2onnx.ExportError) as e:
+        pt2onnx.export(torch.jit.script(Conv()), (torch.randn(1, 3, 8, 8),), str(tmp_path / "m.onnx"),
+                       autograd_function_overrides={"fn_model.Erfcx": "inline"})
+    assert_one_line_error(str(e.value), ["names fn_model.Erfcx", "a ScriptModule calls no autograd.Function"])
+
+
+def test_report_on_a_wrong_example_shape_is_that_error(cli, conv_archive):
+    """Not an unsupported op (exit 1): a user error (exit 2), the same line as convert's."""
+    proc = run(cli, "report", conv_archive, "-i", "x:2x3", "--format", "json")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert_one_line_error(proc.stderr, ["pt2onnx: error: node aten::_convolution", "PyTorch rejects the inputs"])
+
+
 def test_dynamic_axes_on_a_default_output_name(tmp_path):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
