@@ -127,6 +127,11 @@ class MetaStack {
   bool exact_ = true;
 };
 
+std::function<void()>& standInFailureHook() {
+  static std::function<void()> hook;
+  return hook;
+}
+
 // Runs `n`'s op on stand-ins for `args`; empty when it cannot. `sawUnknown` tells whether a stand-in
 // replaced something unknown; then the sizes are dropped (ranks kept) unless `keepProbeSizes`.
 std::vector<ir::TensorType> runOnStandIns(const torch::jit::Node* n, const std::vector<Arg>& args, StandIn standIn,
@@ -145,8 +150,10 @@ std::vector<ir::TensorType> runOnStandIns(const torch::jit::Node* n, const std::
   try {
     n->getOperation()(stack);
   } catch (const c10::NotImplementedError&) {
+    if (standInFailureHook()) standInFailureHook()();
     return {};  // no kernel for the stand-ins
   } catch (const std::exception& e) {
+    if (standInFailureHook()) standInFailureHook()();
     if (error) *error = messageOf(e);  // the arguments do not fit the op
     return {};
   }
@@ -210,5 +217,7 @@ std::optional<std::string> pytorchRejection(const torch::jit::Node* n, const std
   if (error.empty() || sawUnknown) return std::nullopt;  // with unknowns the stand-ins may be wrong
   return error;
 }
+
+void setStandInFailureHook(std::function<void()> hook) { standInFailureHook() = std::move(hook); }
 
 }  // namespace pt2onnx

@@ -4,6 +4,7 @@
 // when a symbolic needs a type PyTorch decides (type promotion) in a graph it does not run.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,11 @@ namespace pt2onnx {
 // exact; shapes are given only when the op ran on meta tensors and every dimension and number it saw
 // was known (otherwise rank only). Empty when the op cannot run on stand-ins for these arguments.
 std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std::vector<symbolic::Arg>& args);
+
+// Called after PyTorch rejects stand-ins. Under Python, a meta kernel written in Python (e.g.
+// repeat_interleave's, which cannot size its output without data) leaves its exception set in the
+// interpreter; the Python bindings install a hook that clears it, so later Python calls still work.
+void setStandInFailureHook(std::function<void()> hook);
 
 // PyTorch's own error when `n`'s op rejects these arguments (a 2-D input to a 2-D convolution),
 // found by running it on meta tensors; nullopt when it accepts them or when something is unknown.

@@ -11,6 +11,7 @@
 #include "common/errors.h"
 #include "common/logging.h"
 #include "exporter/export.h"
+#include "exporter/meta_types.h"
 #include "python/file_object_stream.h"
 #include "python/symbolic_bridge.h"
 #include "runtime/session.h"
@@ -210,6 +211,10 @@ PYBIND11_MODULE(_pt2onnx, m) {
     } catch (const c10::Error& e) {  // a LibTorch error that reached the binding unwrapped
       exportError(e.what_without_backtrace());
     }
+  });
+  setStandInFailureHook([] {
+    py::gil_scoped_acquire gil;
+    if (PyErr_Occurred()) PyErr_Clear();  // left by a meta kernel written in Python; already handled
   });
   m.attr("MIN_OPSET") = kMinOpset;
   m.attr("MAX_OPSET") = kMaxOpset;

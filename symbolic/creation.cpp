@@ -1,5 +1,5 @@
 // Tensor creation: arange, zeros/ones/full/empty (and their _like / new_ forms), fill,
-// tril/triu, scalar_tensor and aten::tensor; random creation fails (ONNX cannot reproduce it).
+// tril/triu, eye, scalar_tensor and aten::tensor; random creation fails (ONNX cannot reproduce it).
 #include <optional>
 #include <string>
 #include <vector>
@@ -262,6 +262,19 @@ Outputs randomSymbolic(Context& ctx) {
 
 Outputs namedTensorSymbolic(Context& ctx) { ctx.fail("named tensors are not supported"); }
 
+// aten::eye(n, dtype?, layout?, device?, pin_memory?) and eye.m(n, m, ...): ONNX EyeLike on an
+// [n, m] tensor; n and m may be known only at run time.
+SymbolicFn eyeSymbolic(bool square) {
+  return [square](Context& ctx) -> Outputs {
+    ir::DType dtype = resultDType(ctx, square ? 1 : 2, ir::DType::Float);
+    ir::Value* rows = ctx.unsqueeze(ctx.scalarAsTensor(0, ir::DType::Int64), {0});
+    ir::Value* cols = square ? rows : ctx.unsqueeze(ctx.scalarAsTensor(1, ir::DType::Int64), {0});
+    ir::Value* shape = ctx.op("Concat", {rows, cols}, {i("axis", 0)});
+    ir::Value* zeros = filledWith(ctx, shape, Arg::ofInt(0), ir::DType::Float);
+    return {ctx.op("EyeLike", {zeros}, {i("dtype", static_cast<int64_t>(dtype))})};
+  };
+}
+
 }  // namespace
 
 void registerCreationSymbolics(Registry& r) {
@@ -293,6 +306,8 @@ void registerCreationSymbolics(Registry& r) {
   r.onOp("aten::triu", 14, triluOpset14(true));
 
   r.onOp("aten::scalar_tensor", 13, scalarTensorSymbolic);
+  r.onOp("aten::eye", 13, eyeSymbolic(true));
+  r.onOp("aten::eye.m", 13, eyeSymbolic(false));
   for (const char* overload : {".int", ".float", ".bool"}) {
     r.onOp(std::string("aten::tensor") + overload, 13, numberTensorSymbolic);
     r.onOp(std::string("aten::as_tensor") + overload, 13, numberTensorSymbolic);

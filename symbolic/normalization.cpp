@@ -1,4 +1,4 @@
-// Normalization: batch_norm, instance_norm, layer_norm / native_layer_norm, group_norm.
+// Normalization: batch_norm, instance_norm, layer_norm / native_layer_norm, group_norm, _weight_norm.
 #include <optional>
 #include <string>
 #include <vector>
@@ -207,6 +207,21 @@ Outputs nativeLayerNormOpset17(Context& ctx) {
 
 // aten::group_norm(input, num_groups, weight?, bias?, eps, cudnn_enabled): InstanceNormalization
 // over (N, G, rest), reshaped back, then the per-channel affine (torch.onnx's formulation).
+// aten::_weight_norm(v, g, dim): v * g / ||v||, the norm over every axis but `dim` (over all of
+// them for dim = -1), as nn.utils.weight_norm computes a weight.
+Outputs weightNorm(Context& ctx) {
+  Value* v = ctx.tensor(0);
+  Value* g = ctx.tensor(1);
+  int64_t rank = ctx.requireRank(v, "the weight_norm direction v");
+  int64_t dim = ctx.int64(2);
+  if (dim < -1) dim += rank;
+  std::vector<int64_t> axes;
+  for (int64_t a = 0; a < rank; ++a)
+    if (a != dim) axes.push_back(a);
+  Value* norm = ctx.op("ReduceL2", {v}, {ir::attr::ints("axes", axes), ir::attr::i("keepdims", 1)});
+  return {ctx.op("Mul", {v, ctx.op("Div", {g, norm})})};
+}
+
 Outputs groupNorm(Context& ctx) {
   Value* x = ctx.tensor(0);
   int64_t groups = ctx.int64(1);
@@ -232,6 +247,7 @@ Outputs groupNorm(Context& ctx) {
 void registerNormalizationSymbolics(Registry& r) {
   r.onOp("aten::batch_norm", 13, batchNorm);
   r.onOp("aten::instance_norm", 13, instanceNorm);
+  r.onOp("aten::_weight_norm", 13, weightNorm);
   r.onOp("aten::layer_norm", 13, layerNormOpset13);
   r.onOp("aten::layer_norm", 17, layerNormOpset17);
   r.onOp("aten::native_layer_norm", 13, nativeLayerNormOpset13);

@@ -1,5 +1,5 @@
 // Shape and layout ops: view/reshape/flatten, transposes, dtype conversions, (un)squeeze, expand,
-// repeat, cat/stack/split, flip/roll, pixel shuffle, upsampling (Resize) and padding.
+// repeat, repeat_interleave, cat/stack/split, flip/roll, pixel shuffle, upsampling (Resize) and padding.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -305,6 +305,38 @@ ir::Value* tileBy(Context& ctx, ir::Value* x, ir::Value* repeats, int64_t n) {
 
 Outputs repeatSymbolic(Context& ctx) {
   return {tileBy(ctx, ctx.tensor(0), ctx.intsAsTensor(1), listLength(ctx, 1))};
+}
+
+// aten::repeat_interleave: element k along `dim` (of the flattened tensor when dim is None)
+// repeated repeats[k] times; a single repeat count applies to every element. Output position j
+// reads element #{k : cumsum(repeats)[k] <= j}, computed in the graph, so the counts may be known
+// only at run time. Without self (the .Tensor overload) the result is those indices.
+Outputs repeatInterleave(Context& ctx, bool hasSelf, bool tensorRepeats) {
+  using ir::attr::i;
+  ir::Value* x = nullptr;
+  int64_t dim = 0;
+  ir::Value* repeats = tensorRepeats ? ctx.cast(ctx.tensor(hasSelf ? 1 : 0), ir::DType::Int64)
+                                     : ctx.scalarAsTensor(1, ir::DType::Int64);
+  repeats = ctx.op("Reshape", {repeats, ctx.constInt64s({-1})});
+  if (hasSelf) {
+    x = ctx.tensor(0);
+    if (ctx.isNone(2)) {
+      x = ctx.op("Reshape", {x, ctx.constInt64s({-1})});
+    } else {
+      int64_t rank = ctx.requireRank(x, "the repeat_interleave input");
+      dim = ctx.int64(2) < 0 ? ctx.int64(2) + rank : ctx.int64(2);
+    }
+    ir::Value* count = ctx.op("Gather", {ctx.op("Shape", {x}), ctx.constInt64s({dim})}, {i("axis", 0)});
+    repeats = ctx.op("Expand", {repeats, count});  // one count for every element
+  }
+  ir::Value* ends = ctx.op("CumSum", {repeats, ctx.constInt64(0)});
+  ir::Value* total = ctx.op("ReduceSum", {repeats}, {i("keepdims", 0)});
+  ir::Value* positions = ctx.op("Range", {ctx.constInt64(0), total, ctx.constInt64(1)});
+  ir::Value* passed = ctx.op("LessOrEqual", {ctx.unsqueeze(ends, {0}), ctx.unsqueeze(positions, {1})});
+  ir::Value* index = ctx.op("ReduceSum", {ctx.cast(passed, ir::DType::Int64), ctx.constInt64s({1})},
+                            {i("keepdims", 0)});
+  if (!hasSelf) return {index};
+  return {ctx.op("Gather", {x, index}, {i("axis", dim)})};
 }
 
 Outputs tileSymbolic(Context& ctx) {
@@ -649,6 +681,9 @@ void registerShapeSymbolics(Registry& r) {
   r.onOp("aten::expand_as", 13, expandAsSymbolic);
   r.onOp("aten::repeat", 13, repeatSymbolic);
   r.onOp("aten::tile", 13, tileSymbolic);
+  r.onOp("aten::repeat_interleave.self_int", 13, [](Context& ctx) { return repeatInterleave(ctx, true, false); });
+  r.onOp("aten::repeat_interleave.self_Tensor", 13, [](Context& ctx) { return repeatInterleave(ctx, true, true); });
+  r.onOp("aten::repeat_interleave.Tensor", 13, [](Context& ctx) { return repeatInterleave(ctx, false, true); });
 
   r.onOp("aten::cat", 13, catSymbolic);
   r.onOp("aten::stack", 13, stackSymbolic);

@@ -691,3 +691,18 @@ def test_full_check_passes_and_doc_strings_hold_source_locations(opset, tmp_path
     # the forward() lines of TinyCnn appear as file:line
     forward_line = _line_of("y = torch.relu(self.bn(self.conv(x)))")
     assert any(f"{THIS_FILE}:{forward_line}" in d for d in docs), docs
+
+
+def test_ops_whose_python_meta_kernel_raises_export(tmp_path):
+    """repeat_interleave with per-element counts: PyTorch's meta kernel (Python) cannot size the
+    output and raises while pt2onnx types the graph; that must leave no Python error behind (it
+    was a SystemError), and the model must give PyTorch's numbers on other counts."""
+    class Interleave(torch.nn.Module):
+        def forward(self, x, counts):
+            return x.repeat_interleave(counts, dim=0) * 2
+
+    model, path = Interleave(), tmp_path / "m.onnx"
+    pt2onnx.export(model, (torch.randn(3, 2), torch.tensor([1, 0, 2])), str(path), input_names=["x", "counts"])
+    x, counts = torch.randn(3, 2), torch.tensor([2, 3, 1])
+    got = ort.run(path, {"x": x.numpy(), "counts": counts.numpy()})
+    assert ort.max_rel_error(model(x, counts).numpy(), list(got.values())[0]) < TOLERANCE

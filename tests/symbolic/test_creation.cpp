@@ -336,4 +336,24 @@ graph(%x : Tensor):
                                     {{at::randn({7, 2})}, {at::randn({1, 2})}}, 13);
 }
 
+// aten::eye / eye.m: square and rectangular, float and int64, sizes static or read at run time.
+TEST(CreationSymbolics, EyeMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %long : int = prim::Constant[value=4]()
+  %none : NoneType = prim::Constant()
+  %n : int = aten::size(%x, %zero)
+  %m : int = aten::size(%x, %one)
+  %square : Tensor = aten::eye(%m, %none, %none, %none, %none)
+  %rect : Tensor = aten::eye(%n, %m, %long, %none, %none, %none)
+  %y : Tensor = aten::matmul(%x, %square)
+  return (%y, %rect)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 3})});
+  expectDynamicAxesConvertLikeTorch(ir, {at::randn({2, 3})}, {{0, "n"}, {1, "m"}},
+                                    {{at::randn({5, 2})}, {at::randn({1, 4})}}, 13);
+}
+
 }  // namespace

@@ -232,4 +232,23 @@ graph(%x : Tensor):
   expectConvertsLikeTorch(ir, {at::randn({3, 4, 7})}, 13);
 }
 
+// ---- _weight_norm ----
+
+// The norm over every axis but dim (dim 0: a Conv or Linear weight's rows; the last axis), or over
+// all of them (dim -1, weight_norm(dim=None)).
+TEST(NormalizationSymbolics, WeightNormMatchesTorch) {
+  for (const char* dim : {"0", "2", "-1"}) {
+    std::string ir = std::string(R"IR(
+graph(%v : Tensor, %g : Tensor):
+  %dim : int = prim::Constant[value=)IR") + dim + R"IR(]()
+  %w : Tensor = aten::_weight_norm(%v, %g, %dim)
+  return (%w)
+)IR";
+    std::vector<int64_t> gShape = std::string(dim) == "0" ? std::vector<int64_t>{4, 1, 1}
+                                  : std::string(dim) == "2" ? std::vector<int64_t>{1, 1, 5}
+                                                            : std::vector<int64_t>{};
+    expectConvertsLikeTorchAllOpsets(ir, {at::randn({4, 3, 5}), at::rand(gShape) + 0.5});
+  }
+}
+
 }  // namespace

@@ -318,6 +318,27 @@ graph(%x : Tensor, %other : Tensor):
   expectConvertsLikeTorchAllOpsets(ir, {at::randn({1, 3}), at::randn({2, 3})});
 }
 
+// repeat_interleave: a constant count along a dim or over the flattened tensor, per-element counts
+// (zero included) read at run time, and the .Tensor overload's indices.
+TEST(ShapeSymbolics, RepeatInterleaveEveryOverloadMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor, %counts : Tensor):
+  %two : int = prim::Constant[value=2]()
+  %one : int = prim::Constant[value=1]()
+  %zero : int = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %a : Tensor = aten::repeat_interleave(%x, %two, %one, %none)
+  %b : Tensor = aten::repeat_interleave(%x, %two, %none, %none)
+  %c : Tensor = aten::repeat_interleave(%x, %counts, %zero, %none)
+  %d : Tensor = aten::repeat_interleave(%counts, %none)
+  return (%a, %b, %c, %d)
+)IR";
+  std::vector<at::Tensor> inputs = {at::randn({3, 2}), at::tensor(std::vector<int64_t>{1, 0, 3})};
+  expectConvertsLikeTorchAllOpsets(ir, inputs);
+  expectDynamicAxesConvertLikeTorch(ir, inputs, {{1, "cols"}},
+                                    {{at::randn({3, 5}), at::tensor(std::vector<int64_t>{2, 2, 0})}}, 13);
+}
+
 TEST(ShapeSymbolics, RepeatAddingLeadingDimsMatchesTorch) {
   const char* ir = R"IR(
 graph(%x : Tensor):
