@@ -159,6 +159,7 @@ void registerAllKernels(KernelRegistry& r) {
   registerSequenceKernels(r);
   registerControlFlowKernels(r);
   registerRecurrentKernels(r);
+  registerSamplingKernels(r);
 }
 
 KernelRegistry& defaultKernels() {

@@ -13,5 +13,6 @@ void registerMatMulKernels(KernelRegistry& r);       // matmul.cpp: Gemm, MatMul
 void registerSequenceKernels(KernelRegistry& r);     // sequence.cpp: Sequence*, SplitToSequence, Optional*, Identity
 void registerControlFlowKernels(KernelRegistry& r);  // control_flow.cpp: If, Loop, SequenceMap (subgraphs)
 void registerRecurrentKernels(KernelRegistry& r);    // recurrent.cpp: RNN, GRU, LSTM
+void registerSamplingKernels(KernelRegistry& r);     // sampling.cpp: GridSample
 
 }  // namespace pt2onnx::runtime

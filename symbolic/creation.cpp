@@ -1,7 +1,8 @@
 // Tensor creation: arange, zeros/ones/full/empty (and their _like / new_ forms), fill,
-// tril/triu, eye, scalar_tensor and aten::tensor; random creation fails (ONNX cannot reproduce it).
+// tril/triu, eye, meshgrid, scalar_tensor and aten::tensor; random creation fails (ONNX cannot reproduce it).
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "symbolic/context.h"
@@ -275,6 +276,44 @@ SymbolicFn eyeSymbolic(bool square) {
   };
 }
 
+// ---------------------------------------------------------------- meshgrid
+
+// meshgrid(tensors) / meshgrid.indexing(tensors, *, indexing): 0-d or 1-D tensors t_k become t_k
+// reshaped to [1, .., -1, .., 1] (-1 at k) and expanded to the sizes of all. "xy" is "ij" with the
+// first two inputs and outputs swapped, as in torch.meshgrid.
+Outputs meshgridSymbolic(Context& ctx) {
+  std::vector<ir::Value*> tensors = ctx.tensors(0);
+  std::string indexing = ctx.numArgs() > 1 && !ctx.isNone(1) ? ctx.str(1) : "ij";
+  if (indexing != "ij" && indexing != "xy")
+    ctx.fail("meshgrid: indexing must be \"ij\" or \"xy\", got \"" + indexing + "\"");
+  if (tensors.empty()) ctx.fail("meshgrid of an empty list");
+  bool swap = indexing == "xy" && tensors.size() >= 2;
+  if (swap) std::swap(tensors[0], tensors[1]);
+  int64_t n = static_cast<int64_t>(tensors.size());
+  std::vector<int64_t> staticSizes;
+  std::vector<ir::Value*> sizes;
+  for (ir::Value*& t : tensors) {
+    int64_t rank = ctx.requireRank(t, "a meshgrid input");
+    if (rank > 1) ctx.fail("meshgrid takes 0-d or 1-D tensors, got one of rank " + std::to_string(rank));
+    if (rank == 0) t = ctx.unsqueeze(t, {0});
+    const ir::Dim& d = (*t->type.shape)[0];
+    if (rank == 0 || d.isStatic()) staticSizes.push_back(rank == 0 ? 1 : d.size);
+    sizes.push_back(ctx.op("Shape", {t}));
+  }
+  ir::Value* fullShape = static_cast<int64_t>(staticSizes.size()) == n
+                             ? ctx.constInt64s(staticSizes)
+                             : ctx.op("Concat", sizes, {i("axis", 0)});
+  std::vector<Arg> grids;
+  for (int64_t k = 0; k < n; ++k) {
+    std::vector<int64_t> along(n, 1);
+    along[k] = -1;
+    ir::Value* column = ctx.op("Reshape", {tensors[k], ctx.constInt64s(along)});
+    grids.push_back(ctx.op("Expand", {column, fullShape}));
+  }
+  if (swap) std::swap(grids[0], grids[1]);
+  return {Arg::ofList(std::move(grids))};
+}
+
 }  // namespace
 
 void registerCreationSymbolics(Registry& r) {
@@ -308,6 +347,7 @@ void registerCreationSymbolics(Registry& r) {
   r.onOp("aten::scalar_tensor", 13, scalarTensorSymbolic);
   r.onOp("aten::eye", 13, eyeSymbolic(true));
   r.onOp("aten::eye.m", 13, eyeSymbolic(false));
+  r.onOp("aten::meshgrid", 13, meshgridSymbolic);  // and .indexing
   for (const char* overload : {".int", ".float", ".bool"}) {
     r.onOp(std::string("aten::tensor") + overload, 13, numberTensorSymbolic);
     r.onOp(std::string("aten::as_tensor") + overload, 13, numberTensorSymbolic);

@@ -21,5 +21,6 @@ void registerIndexingSymbolics(Registry& r);      // indexing.cpp: slice, select
 void registerCreationSymbolics(Registry& r);      // creation.cpp: arange, zeros, full, tril, ...
 void registerEmbeddingSymbolics(Registry& r);     // embedding.cpp: embedding
 void registerRecurrentSymbolics(Registry& r);     // recurrent.cpp: lstm, gru, rnn_tanh, rnn_relu
+void registerSamplingSymbolics(Registry& r);      // sampling.cpp: grid_sampler, im2col, col2im
 
 }  // namespace pt2onnx::symbolic

@@ -1,9 +1,12 @@
 // Reduction symbolics: mean, sum, prod, amax/amin, max/min, argmax/argmin, sort/argsort/topk
-// (ONNX TopK), var/std, logsumexp, cumsum, any/all.
+// (ONNX TopK), var/std, vector norms (norm, linalg_vector_norm, frobenius_norm), logsumexp, cumsum,
+// any/all.
 //
 // In opsets 13..17 ReduceSum takes its axes as an input, every other Reduce* as an `axes` attribute.
 // An empty dim list (or None) reduces over every dimension, as in PyTorch.
+#include <cmath>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -262,6 +265,53 @@ Outputs cumsum(Context& ctx) {
   return {ctx.op("CumSum", {x, ctx.constInt64(ctx.int64(1))})};
 }
 
+// ---- vector norms ----
+
+// The p-norm of x over `axes` (empty = every dim), PyTorch's vector norm: p = 2 and 1 are ONNX's
+// ReduceL2/ReduceL1, ±inf the max/min of |x|, 0 the count of non-zeros, other p (sum |x|^p)^(1/p).
+Value* vectorNorm(Context& ctx, Value* x, double p, const std::vector<int64_t>& axes, bool keepdim) {
+  if (!ir::isFloating(ctx.dtypeOf(x))) ctx.fail("norm needs a floating-point input (PyTorch refuses integer ones)");
+  if (p == 2) return reduce(ctx, "ReduceL2", x, axes, keepdim);
+  if (p == 1) return reduce(ctx, "ReduceL1", x, axes, keepdim);
+  Value* magnitude = ctx.op("Abs", {x});
+  if (std::isinf(p)) return reduce(ctx, p > 0 ? "ReduceMax" : "ReduceMin", magnitude, axes, keepdim);
+  if (p == 0) {
+    Value* nonZero = ctx.op("Not", {ctx.op("Equal", {x, ctx.constScalar(0, ctx.dtypeOf(x))})});
+    return reduce(ctx, "ReduceSum", ctx.cast(nonZero, ctx.dtypeOf(x)), axes, keepdim);
+  }
+  Value* powered = ctx.op("Pow", {magnitude, ctx.constScalar(p, ctx.dtypeOf(x))});
+  Value* summed = reduce(ctx, "ReduceSum", powered, axes, keepdim);
+  return ctx.op("Pow", {summed, ctx.constScalar(1.0 / p, ctx.dtypeOf(x))});
+}
+
+// norm.Scalar(self, p=2), norm.ScalarOpt_dtype(self, p, *, dtype),
+// norm.ScalarOpt_dim(self, p, dim, keepdim=False), norm.ScalarOpt_dim_dtype(..., keepdim, *, dtype).
+// A None p is 2, an empty dim every dimension.
+Outputs norm(Context& ctx) {
+  requireTensorOverload(ctx);
+  bool withDims = ctx.numArgs() >= 4;
+  std::optional<size_t> dtypeIndex;
+  if (ctx.numArgs() == 3) dtypeIndex = 2;
+  if (ctx.numArgs() == 5) dtypeIndex = 4;
+  Value* x = reductionInput(ctx, dtypeIndex);
+  double p = hasArg(ctx, 1) ? ctx.float64(1) : 2.0;
+  std::vector<int64_t> axes = withDims ? reducedDims(ctx, 2) : std::vector<int64_t>{};
+  return {vectorNorm(ctx, x, p, axes, withDims && keepdimArg(ctx, 3))};
+}
+
+// linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, dtype=None)
+Outputs linalgVectorNorm(Context& ctx) {
+  Value* x = reductionInput(ctx, 4);
+  double ord = hasArg(ctx, 1) ? ctx.float64(1) : 2.0;
+  return {vectorNorm(ctx, x, ord, reducedDims(ctx, 2), keepdimArg(ctx, 3))};
+}
+
+// frobenius_norm(self) / frobenius_norm.dim(self, dim, keepdim=False): the 2-norm of the entries.
+Outputs frobeniusNorm(Context& ctx) {
+  Value* x = reductionInput(ctx, std::nullopt);
+  return {vectorNorm(ctx, x, 2.0, reducedDims(ctx, 1), keepdimArg(ctx, 2))};
+}
+
 // any/all(self) and any/all.dim(self, dim, keepdim): max/min of the truth values.
 SymbolicFn anyOrAll(const char* reduceOp) {
   return [reduceOp](Context& ctx) -> Outputs {
@@ -294,6 +344,9 @@ void registerReductionSymbolics(Registry& r) {
   r.onOp("aten::std_mean", 13, variance(true, true));
   r.onOp("aten::logsumexp", 13, logsumexp);
   r.onOp("aten::cumsum", 13, cumsum);
+  r.onOp("aten::norm", 13, norm);
+  r.onOp("aten::linalg_vector_norm", 13, linalgVectorNorm);
+  r.onOp("aten::frobenius_norm", 13, frobeniusNorm);
   r.onOp("aten::any", 13, anyOrAll("ReduceMax"));
   r.onOp("aten::all", 13, anyOrAll("ReduceMin"));
 }

@@ -84,6 +84,7 @@ void registerAllSymbolics(Registry& r) {
   registerCreationSymbolics(r);
   registerEmbeddingSymbolics(r);
   registerRecurrentSymbolics(r);
+  registerSamplingSymbolics(r);
 }
 
 Registry& defaultRegistry() {

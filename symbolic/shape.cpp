@@ -1,5 +1,5 @@
 // Shape and layout ops: view/reshape/flatten, transposes, dtype conversions, (un)squeeze, expand,
-// repeat, repeat_interleave, cat/stack/split, flip/roll, pixel shuffle, upsampling (Resize) and padding.
+// repeat, repeat_interleave, cat/stack/split/tensor_split, flip/roll, pixel shuffle, upsampling (Resize) and padding.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -437,6 +437,75 @@ Outputs unbindSymbolic(Context& ctx) {
   return {Arg::ofList(std::move(list))};
 }
 
+// Slices of x along dim from starts[k] to ends[k] (1-D int64 tensors of one element each). Slice
+// wraps negative bounds and clamps them to the size, as tensor_split's slices do. The pieces keep
+// x's type but for the size along dim, which is left open.
+Outputs slicesAlong(Context& ctx, ir::Value* x, int64_t dim, const std::vector<ir::Value*>& starts,
+                    const std::vector<ir::Value*>& ends) {
+  ir::TensorType pieceType = x->type;
+  (*pieceType.shape)[dim] = ir::Dim{};
+  std::vector<Arg> list;
+  for (size_t k = 0; k < starts.size(); ++k) {
+    ir::Value* piece = ctx.op("Slice", {x, starts[k], ends[k], ctx.constInt64s({dim})});
+    ctx.setType(piece, pieceType);
+    list.push_back(piece);
+  }
+  return {Arg::ofList(std::move(list))};
+}
+
+// tensor_split at static indices: pieces [0, i0), [i0, i1), ..., [i_last, end).
+Outputs tensorSplitAtIndices(Context& ctx, ir::Value* x, int64_t dim, const std::vector<int64_t>& indices) {
+  std::vector<ir::Value*> starts{ctx.constInt64s({0})}, ends;
+  for (int64_t index : indices) {
+    ends.push_back(ctx.constInt64s({index}));
+    starts.push_back(ctx.constInt64s({index}));
+  }
+  ends.push_back(ctx.constInt64s({kInt64Max}));
+  return slicesAlong(ctx, x, dim, starts, ends);
+}
+
+// tensor_split into `sections` pieces: the first size % sections get one element more. A dynamic
+// size computes the bounds k * (size / sections) + min(k, size % sections) at run time.
+Outputs tensorSplitIntoSections(Context& ctx, ir::Value* x, int64_t dim, int64_t sections) {
+  if (sections <= 0) ctx.fail("tensor_split needs a positive number of sections, got " + std::to_string(sections));
+  if (std::optional<int64_t> size = staticDim(x, dim)) {
+    std::vector<int64_t> bounds;
+    for (int64_t k = 1; k < sections; ++k) bounds.push_back(k * (*size / sections) + std::min(k, *size % sections));
+    return tensorSplitAtIndices(ctx, x, dim, bounds);
+  }
+  ir::Value* size = ctx.op("Gather", {shapeOf(ctx, x), ctx.constInt64s({dim})}, {i("axis", 0)});
+  ir::Value* count = ctx.constInt64s({sections});
+  ir::Value* quotient = ctx.op("Div", {size, count});
+  ir::Value* remainder = ctx.op("Mod", {size, count});
+  std::vector<ir::Value*> bounds;
+  for (int64_t k = 0; k <= sections; ++k) {
+    ir::Value* kv = ctx.constInt64s({k});
+    bounds.push_back(ctx.op("Add", {ctx.op("Mul", {kv, quotient}), ctx.op("Min", {kv, remainder})}));
+  }
+  return slicesAlong(ctx, x, dim, std::vector<ir::Value*>(bounds.begin(), bounds.end() - 1),
+                     std::vector<ir::Value*>(bounds.begin() + 1, bounds.end()));
+}
+
+// tensor_split.sections(self, int sections, dim), .indices(self, int[] indices, dim), and
+// .tensor_indices_or_sections(self, Tensor, dim) whose tensor (0-d: sections, 1-D: indices) must be
+// known at export time: the number of pieces is the node's number of outputs.
+Outputs tensorSplitSymbolic(Context& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  int64_t dim = dimIn(ctx, ctx.int64(2), ctx.requireRank(x, "the split tensor"));
+  const Arg& how = ctx.arg(1);
+  if (how.kind == Arg::Kind::List) return tensorSplitAtIndices(ctx, x, dim, ctx.ints(1));
+  if (how.kind == Arg::Kind::Int) return tensorSplitIntoSections(ctx, x, dim, ctx.int64(1));
+  const ir::TensorData* known = ctx.constTensor(1);
+  if (!known)
+    ctx.fail("tensor_split with a tensor of indices or sections computed at run time: the number of "
+             "pieces must be known at export time (pass a Python int or list)");
+  if (known->dims.size() > 1) ctx.fail("tensor_split's indices_or_sections tensor must be 0-d or 1-D");
+  if (known->dims.empty()) return tensorSplitIntoSections(ctx, x, dim, known->elementAsInt64(0));
+  std::vector<int64_t> indices;
+  for (int64_t k = 0; k < known->numel(); ++k) indices.push_back(known->elementAsInt64(k));
+  return tensorSplitAtIndices(ctx, x, dim, indices);
+}
+
 // ---------------------------------------------------------------- flip / roll
 
 Outputs flipSymbolic(Context& ctx) {
@@ -691,6 +760,7 @@ void registerShapeSymbolics(Registry& r) {
   r.onOp("aten::split", 13, splitSymbolic);  // .Tensor (int), .sizes and the bare int[] form
   r.onOp("aten::split_with_sizes", 13, splitSymbolic);
   r.onOp("aten::unbind.int", 13, unbindSymbolic);
+  r.onOp("aten::tensor_split", 13, tensorSplitSymbolic);
 
   r.onOp("aten::flip", 13, flipSymbolic);
   r.onOp("aten::roll", 13, rollSymbolic);

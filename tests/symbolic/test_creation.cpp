@@ -356,4 +356,24 @@ graph(%x : Tensor):
                                     {{at::randn({5, 2})}, {at::randn({1, 4})}}, 13);
 }
 
+TEST(CreationSymbolics, MeshgridBothIndexingsMatchTorch) {
+  const char* ir = R"IR(
+graph(%a : Tensor, %b : Tensor, %c : Tensor):
+  %ij : str = prim::Constant[value="ij"]()
+  %xy : str = prim::Constant[value="xy"]()
+  %l : Tensor[] = prim::ListConstruct(%a, %b, %c)
+  %g : Tensor[] = aten::meshgrid(%l, %ij)
+  %h : Tensor[] = aten::meshgrid(%l, %xy)
+  %d : Tensor[] = aten::meshgrid(%l)
+  %g0 : Tensor, %g1 : Tensor, %g2 : Tensor = prim::ListUnpack(%g)
+  %h0 : Tensor, %h1 : Tensor, %h2 : Tensor = prim::ListUnpack(%h)
+  %d0 : Tensor, %d1 : Tensor, %d2 : Tensor = prim::ListUnpack(%d)
+  return (%g0, %g1, %g2, %h0, %h1, %h2, %d0, %d1, %d2)
+)IR";
+  std::vector<at::Tensor> inputs{at::randn({3}), at::arange(4, at::kLong).to(at::kFloat), at::randn({})};
+  expectConvertsLikeTorchAllOpsets(ir, inputs);
+  expectDynamicAxesConvertLikeTorch(ir, inputs, {{0, "n"}},
+                                    {{at::randn({6}), inputs[1], inputs[2]}, {at::randn({1}), inputs[1], inputs[2]}}, 13);
+}
+
 }  // namespace

@@ -16,6 +16,7 @@ using pt2onnx::testing::contains;
 using pt2onnx::testing::unaryGraph;
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
+using pt2onnx::testing::exportError;
 using pt2onnx::testing::exportedOpTypes;
 
 // graph(x): op(x, dims, keepdim, dtype=None), the layout of sum/mean.dim_IntList.
@@ -427,6 +428,74 @@ TEST(ReductionSymbolics, AllDimOfFloatMatchesTorch) {
 
 TEST(ReductionSymbolics, AnyDimKeepdimOfUint8KeepsUint8) {
   expectConvertsLikeTorch(dimGraph("aten::any", 0, true), {at::randint(0, 2, {3, 4}, at::kByte)}, 13);
+}
+
+// ---- vector norms ----
+
+// IR of norm.ScalarOpt_dim(x, p, dims, keepdim); `p` is IR text for the Scalar? constant.
+std::string normDimGraph(const std::string& p, const std::string& dims, bool keepdim) {
+  std::string dimList = dims == "[]" ? "prim::ListConstruct()" : "prim::Constant[value=" + dims + "]()";
+  return "graph(%x : Tensor):\n  %p : " + p + "\n  %dims : int[] = " + dimList +
+         "\n  %keep : bool = prim::Constant[value=" + (keepdim ? "1" : "0") +
+         "]()\n  %out : Tensor = aten::norm(%x, %p, %dims, %keep)\n  return (%out)\n";
+}
+
+TEST(ReductionSymbolics, NormOfEveryOrderOverDimsMatchesTorch) {
+  at::Tensor x = at::randn({3, 4, 5});
+  x.index_put_({0, 1}, 0);  // zeros for the 0-"norm" (a count of non-zeros)
+  // (IR text has no literal for inf: tests/e2e/test_sampling_and_norms.py covers p = ±inf.)
+  for (const std::string& p : {"float = prim::Constant[value=2.]()", "int = prim::Constant[value=1]()",
+                               "int = prim::Constant[value=0]()", "float = prim::Constant[value=3.5]()",
+                               "NoneType = prim::Constant()"}) {
+    SCOPED_TRACE(p);
+    expectConvertsLikeTorch(normDimGraph(p, "[1]", false), {x}, 13);
+    expectConvertsLikeTorch(normDimGraph(p, "[-1, 0]", true), {x}, 17);
+  }
+}
+
+TEST(ReductionSymbolics, NormOverEmptyDimsReducesEverything) {
+  expectConvertsLikeTorch(normDimGraph("float = prim::Constant[value=2.]()", "[]", false), {at::randn({3, 4})}, 13);
+}
+
+TEST(ReductionSymbolics, NormScalarAndDtypeOverloadsMatchTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %p : int = prim::Constant[value=3]()
+  %two : int = prim::Constant[value=2]()
+  %double : int = prim::Constant[value=7]()
+  %dims : int[] = prim::Constant[value=[1]]()
+  %keep : bool = prim::Constant[value=1]()
+  %whole : Tensor = aten::norm(%x, %p)
+  %default : Tensor = aten::norm(%x, %two)
+  %as_double : Tensor = aten::norm(%x, %p, %double)
+  %dims_double : Tensor = aten::norm(%x, %p, %dims, %keep, %double)
+  return (%whole, %default, %as_double, %dims_double)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 6})});
+}
+
+TEST(ReductionSymbolics, LinalgVectorNormAndFrobeniusNormMatchTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %three : float = prim::Constant[value=3.]()
+  %two : float = prim::Constant[value=2.]()
+  %none : NoneType = prim::Constant()
+  %dims : int[] = prim::Constant[value=[0, 2]]()
+  %keep : bool = prim::Constant[value=1]()
+  %drop : bool = prim::Constant[value=0]()
+  %all : Tensor = aten::linalg_vector_norm(%x, %three, %none, %drop, %none)
+  %some : Tensor = aten::linalg_vector_norm(%x, %two, %dims, %keep, %none)
+  %fro : Tensor = aten::frobenius_norm(%x, %dims, %drop)
+  %fro_all : Tensor = aten::frobenius_norm(%x)
+  return (%all, %some, %fro, %fro_all)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 3, 4})});
+}
+
+TEST(ReductionSymbolics, NormOfIntegersFailsClearly) {
+  std::string error = exportError(normDimGraph("int = prim::Constant[value=2]()", "[0]", false),
+                                  {at::randint(0, 5, {3}, at::kLong)}, 13);
+  EXPECT_NE(error.find("aten::norm"), std::string::npos) << error;
 }
 
 }  // namespace

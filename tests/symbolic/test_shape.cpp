@@ -449,6 +449,47 @@ graph(%x : Tensor):
   expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 4, 3})});
 }
 
+TEST(ShapeSymbolics, TensorSplitAtIndicesMatchesTorch) {
+  // Indices past the end and a negative one: tensor_split's slices clamp and wrap them.
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dim : int = prim::Constant[value=1]()
+  %indices : int[] = prim::Constant[value=[1, 4, 9, -1]]()
+  %l : Tensor[] = aten::tensor_split(%x, %indices, %dim)
+  %a : Tensor, %b : Tensor, %c : Tensor, %d : Tensor, %e : Tensor = prim::ListUnpack(%l)
+  return (%a, %b, %c, %d, %e)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 6, 3})});
+}
+
+TEST(ShapeSymbolics, TensorSplitIntoSectionsMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dim : int = prim::Constant[value=-1]()
+  %sections : int = prim::Constant[value=3]()
+  %l : Tensor[] = aten::tensor_split(%x, %sections, %dim)
+  %a : Tensor, %b : Tensor, %c : Tensor = prim::ListUnpack(%l)
+  return (%a, %b, %c)
+)IR";
+  expectConvertsLikeTorch(ir, {at::randn({2, 7})}, 13);
+  expectConvertsLikeTorch(ir, {at::randn({2, 2})}, 17);  // fewer elements than sections: empty pieces
+  // A dynamic length: the section bounds are computed at run time.
+  expectDynamicAxesConvertLikeTorch(ir, {at::randn({2, 7})}, {{1, "len"}},
+                                    {{at::randn({2, 11})}, {at::randn({2, 3})}, {at::randn({2, 1})}}, 13);
+}
+
+TEST(ShapeSymbolics, TensorSplitByRunTimeTensorFailsClearly) {
+  const char* ir = R"IR(
+graph(%x : Tensor, %indices : Tensor):
+  %dim : int = prim::Constant[value=0]()
+  %l : Tensor[] = aten::tensor_split(%x, %indices, %dim)
+  %a : Tensor, %b : Tensor = prim::ListUnpack(%l)
+  return (%a, %b)
+)IR";
+  std::string error = exportError(ir, {at::randn({7, 2}), at::tensor(std::vector<int64_t>{3})}, 13);
+  EXPECT_NE(error.find("known at export time"), std::string::npos) << error;
+}
+
 // ---------------------------------------------------------------- flip / roll
 
 TEST(ShapeSymbolics, FlipMatchesTorch) {

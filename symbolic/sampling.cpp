@@ -1,0 +1,177 @@
+// Sampling and patch ops: grid_sampler (ONNX GridSample, opset 16), im2col (F.unfold: Pad and two
+// Gathers) and col2im (F.fold: a ScatterElements that adds, opset 16).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "symbolic/context.h"
+#include "symbolic/families.h"
+#include "symbolic/registry.h"
+
+namespace pt2onnx::symbolic {
+namespace {
+
+using ir::Value;
+namespace attr = ir::attr;
+
+// ---------------------------------------------------------------- grid_sampler
+
+// grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners) and
+// grid_sampler_2d(...): GridSample was defined after PyTorch's grid_sample, enum for enum.
+Outputs gridSampler(Context& ctx) {
+  Value* input = ctx.tensor(0);
+  Value* grid = ctx.tensor(1);
+  if (ctx.requireRank(input, "the grid_sampler input") != 4)
+    ctx.fail("grid_sampler on a " + std::to_string(ctx.rank(input)) +
+             "-D input: ONNX GridSample samples 4-D (N, C, H, W) inputs only up to opset 19; "
+             "volumetric (5-D) sampling needs opset 20, above pt2onnx's opsets");
+  static const char* const kModes[] = {"bilinear", "nearest", "bicubic"};
+  static const char* const kPaddings[] = {"zeros", "border", "reflection"};
+  int64_t mode = ctx.int64(2), padding = ctx.int64(3);
+  if (mode < 0 || mode > 2) ctx.fail("grid_sampler: unknown interpolation_mode " + std::to_string(mode));
+  if (padding < 0 || padding > 2) ctx.fail("grid_sampler: unknown padding_mode " + std::to_string(padding));
+  return {ctx.op("GridSample", {input, ctx.cast(grid, ctx.dtypeOf(input))},
+                 {attr::s("mode", kModes[mode]), attr::s("padding_mode", kPaddings[padding]),
+                  attr::i("align_corners", ctx.boolean(4) ? 1 : 0)})};
+}
+
+// ---------------------------------------------------------------- im2col / col2im
+
+struct PatchParams {
+  int64_t kernel, dilation, padding, stride;
+};
+
+// (kernel, dilation, padding, stride) along spatial dim `d` (0: rows, 1: columns) from the int[2]
+// arguments at `first`..`first + 3`.
+PatchParams patchParams(Context& ctx, size_t first, size_t d) {
+  std::vector<int64_t> values;
+  for (size_t k = 0; k < 4; ++k) {
+    std::vector<int64_t> pair = ctx.ints(first + k);
+    if (pair.size() == 1) pair.push_back(pair[0]);
+    if (pair.size() != 2) ctx.fail("im2col/col2im takes int[2] sizes, got " + std::to_string(pair.size()) + " values");
+    values.push_back(pair[d]);
+  }
+  PatchParams p{values[0], values[1], values[2], values[3]};
+  if (p.kernel <= 0 || p.dilation <= 0 || p.stride <= 0 || p.padding < 0)
+    ctx.fail("im2col/col2im needs positive kernel_size, dilation and stride and non-negative padding");
+  return p;
+}
+
+// Number of patch positions along a (padded) length.
+int64_t blockCount(int64_t paddedLength, const PatchParams& p) {
+  return (paddedLength - p.dilation * (p.kernel - 1) - 1) / p.stride + 1;
+}
+
+struct PatchIndices {
+  Value* indices;                // [kernel, blocks] int64
+  std::optional<int64_t> blocks;  // known at export time when the spatial size is
+};
+
+// The [kernel, blocks] indices into the padded spatial dim `axis` of x that each kernel offset reads
+// at each patch position; computed at run time (Range) when that size is dynamic.
+PatchIndices patchIndices(Context& ctx, Value* x, int64_t axis, const PatchParams& p) {
+  const ir::TensorType& t = ctx.typeOf(x);
+  std::vector<int64_t> offsets;
+  for (int64_t k = 0; k < p.kernel; ++k) offsets.push_back(k * p.dilation);
+  Value* kernelOffsets = ctx.constant(ir::TensorData::fromInt64s(offsets, {p.kernel, 1}));
+  const ir::Dim& size = (*t.shape)[axis];
+  if (size.isStatic()) {
+    int64_t blocks = blockCount(size.size + 2 * p.padding, p);
+    if (blocks <= 0) ctx.fail("im2col: the kernel does not fit in the padded input");
+    std::vector<int64_t> indices;
+    for (int64_t k = 0; k < p.kernel; ++k)
+      for (int64_t b = 0; b < blocks; ++b) indices.push_back(k * p.dilation + b * p.stride);
+    return {ctx.constant(ir::TensorData::fromInt64s(indices, {p.kernel, blocks})), blocks};
+  }
+  Value* length = ctx.op("Gather", {ctx.op("Shape", {x}), ctx.constInt64(axis)}, {attr::i("axis", 0)});
+  Value* end = ctx.op("Add", {length, ctx.constInt64(2 * p.padding - p.dilation * (p.kernel - 1))});
+  Value* starts = ctx.op("Range", {ctx.constInt64(0), end, ctx.constInt64(p.stride)});
+  return {ctx.op("Add", {ctx.unsqueeze(starts, {0}), kernelOffsets}), std::nullopt};
+}
+
+// The size of v along `axis` as a 1-D int64 tensor of one element.
+Value* sizeAlong(Context& ctx, Value* v, int64_t axis) {
+  return ctx.op("Slice", {ctx.op("Shape", {v}), ctx.constInt64s({axis}), ctx.constInt64s({axis + 1})});
+}
+
+// im2col(self, kernel_size, dilation, padding, stride): (N, C, H, W) -> (N, C*kh*kw, L), the
+// channel index c*kh*kw + i*kw + j and the patch index row*cols + col, as F.unfold lays them out.
+Outputs im2col(Context& ctx) {
+  Value* x = ctx.tensor(0);
+  int64_t rank = ctx.requireRank(x, "the im2col input");
+  if (rank != 3 && rank != 4) ctx.fail("im2col takes a 3-D or 4-D input, got rank " + std::to_string(rank));
+  if (rank == 3) x = ctx.unsqueeze(x, {0});
+  PatchParams rows = patchParams(ctx, 1, 0), cols = patchParams(ctx, 1, 1);
+  PatchIndices rowIndices = patchIndices(ctx, x, 2, rows);
+  PatchIndices colIndices = patchIndices(ctx, x, 3, cols);
+  Value* padded = x;
+  if (rows.padding || cols.padding)
+    padded = ctx.op("Pad", {x, ctx.constInt64s({0, 0, rows.padding, cols.padding, 0, 0, rows.padding, cols.padding})});
+  Value* byRow = ctx.op("Gather", {padded, rowIndices.indices}, {attr::i("axis", 2)});    // N, C, kh, bh, Wp
+  Value* patches = ctx.op("Gather", {byRow, colIndices.indices}, {attr::i("axis", 4)});   // N, C, kh, bh, kw, bw
+  Value* ordered = ctx.op("Transpose", {patches}, {attr::ints("perm", {0, 1, 2, 4, 3, 5})});
+  Value* blocks = rowIndices.blocks && colIndices.blocks
+                      ? ctx.constInt64s({*rowIndices.blocks * *colIndices.blocks})
+                      : ctx.op("Mul", {sizeAlong(ctx, rowIndices.indices, 1), sizeAlong(ctx, colIndices.indices, 1)});
+  Value* out = ctx.op("Reshape", {ordered, ctx.op("Concat", {ctx.constInt64s({0, -1}), blocks}, {attr::i("axis", 0)})});
+  // The shape is computed, so say the rank (and what is static) here: (N, C*kh*kw, L).
+  const std::vector<ir::Dim>& in = *ctx.typeOf(x).shape;
+  ir::Dim channels = in[1].isStatic() ? ir::Dim::fixed(in[1].size * rows.kernel * cols.kernel) : ir::Dim{};
+  ir::Dim positions = rowIndices.blocks && colIndices.blocks ? ir::Dim::fixed(*rowIndices.blocks * *colIndices.blocks) : ir::Dim{};
+  ctx.setType(out, ir::TensorType{ctx.dtypeOf(x), std::vector<ir::Dim>{in[0], channels, positions}});
+  return {rank == 3 ? ctx.squeeze(out, {0}) : out};
+}
+
+// col2im(self, output_size, kernel_size, dilation, padding, stride), F.fold: every column value is
+// added into the output pixel it was read from, a ScatterElements with reduction="add" (opset 16)
+// over the padded image flattened to H*W, then the padding is cut off.
+Outputs col2im(Context& ctx) {
+  Value* x = ctx.tensor(0);
+  int64_t rank = ctx.requireRank(x, "the col2im input");
+  if (rank != 2 && rank != 3) ctx.fail("col2im takes a 2-D or 3-D input, got rank " + std::to_string(rank));
+  if (rank == 2) x = ctx.unsqueeze(x, {0});
+  std::vector<int64_t> outputSize = ctx.ints(1);
+  if (outputSize.size() == 1) outputSize.push_back(outputSize[0]);
+  if (outputSize.size() != 2) ctx.fail("col2im: output_size must have 2 values");
+  PatchParams rows = patchParams(ctx, 2, 0), cols = patchParams(ctx, 2, 1);
+  int64_t paddedH = outputSize[0] + 2 * rows.padding, paddedW = outputSize[1] + 2 * cols.padding;
+  int64_t blocksH = blockCount(paddedH, rows), blocksW = blockCount(paddedW, cols);
+  if (blocksH <= 0 || blocksW <= 0) ctx.fail("col2im: the kernel does not fit in the padded output_size");
+  const ir::TensorType& t = ctx.typeOf(x);
+  if ((*t.shape)[2].isStatic() && (*t.shape)[2].size != blocksH * blocksW)
+    ctx.fail("col2im: the input has " + std::to_string((*t.shape)[2].size) + " patches, but output_size, "
+             "kernel_size, dilation, padding and stride give " + std::to_string(blocksH * blocksW));
+  // Target of column value (i, j, bi, bj): padded pixel (bi*sh + i*dh, bj*sw + j*dw).
+  std::vector<int64_t> targets;
+  for (int64_t i = 0; i < rows.kernel; ++i)
+    for (int64_t j = 0; j < cols.kernel; ++j)
+      for (int64_t bi = 0; bi < blocksH; ++bi)
+        for (int64_t bj = 0; bj < blocksW; ++bj)
+          targets.push_back((bi * rows.stride + i * rows.dilation) * paddedW + bj * cols.stride + j * cols.dilation);
+  int64_t perChannel = static_cast<int64_t>(targets.size());
+  Value* updates = ctx.op("Reshape", {x, ctx.constInt64s({0, -1, perChannel})});  // N, C, kh*kw*L
+  Value* updatesShape = ctx.op("Shape", {updates});
+  Value* indices = ctx.op("Expand", {ctx.constant(ir::TensorData::fromInt64s(targets, {1, 1, perChannel})), updatesShape});
+  Value* imageShape = ctx.op("Concat", {ctx.op("Slice", {updatesShape, ctx.constInt64s({0}), ctx.constInt64s({2})}),
+                                        ctx.constInt64s({paddedH * paddedW})}, {attr::i("axis", 0)});
+  Value* zeros = ctx.op("Expand", {ctx.constScalar(0, ctx.dtypeOf(x)), imageShape});
+  Value* summed = ctx.op("ScatterElements", {zeros, indices, updates},
+                         {attr::i("axis", 2), attr::s("reduction", "add")});
+  Value* image = ctx.op("Reshape", {summed, ctx.constInt64s({0, 0, paddedH, paddedW})});
+  if (rows.padding || cols.padding)
+    image = ctx.op("Slice", {image, ctx.constInt64s({rows.padding, cols.padding}),
+                             ctx.constInt64s({rows.padding + outputSize[0], cols.padding + outputSize[1]}),
+                             ctx.constInt64s({2, 3})});
+  return {rank == 2 ? ctx.squeeze(image, {0}) : image};
+}
+
+}  // namespace
+
+void registerSamplingSymbolics(Registry& r) {
+  r.onOp("aten::grid_sampler", 16, gridSampler);
+  r.onOp("aten::grid_sampler_2d", 16, gridSampler);
+  r.onOp("aten::im2col", 13, im2col);
+  r.onOp("aten::col2im", 16, col2im);  // ScatterElements reduction="add" is opset 16
+}
+
+}  // namespace pt2onnx::symbolic

@@ -1,0 +1,206 @@
+"""What swin_v2, mvit and RAFT need beyond the classifiers: grid_sample (GridSample, opset 16),
+F.unfold / F.fold (im2col / col2im), torch.meshgrid, torch.tensor_split and vector norms
+(torch.norm, F.normalize, linalg.vector_norm), traced and scripted, exported with pt2onnx and run in
+ONNX Runtime and the builtin runtime against PyTorch, on inputs of other sizes than the example's."""
+import warnings
+
+import onnx
+import pytest
+import torch
+import torch.nn.functional as F
+
+import pt2onnx
+from samples import ort
+
+TOLERANCE = 1e-4
+
+
+def flatten(outputs):
+    if isinstance(outputs, torch.Tensor):
+        return [outputs]
+    return [t for o in outputs for t in flatten(o)]
+
+
+def export_and_check(model, example, runs, tmp_path, opset=17, dynamic_axes=None, script=False):
+    """Exports `model` for `example`, then runs each of `runs` (argument tuples) in ONNX Runtime and
+    the builtin runtime against PyTorch."""
+    names = [f"in_{k}" for k in range(len(example))]
+    path = tmp_path / "model.onnx"
+    exported = torch.jit.script(model) if script else model
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pt2onnx.export(exported, example, path, opset_version=opset, input_names=names,
+                       dynamic_axes=dynamic_axes or {})
+    onnx.checker.check_model(str(path), full_check=True)
+    session = pt2onnx.InferenceSession(str(path))
+    for args in runs:
+        with torch.no_grad():
+            expected = flatten(model(*args))
+        feeds = {n: a.numpy() for n, a in zip(names, args)}
+        for runtime, got in (("ort", list(ort.run(path, feeds).values())), ("builtin", session.run(None, feeds))):
+            assert len(got) == len(expected), runtime
+            for k, (e, g) in enumerate(zip(expected, got)):
+                assert tuple(g.shape) == tuple(e.shape), f"{runtime} output {k}: shape {g.shape} vs {tuple(e.shape)}"
+                err = ort.max_rel_error(e.numpy(), g)
+                assert err < TOLERANCE, f"{runtime} output {k}: {err}"
+
+
+# ---------------------------------------------------------------- grid_sample
+
+
+class GridSample(torch.nn.Module):
+    def __init__(self, mode: str, padding_mode: str, align_corners: bool):
+        super().__init__()
+        self.mode, self.padding_mode, self.align_corners = mode, padding_mode, align_corners
+
+    def forward(self, x, grid):
+        return F.grid_sample(x, grid, mode=self.mode, padding_mode=self.padding_mode, align_corners=self.align_corners)
+
+
+def grid(n, h, w):
+    return torch.rand(n, h, w, 2) * 2.4 - 1.2  # past [-1, 1]: the padding modes matter
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_matches_torch_on_other_sizes(mode, padding_mode, align_corners, tmp_path):
+    torch.manual_seed(0)
+    model = GridSample(mode, padding_mode, align_corners)
+    axes = {"in_0": {0: "n", 2: "h", 3: "w"}, "in_1": {0: "n", 1: "gh", 2: "gw"}}
+    export_and_check(model, (torch.randn(1, 2, 5, 6), grid(1, 3, 4)),
+                     [(torch.randn(3, 2, 9, 4), grid(3, 6, 2)), (torch.randn(2, 2, 3, 3), grid(2, 1, 5))],
+                     tmp_path, opset=16 if align_corners else 17, dynamic_axes=axes)
+
+
+def test_scripted_grid_sample_matches_torch(tmp_path):
+    torch.manual_seed(1)
+    export_and_check(GridSample("bilinear", "border", False), (torch.randn(1, 3, 6, 6), grid(1, 4, 4)),
+                     [(torch.randn(2, 3, 8, 5), grid(2, 3, 7))], tmp_path, script=True,
+                     dynamic_axes={"in_0": {0: "n", 2: "h", 3: "w"}, "in_1": {0: "n", 1: "gh", 2: "gw"}})
+
+
+def test_grid_sample_below_opset_16_names_the_opset(tmp_path):
+    with pytest.raises(pt2onnx.ExportError, match=r"aten::grid_sampler.*16|16.*aten::grid_sampler") as info:
+        pt2onnx.export(GridSample("bilinear", "zeros", False), (torch.randn(1, 1, 4, 4), grid(1, 2, 2)),
+                       tmp_path / "m.onnx", opset_version=15)
+    assert not (tmp_path / "m.onnx").exists(), info.value
+
+
+# ---------------------------------------------------------------- unfold / fold
+
+
+class Unfold(torch.nn.Module):
+    def __init__(self, kernel, dilation, padding, stride):
+        super().__init__()
+        self.unfold = torch.nn.Unfold(kernel, dilation, padding, stride)
+
+    def forward(self, x):
+        return self.unfold(x)
+
+
+class Fold(torch.nn.Module):
+    def __init__(self, output_size, kernel, dilation, padding, stride):
+        super().__init__()
+        self.fold = torch.nn.Fold(output_size, kernel, dilation, padding, stride)
+
+    def forward(self, x):
+        return self.fold(x)
+
+
+PATCHES = [((3, 3), 1, 1, 1), ((2, 3), (1, 2), (0, 1), (2, 1)), (1, 1, 0, 1), ((3, 2), (2, 1), (2, 0), (3, 2))]
+
+
+@pytest.mark.parametrize("kernel,dilation,padding,stride", PATCHES)
+@pytest.mark.parametrize("script", [False, True])
+def test_unfold_matches_torch_on_other_sizes(kernel, dilation, padding, stride, script, tmp_path):
+    torch.manual_seed(2)
+    export_and_check(Unfold(kernel, dilation, padding, stride), (torch.randn(1, 3, 7, 8),),
+                     [(torch.randn(2, 3, 9, 7),), (torch.randn(1, 3, 7, 8),)], tmp_path, opset=13,
+                     dynamic_axes={"in_0": {0: "n", 2: "h", 3: "w"}}, script=script)
+
+
+@pytest.mark.parametrize("kernel,dilation,padding,stride", PATCHES)
+def test_fold_matches_torch(kernel, dilation, padding, stride, tmp_path):
+    torch.manual_seed(3)
+    model = Fold((7, 8), kernel, dilation, padding, stride)
+    columns = F.unfold(torch.randn(2, 3, 7, 8), kernel, dilation, padding, stride)
+    export_and_check(model, (torch.randn_like(columns),), [(torch.randn_like(columns),),
+                                                           (torch.randn(5, *columns.shape[1:]),)],
+                     tmp_path, opset=16, dynamic_axes={"in_0": {0: "n"}})
+
+
+def test_fold_below_opset_16_names_the_opset(tmp_path):
+    with pytest.raises(pt2onnx.ExportError, match="16"):
+        pt2onnx.export(Fold((4, 4), 2, 1, 0, 2), (torch.randn(1, 4, 4),), tmp_path / "m.onnx", opset_version=15)
+
+
+# ---------------------------------------------------------------- meshgrid
+
+
+class Meshgrid(torch.nn.Module):
+    def __init__(self, indexing: str):
+        super().__init__()
+        self.indexing = indexing
+
+    def forward(self, a, b, c):
+        grids = torch.meshgrid(a, b, c, indexing=self.indexing)
+        return grids[0], grids[1], grids[2]  # tensors, not a list (a scripted list is an ONNX sequence)
+
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+@pytest.mark.parametrize("script", [False, True])
+def test_meshgrid_matches_torch_on_other_lengths(indexing, script, tmp_path):
+    axes = {"in_0": {0: "a"}, "in_1": {0: "b"}}
+    export_and_check(Meshgrid(indexing), (torch.randn(3), torch.arange(4.0), torch.tensor(2.5)),
+                     [(torch.randn(6), torch.arange(2.0), torch.tensor(-1.0)),
+                      (torch.randn(1), torch.arange(5.0), torch.tensor(0.5))],
+                     tmp_path, dynamic_axes=axes, script=script)
+
+
+# ---------------------------------------------------------------- tensor_split
+
+
+class TensorSplit(torch.nn.Module):
+    def forward(self, x):
+        sections = torch.tensor_split(x, 3, dim=1)
+        indices = torch.tensor_split(x, [1, 4, 9], dim=1)
+        by_tensor = torch.tensor_split(x, torch.tensor([2, 5]), dim=1)
+        return sections[0], sections[1], sections[2], indices[0], indices[1], indices[2], indices[3], by_tensor[2]
+
+
+@pytest.mark.parametrize("script", [False, True])
+def test_tensor_split_matches_torch_on_other_lengths(script, tmp_path):
+    export_and_check(TensorSplit(), (torch.randn(2, 7),), [(torch.randn(3, 11),), (torch.randn(1, 2),)],
+                     tmp_path, dynamic_axes={"in_0": {0: "n", 1: "len"}}, script=script)
+
+
+# ---------------------------------------------------------------- norms
+
+
+class Norms(torch.nn.Module):
+    def forward(self, x):
+        return (torch.norm(x), torch.norm(x, p=1, dim=1), torch.norm(x, p=float("inf"), dim=(0, 2), keepdim=True),
+                torch.norm(x, p=float("-inf"), dim=-1), torch.norm(x, p=0, dim=1), torch.norm(x, p=3.5, dim=2),
+                torch.norm(x, p="fro", dim=(1, 2)), F.normalize(x, dim=-1), F.normalize(x, p=1.0, dim=1),
+                torch.linalg.vector_norm(x), torch.linalg.vector_norm(x, ord=float("inf"), dim=(0, 1)),
+                torch.linalg.vector_norm(x, ord=2, dim=1, dtype=torch.float64))
+
+
+def test_vector_norms_match_torch_on_other_sizes(tmp_path):
+    torch.manual_seed(4)
+    x = torch.randn(2, 3, 4)
+    x[0, 1, 2] = 0.0  # a zero for p = 0 (a count of non-zeros)
+    export_and_check(Norms(), (x,), [(torch.randn(4, 3, 6),), (x,)], tmp_path,
+                     dynamic_axes={"in_0": {0: "a", 2: "c"}})
+
+
+class ScriptedNorms(torch.nn.Module):
+    def forward(self, x):
+        return F.normalize(x, dim=1), torch.linalg.vector_norm(x, 3.0, [0, 2], True)
+
+
+def test_scripted_norms_match_torch(tmp_path):
+    torch.manual_seed(5)
+    export_and_check(ScriptedNorms(), (torch.randn(2, 3, 4),), [(torch.randn(5, 3, 2),)], tmp_path, script=True,
+                     dynamic_axes={"in_0": {0: "a", 2: "c"}})

@@ -1,0 +1,122 @@
+// Converter tests for symbolic/sampling.cpp: grid_sampler (GridSample), im2col (F.unfold) and
+// col2im (F.fold).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "tests/util/converter_test.h"
+
+namespace {
+
+using pt2onnx::testing::contains;
+using pt2onnx::testing::expectConvertsLikeTorch;
+using pt2onnx::testing::expectDynamicAxesConvertLikeTorch;
+using pt2onnx::testing::exportedOpTypes;
+using pt2onnx::testing::exportError;
+
+// ---------------------------------------------------------------- grid_sampler
+
+std::string gridSamplerGraph(int mode, int padding, bool alignCorners) {
+  return "graph(%x : Tensor, %grid : Tensor):\n"
+         "  %mode : int = prim::Constant[value=" + std::to_string(mode) + "]()\n"
+         "  %padding : int = prim::Constant[value=" + std::to_string(padding) + "]()\n"
+         "  %align : bool = prim::Constant[value=" + (alignCorners ? "1" : "0") + "]()\n"
+         "  %y : Tensor = aten::grid_sampler(%x, %grid, %mode, %padding, %align)\n"
+         "  return (%y)\n";
+}
+
+TEST(SamplingSymbolics, GridSamplerEveryModePaddingAndAlignmentMatchesTorch) {
+  // Grid points past [-1, 1] exercise the padding modes.
+  std::vector<at::Tensor> inputs{at::randn({2, 3, 5, 6}), at::rand({2, 4, 7, 2}) * 2.4 - 1.2};
+  for (int mode : {0, 1, 2})
+    for (int padding : {0, 1, 2})
+      for (bool align : {false, true}) {
+        SCOPED_TRACE("mode " + std::to_string(mode) + " padding " + std::to_string(padding) +
+                     " align_corners " + std::to_string(align));
+        expectConvertsLikeTorch(gridSamplerGraph(mode, padding, align), inputs, align ? 17 : 16);
+      }
+  EXPECT_TRUE(contains(exportedOpTypes(gridSamplerGraph(0, 0, false), inputs, 16), "GridSample"));
+}
+
+TEST(SamplingSymbolics, GridSamplerOnOtherSizesThanExported) {
+  std::vector<at::Tensor> example{at::randn({1, 2, 4, 4}), at::rand({1, 3, 3, 2}) * 2 - 1};
+  expectDynamicAxesConvertLikeTorch(gridSamplerGraph(0, 1, false), example, {{2, "h"}, {3, "w"}},
+                                    {{at::randn({1, 2, 9, 5}), example[1]}, {at::randn({1, 2, 2, 7}), example[1]}}, 16);
+}
+
+TEST(SamplingSymbolics, GridSamplerBelowOpset16NamesTheOpset) {
+  std::string error = exportError(gridSamplerGraph(0, 0, false), {at::randn({1, 1, 3, 3}), at::rand({1, 2, 2, 2})}, 15);
+  EXPECT_NE(error.find("aten::grid_sampler"), std::string::npos) << error;
+  EXPECT_NE(error.find("16"), std::string::npos) << error;
+}
+
+TEST(SamplingSymbolics, VolumetricGridSamplerFailsClearly) {
+  std::string error = exportError(gridSamplerGraph(0, 0, false),
+                                  {at::randn({1, 1, 3, 3, 3}), at::rand({1, 2, 2, 2, 3})}, 17);
+  EXPECT_NE(error.find("5-D"), std::string::npos) << error;
+}
+
+// ---------------------------------------------------------------- im2col / col2im
+
+struct PatchCase {
+  std::vector<int64_t> kernel, dilation, padding, stride;
+};
+
+const std::vector<PatchCase> kPatchCases = {
+    {{3, 3}, {1, 1}, {1, 1}, {1, 1}},  // RAFT's correlation unfold
+    {{2, 3}, {1, 2}, {0, 1}, {2, 1}},
+    {{1, 1}, {1, 1}, {0, 0}, {1, 1}},
+    {{3, 2}, {2, 1}, {2, 0}, {3, 2}},
+};
+
+std::string intList(const std::vector<int64_t>& v) { return "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "]"; }
+
+// aten::im2col(x, kernel_size, dilation, padding, stride), or col2im with output_size first.
+std::string patchGraph(const std::string& op, const PatchCase& c, const std::vector<int64_t>& outputSize = {}) {
+  std::string g = "graph(%x : Tensor):\n";
+  if (!outputSize.empty()) g += "  %o : int[] = prim::Constant[value=" + intList(outputSize) + "]()\n";
+  g += "  %k : int[] = prim::Constant[value=" + intList(c.kernel) + "]()\n"
+       "  %d : int[] = prim::Constant[value=" + intList(c.dilation) + "]()\n"
+       "  %p : int[] = prim::Constant[value=" + intList(c.padding) + "]()\n"
+       "  %s : int[] = prim::Constant[value=" + intList(c.stride) + "]()\n";
+  g += "  %y : Tensor = aten::" + op + "(%x, " + (outputSize.empty() ? "" : "%o, ") + "%k, %d, %p, %s)\n";
+  return g + "  return (%y)\n";
+}
+
+TEST(SamplingSymbolics, Im2colMatchesTorch) {
+  for (const PatchCase& c : kPatchCases) {
+    std::string ir = patchGraph("im2col", c);
+    SCOPED_TRACE(ir);
+    expectConvertsLikeTorch(ir, {at::randn({2, 3, 7, 8})}, 13);
+    expectConvertsLikeTorch(ir, {at::randn({3, 9, 6})}, 17);  // unbatched
+  }
+}
+
+TEST(SamplingSymbolics, Im2colOnOtherSizesThanExported) {
+  std::string ir = patchGraph("im2col", {{3, 2}, {1, 2}, {1, 0}, {2, 1}});
+  expectDynamicAxesConvertLikeTorch(ir, {at::randn({1, 2, 6, 7})}, {{0, "n"}, {2, "h"}, {3, "w"}},
+                                    {{at::randn({3, 2, 11, 5})}, {at::randn({2, 2, 3, 9})}}, 13);
+}
+
+TEST(SamplingSymbolics, Col2imMatchesTorch) {
+  // Columns shaped as F.unfold of a 7x8 image with the same parameters, folded back (overlapping
+  // patches add up).
+  for (const PatchCase& c : kPatchCases) {
+    std::string ir = patchGraph("col2im", c, {7, 8});
+    SCOPED_TRACE(ir);
+    at::Tensor columns = at::im2col(at::randn({2, 3, 7, 8}), c.kernel, c.dilation, c.padding, c.stride);
+    expectConvertsLikeTorch(ir, {at::randn_like(columns)}, 16);
+    expectConvertsLikeTorch(ir, {at::randn_like(columns[0])}, 17);  // unbatched
+  }
+}
+
+TEST(SamplingSymbolics, Col2imBelowOpset16NamesTheOpset) {
+  std::string ir = patchGraph("col2im", {{2, 2}, {1, 1}, {0, 0}, {2, 2}}, {4, 4});
+  std::string error = exportError(ir, {at::randn({1, 8, 4})}, 13);
+  EXPECT_NE(error.find("16"), std::string::npos) << error;
+}
+
+}  // namespace
