@@ -1,0 +1,256 @@
+"""The torchvision 0.14 zoo: every classification, segmentation, video and optical-flow model exported
+with pt2onnx and with torch.onnx.export (TorchScript path) in one run, each run in ONNX Runtime on an
+input other than the export example and compared with PyTorch.
+
+Tiers: `default` is the 84 models of the four families but the 10 largest; `large` is those 10
+(vit_h_14, regnet_y_128gf, vit_l_16/32, convnext_large, regnet_y_32gf, vgg16/19(_bn)), exported with
+their weights as external data in one side file. Each (tool, model) runs in a fresh child process;
+the parent prints one line per run and a table with the totals (--markdown writes it for
+bench/README.md). A benchmark, not a test: it exits 0 whatever fails.
+
+    /usr/bin/python3 bench/zoo.py                          # the 84, both tools (about 1-2 h on 2 cores)
+    /usr/bin/python3 bench/zoo.py --tier large             # the 10 largest (needs ~20 GiB, about 1 h)
+    /usr/bin/python3 bench/zoo.py --models swin_t raft_small --skip-torch-onnx
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+LARGEST = ["regnet_y_128gf", "vit_h_14", "vit_l_32", "vit_l_16", "convnext_large", "regnet_y_32gf",
+           "vgg19_bn", "vgg19", "vgg16_bn", "vgg16"]
+FAMILIES = ["classification", "segmentation", "video", "optical_flow"]
+TOLERANCE = 1e-3  # max |a - b| / (1 + |a|) over every output, against PyTorch
+OPSET = 17
+
+
+def zoo():
+    """{model name: family} for the four families, as torchvision 0.14 lists them."""
+    import torchvision.models as M
+    modules = {"segmentation": M.segmentation, "video": M.video, "optical_flow": M.optical_flow}
+    named = {n: f for f, mod in modules.items() for n in M.list_models(module=mod)}
+    elsewhere = set(named) | set(M.list_models(module=M.detection)) | set(M.list_models(module=M.quantization))
+    models = {n: "classification" for n in M.list_models(module=M) if n not in elsewhere}
+    models.update(named)
+    return dict(sorted(models.items()))
+
+
+def example_inputs(name, family, torch, seed):
+    """Arguments for one forward; the seed picks other values for the checking run."""
+    g = torch.Generator().manual_seed(seed)
+    if family == "optical_flow":  # two frames; H and W multiples of 8
+        return (torch.rand(1, 3, 128, 128, generator=g) * 2 - 1, torch.rand(1, 3, 128, 128, generator=g) * 2 - 1)
+    if family == "video":
+        side = 224 if name in ("mvit_v1_b", "mvit_v2_s", "s3d") else 112
+        return (torch.randn(1, 3, 16, side, side, generator=g),)
+    side = 299 if name == "inception_v3" else 224
+    return (torch.randn(1, 3, side, side, generator=g),)
+
+
+def flat_outputs(out):
+    import torch
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, dict):
+        return [t for v in out.values() for t in flat_outputs(v)]
+    return [t for v in out for t in flat_outputs(v)]
+
+
+# ---------------------------------------------------------------- child: one (tool, model)
+
+
+def peak_rss_mib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return None
+
+
+def reset_peak_rss():
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def child(tool, name, family, workdir, result_path):
+    sys.path[:0] = [os.path.join(ROOT, "python"), ROOT]
+    import torch
+    import torchvision.models as M
+    from samples import ort
+    result = {"tool": tool, "model": name, "family": family, "status": "error"}
+
+    def save():
+        with open(result_path, "w") as f:
+            json.dump(result, f)
+
+    try:
+        torch.manual_seed(0)
+        model = M.get_model(name).eval()
+        example = example_inputs(name, family, torch, seed=1)
+        check = example_inputs(name, family, torch, seed=2)
+        with torch.no_grad():
+            expected = [t.numpy() for t in flat_outputs(model(*check))]
+        path = os.path.join(workdir, f"{name}.onnx")
+        large = name in LARGEST
+        reset_peak_rss()
+        start = time.perf_counter()
+        try:
+            if tool == "pt2onnx":
+                import pt2onnx
+                extra = {"external_data_threshold": 0} if large else {}
+                pt2onnx.export(model, example, path, opset_version=OPSET, **extra)
+            else:
+                torch.onnx.export(model, example, path, opset_version=OPSET)
+        except Exception as e:  # noqa: BLE001 - the error is the result
+            result.update(status="export failed", error=" ".join(str(e).split())[:300])
+            return save()
+        finally:
+            result["export_s"] = time.perf_counter() - start
+            result["peak_rss_mib"] = peak_rss_mib()
+        result["files_mib"] = sum(os.path.getsize(os.path.join(workdir, f)) for f in os.listdir(workdir)) / 2**20
+        import onnx
+        proto = onnx.load(path, load_external_data=False)
+        names = [i.name for i in proto.graph.input if i.name not in {t.name for t in proto.graph.initializer}]
+        feeds = {n: a.numpy() for n, a in zip(names, check)}
+        try:
+            got = list(ort.run(path, feeds).values())
+        except Exception as e:  # noqa: BLE001
+            result.update(status="ORT failed", error=" ".join(str(e).split())[:300])
+            return save()
+        if len(got) != len(expected):
+            result.update(status="wrong outputs", error=f"{len(got)} outputs, PyTorch has {len(expected)}")
+            return save()
+        errors = [ort.max_rel_error(e, g) if e.shape == g.shape else float("inf") for e, g in zip(expected, got)]
+        result["max_error"] = max(errors)
+        result["status"] = "pass" if result["max_error"] <= TOLERANCE else "wrong numbers"
+    except Exception as e:  # noqa: BLE001
+        result["error"] = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+    save()
+
+
+# ---------------------------------------------------------------- parent
+
+
+def run_one(tool, name, family, timeout):
+    with tempfile.TemporaryDirectory(prefix=f"zoo-{tool}-{name}-") as workdir:
+        result_path = os.path.join(workdir, "result.json")
+        model_dir = os.path.join(workdir, "model")
+        os.makedirs(model_dir)
+        cmd = [sys.executable, os.path.abspath(__file__), "--_child", tool, name, family, model_dir, result_path]
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"tool": tool, "model": name, "family": family, "status": "timeout",
+                    "error": f"killed after {timeout:.0f} s"}
+        if os.path.exists(result_path):
+            with open(result_path) as f:
+                result = json.load(f)
+        else:
+            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            result = {"tool": tool, "model": name, "family": family, "status": "crashed",
+                      "error": f"exit {proc.returncode}: {tail[:300]}"}
+        result["wall_s"] = time.perf_counter() - start
+        return result
+
+
+def cell(r):
+    if r is None:
+        return "—", "", "", ""
+    status = "pass" if r["status"] == "pass" else f"**{r['status']}**"
+    err = f"{r['max_error']:.1e}" if r.get("max_error") is not None else ""
+    t = f"{r['export_s']:.1f}" if r.get("export_s") is not None else ""
+    rss = f"{r['peak_rss_mib']:.0f}" if r.get("peak_rss_mib") is not None else ""
+    return status, err, t, rss
+
+
+def table(models, results, tools):
+    head = "| model | family |"
+    rule = "|---|---|"
+    for tool in tools:
+        head += f" {tool} | error | export s | peak MiB |"
+        rule += "---|---|---|---|"
+    lines = [head, rule]
+    for name, family in models.items():
+        row = f"| {name} | {family} |"
+        for tool in tools:
+            row += " {} | {} | {} | {} |".format(*cell(results.get((tool, name))))
+        lines.append(row)
+    lines.append("")
+    for tool in tools:
+        rs = [results[(tool, n)] for n in models if (tool, n) in results]
+        passed = sum(r["status"] == "pass" for r in rs)
+        times = [r["export_s"] for r in rs if r["status"] == "pass"]
+        lines.append(f"- **{tool}: {passed} of {len(rs)} pass**; export time of the passing ones "
+                     f"{sum(times):.0f} s in total")
+    if len(tools) == 2:
+        both = [n for n in models if all(results.get((t, n), {}).get("status") == "pass" for t in tools)]
+        if both:
+            ratio = sum(results[(tools[1], n)]["export_s"] for n in both) / sum(results[(tools[0], n)]["export_s"] for n in both)
+            lines.append(f"- on the {len(both)} models both export: torch.onnx takes {ratio:.1f}x pt2onnx's export time")
+    failures = [r for r in results.values() if r["status"] != "pass"]
+    if failures:
+        lines.append("")
+        lines.append("Errors:")
+        for r in failures:
+            lines.append(f"- {r['tool']} / {r['model']}: {r['status']}: {r.get('error', '')}")
+    return "\n".join(lines)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n\n", 2)[2])
+    ap.add_argument("--tier", choices=["default", "large", "all"], default="default",
+                    help="default: the 84 models but the 10 largest; large: the 10 largest (external data)")
+    ap.add_argument("--models", nargs="+", metavar="NAME", help="only these models (any tier)")
+    ap.add_argument("--skip-torch-onnx", action="store_true", help="run pt2onnx only")
+    ap.add_argument("--timeout", type=float, default=1800, metavar="SECONDS", help="per (tool, model) run")
+    ap.add_argument("--output-json", metavar="PATH", help="write every result as JSON")
+    ap.add_argument("--markdown", metavar="PATH", help="write the table as Markdown")
+    args = ap.parse_args(argv)
+    models = zoo()
+    if args.models:
+        unknown = [m for m in args.models if m not in models]
+        if unknown:
+            ap.error(f"not in the zoo: {', '.join(unknown)}")
+        models = {m: models[m] for m in args.models}
+    elif args.tier == "default":
+        models = {m: f for m, f in models.items() if m not in LARGEST}
+    elif args.tier == "large":
+        models = {m: models[m] for m in LARGEST}
+    tools = ["pt2onnx"] + ([] if args.skip_torch_onnx else ["torch.onnx"])
+    results = {}
+    total = len(models) * len(tools)
+    for k, (name, family) in enumerate(models.items()):
+        for tool in tools:
+            done = len(results) + 1
+            print(f"[{done}/{total}] {tool} {name} ...", end="", flush=True)
+            r = run_one(tool, name, family, args.timeout)
+            results[(tool, name)] = r
+            extra = f" err {r['max_error']:.1e}" if r.get("max_error") is not None else f" {r.get('error', '')[:120]}"
+            print(f" {r['status']} ({r.get('export_s', 0):.1f} s export, {r.get('peak_rss_mib') or 0:.0f} MiB){extra}",
+                  flush=True)
+            if args.output_json:
+                with open(args.output_json, "w") as f:
+                    json.dump(list(results.values()), f, indent=1)
+    text = table(models, results, tools)
+    print()
+    print(text)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--_child":
+        child(*sys.argv[2:7])
+    else:
+        main(sys.argv[1:])
