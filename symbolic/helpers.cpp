@@ -1,5 +1,9 @@
 #include "symbolic/helpers.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 namespace pt2onnx::symbolic {
 
 bool hasArg(const Context& ctx, size_t i) { return i < ctx.numArgs() && !ctx.isNone(i); }
@@ -15,6 +19,27 @@ void requireTensorOverload(const Context& ctx) {
   size_t arrow = schema.rfind("->");
   if (arrow != std::string::npos && schema.find("Tensor", arrow) == std::string::npos)
     ctx.fail("the overload " + schema + " computes on Python numbers and is not supported");
+}
+
+ir::Value* shapeOf(Context& ctx, ir::Value* x) {
+  ir::Value* shape = ctx.op("Shape", {x});
+  ir::TensorType type{ir::DType::Int64, std::nullopt};
+  if (x->type.hasRank()) type.shape = std::vector<ir::Dim>{ir::Dim::fixed(x->type.rank())};
+  ctx.setType(shape, type);
+  return shape;
+}
+
+std::optional<int64_t> staticDim(const ir::Value* x, int64_t dim) {
+  if (!x->type.hasRank() || dim < 0 || dim >= x->type.rank()) return std::nullopt;
+  const ir::Dim& d = (*x->type.shape)[dim];
+  return d.isStatic() ? std::optional<int64_t>(d.size) : std::nullopt;
+}
+
+int64_t dimIn(const Context& ctx, int64_t dim, int64_t rank) {
+  int64_t d = normalizeDim(dim, std::max<int64_t>(rank, 1));
+  if (d < 0 || d >= std::max<int64_t>(rank, 1))
+    ctx.fail("dim " + std::to_string(dim) + " is out of range for rank " + std::to_string(rank));
+  return d;
 }
 
 }  // namespace pt2onnx::symbolic

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 
 #include "symbolic/context.h"
 
@@ -15,5 +17,12 @@ ir::DType resultDtype(const Context& ctx, size_t output = 0);
 // and are evaluators, not tensor symbolics. Tensor overloads may still see numbers as operands (a
 // prim::NumToTensor result is bound as a number), which the binder materializes.
 void requireTensorOverload(const Context& ctx);
+
+// Shape(x) as a 1-D int64 value of known length when x's rank is known.
+ir::Value* shapeOf(Context& ctx, ir::Value* x);
+// The size of x along `dim` when it is known at export time.
+std::optional<int64_t> staticDim(const ir::Value* x, int64_t dim);
+// A dim normalized against `rank` (a 0-d tensor accepts dims -1 and 0, like torch); fails when out of range.
+int64_t dimIn(const Context& ctx, int64_t dim, int64_t rank);
 
 }  // namespace pt2onnx::symbolic

@@ -80,6 +80,7 @@ void registerAllSymbolics(Registry& r) {
   registerNormalizationSymbolics(r);
   registerDropoutSymbolics(r);
   registerShapeSymbolics(r);
+  registerConcatSplitSymbolics(r);
   registerIndexingSymbolics(r);
   registerCreationSymbolics(r);
   registerEmbeddingSymbolics(r);

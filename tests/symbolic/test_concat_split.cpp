@@ -1,0 +1,176 @@
+// Converter tests for symbolic/concat_split.cpp: cat, stack, split, chunk, unbind and tensor_split.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tests/util/converter_test.h"
+
+namespace {
+
+using pt2onnx::testing::contains;
+using pt2onnx::testing::countOf;
+using pt2onnx::testing::expectConvertsLikeTorch;
+using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
+using pt2onnx::testing::expectDynamicAxesConvertLikeTorch;
+using pt2onnx::testing::exportedOpTypes;
+using pt2onnx::testing::exportError;
+
+
+TEST(ConcatSplitSymbolics, CatNegativeDimMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor, %y : Tensor):
+  %list : Tensor[] = prim::ListConstruct(%x, %y, %x)
+  %dim : int = prim::Constant[value=-1]()
+  %z : Tensor = aten::cat(%list, %dim)
+  return (%z)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 3}), at::randn({2, 4})});
+}
+
+TEST(ConcatSplitSymbolics, CatPromotesMixedDtypes) {
+  const char* ir = R"IR(
+graph(%x : Tensor, %y : Tensor):
+  %list : Tensor[] = prim::ListConstruct(%x, %y)
+  %dim : int = prim::Constant[value=0]()
+  %z : Tensor = aten::cat(%list, %dim)
+  return (%z)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 3}), at::randint(0, 9, {1, 3}, at::kLong)});
+}
+
+TEST(ConcatSplitSymbolics, StackNegativeDimMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor, %y : Tensor):
+  %list : Tensor[] = prim::ListConstruct(%x, %y)
+  %dim : int = prim::Constant[value=-1]()
+  %z : Tensor = aten::stack(%list, %dim)
+  return (%z)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 3}), at::randn({2, 3})});
+}
+
+TEST(ConcatSplitSymbolics, ChunkUnevenMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %chunks : int = prim::Constant[value=3]()
+  %dim : int = prim::Constant[value=-1]()
+  %l : Tensor[] = aten::chunk(%x, %chunks, %dim)
+  %a : Tensor, %b : Tensor, %c : Tensor = prim::ListUnpack(%l)
+  return (%a, %b, %c)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 5})});
+}
+
+TEST(ConcatSplitSymbolics, SplitBySizeMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %size : int = prim::Constant[value=2]()
+  %dim : int = prim::Constant[value=1]()
+  %l : Tensor[] = aten::split(%x, %size, %dim)
+  %a : Tensor, %b : Tensor, %c : Tensor = prim::ListUnpack(%l)
+  return (%a, %b, %c)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({3, 5, 2})});
+}
+
+TEST(ConcatSplitSymbolics, SplitWithSizesMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %a : int = prim::Constant[value=1]()
+  %b : int = prim::Constant[value=3]()
+  %sizes : int[] = prim::ListConstruct(%a, %b)
+  %dim : int = prim::Constant[value=0]()
+  %l : Tensor[] = aten::split_with_sizes(%x, %sizes, %dim)
+  %p : Tensor, %q : Tensor = prim::ListUnpack(%l)
+  %m : Tensor[] = aten::split(%x, %sizes, %dim)
+  %r : Tensor, %s : Tensor = prim::ListUnpack(%m)
+  return (%p, %q, %r, %s)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({4, 2})});
+}
+
+TEST(ConcatSplitSymbolics, UnbindNegativeDimMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dim : int = prim::Constant[value=-1]()
+  %l : Tensor[] = aten::unbind(%x, %dim)
+  %a : Tensor, %b : Tensor, %c : Tensor = prim::ListUnpack(%l)
+  return (%a, %b, %c)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 4, 3})});
+}
+
+TEST(ConcatSplitSymbolics, TensorSplitAtIndicesMatchesTorch) {
+  // Indices past the end and a negative one: tensor_split's slices clamp and wrap them.
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dim : int = prim::Constant[value=1]()
+  %indices : int[] = prim::Constant[value=[1, 4, 9, -1]]()
+  %l : Tensor[] = aten::tensor_split(%x, %indices, %dim)
+  %a : Tensor, %b : Tensor, %c : Tensor, %d : Tensor, %e : Tensor = prim::ListUnpack(%l)
+  return (%a, %b, %c, %d, %e)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 6, 3})});
+}
+
+TEST(ConcatSplitSymbolics, TensorSplitIntoSectionsMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dim : int = prim::Constant[value=-1]()
+  %sections : int = prim::Constant[value=3]()
+  %l : Tensor[] = aten::tensor_split(%x, %sections, %dim)
+  %a : Tensor, %b : Tensor, %c : Tensor = prim::ListUnpack(%l)
+  return (%a, %b, %c)
+)IR";
+  expectConvertsLikeTorch(ir, {at::randn({2, 7})}, 13);
+  expectConvertsLikeTorch(ir, {at::randn({2, 2})}, 17);  // fewer elements than sections: empty pieces
+  // A dynamic length: the section bounds are computed at run time.
+  expectDynamicAxesConvertLikeTorch(ir, {at::randn({2, 7})}, {{1, "len"}},
+                                    {{at::randn({2, 11})}, {at::randn({2, 3})}, {at::randn({2, 1})}}, 13);
+}
+
+TEST(ConcatSplitSymbolics, TensorSplitByRunTimeTensorFailsClearly) {
+  const char* ir = R"IR(
+graph(%x : Tensor, %indices : Tensor):
+  %dim : int = prim::Constant[value=0]()
+  %l : Tensor[] = aten::tensor_split(%x, %indices, %dim)
+  %a : Tensor, %b : Tensor = prim::ListUnpack(%l)
+  return (%a, %b)
+)IR";
+  std::string error = exportError(ir, {at::randn({7, 2}), at::tensor(std::vector<int64_t>{3})}, 13);
+  EXPECT_NE(error.find("known at export time"), std::string::npos) << error;
+}
+
+TEST(ConcatSplitSymbolics, CatSkipsLegacyEmpty1dTensorsAsTorchDoes) {
+  // torch.cat([torch.tensor([]), x]) with a 3-D x: valid in PyTorch, and a Concat ORT would refuse
+  // if the empty part stayed.
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %zero : int = prim::Constant[value=0]()
+  %size : int[] = prim::ListConstruct(%zero)
+  %none : NoneType = prim::Constant()
+  %empty : Tensor = aten::zeros(%size, %none, %none, %none, %none)
+  %list : Tensor[] = prim::ListConstruct(%empty, %x, %empty, %x)
+  %y : Tensor = aten::cat(%list, %zero)
+  return (%y)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 3, 4})});
+  EXPECT_FALSE(contains(exportedOpTypes(ir, {at::randn({2, 3, 4})}, 13), "ConstantOfShape"));
+}
+
+TEST(ConcatSplitSymbolics, CatDropsAnEmpty1dInputOfStaticLength) {
+  const char* ir = R"IR(
+graph(%x : Tensor, %e : Tensor):
+  %zero : int = prim::Constant[value=0]()
+  %list : Tensor[] = prim::ListConstruct(%e, %x)
+  %y : Tensor = aten::cat(%list, %zero)
+  return (%y)
+)IR";
+  expectConvertsLikeTorch(ir, {at::randn({2, 3}), at::zeros({0})}, 13);
+  // Of run-time length (dynamic axes), the 1-D input is an error: tests/e2e/test_messages.py.
+}
+
+}  // namespace
