@@ -160,6 +160,7 @@ void registerAllKernels(KernelRegistry& r) {
   registerControlFlowKernels(r);
   registerRecurrentKernels(r);
   registerSamplingKernels(r);
+  registerSpectralKernels(r);
 }
 
 KernelRegistry& defaultKernels() {

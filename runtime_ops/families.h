@@ -14,5 +14,6 @@ void registerSequenceKernels(KernelRegistry& r);     // sequence.cpp: Sequence*,
 void registerControlFlowKernels(KernelRegistry& r);  // control_flow.cpp: If, Loop, SequenceMap (subgraphs)
 void registerRecurrentKernels(KernelRegistry& r);    // recurrent.cpp: RNN, GRU, LSTM
 void registerSamplingKernels(KernelRegistry& r);     // sampling.cpp: GridSample
+void registerSpectralKernels(KernelRegistry& r);     // spectral.cpp: STFT
 
 }  // namespace pt2onnx::runtime

@@ -23,5 +23,6 @@ void registerCreationSymbolics(Registry& r);      // creation.cpp: arange, zeros
 void registerEmbeddingSymbolics(Registry& r);     // embedding.cpp: embedding
 void registerRecurrentSymbolics(Registry& r);     // recurrent.cpp: lstm, gru, rnn_tanh, rnn_relu
 void registerSamplingSymbolics(Registry& r);      // sampling.cpp: grid_sampler, im2col, col2im
+void registerSpectralSymbolics(Registry& r);      // spectral.cpp: stft, hann/hamming/blackman windows
 
 }  // namespace pt2onnx::symbolic

@@ -86,6 +86,7 @@ void registerAllSymbolics(Registry& r) {
   registerEmbeddingSymbolics(r);
   registerRecurrentSymbolics(r);
   registerSamplingSymbolics(r);
+  registerSpectralSymbolics(r);
 }
 
 Registry& defaultRegistry() {

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import pt2onnx
+from samples import ort
 
 
 def run(cli, *argv, cwd=None):
@@ -314,3 +315,29 @@ def test_verbose_prints_the_graph(tmp_path, capsys):
     assert "= Conv[" in capsys.readouterr().out
     pt2onnx.export(Conv(), (torch.randn(1, 3, 8, 8),), str(tmp_path / "q.onnx"))
     assert capsys.readouterr().out == ""
+
+
+class CatWithLegacyEmpty(torch.nn.Module):
+    def forward(self, x, e):
+        return torch.cat([e, x])
+
+
+def test_cat_of_a_run_time_length_1d_tensor_with_other_ranks_is_located(tmp_path):
+    # Empty at export but of run-time length: PyTorch skips it only when empty; ONNX Concat can't.
+    path = tmp_path / "cat.onnx"
+    with pytest.raises(pt2onnx.ExportError) as info:
+        pt2onnx.export(CatWithLegacyEmpty(), (torch.randn(2, 3), torch.zeros(0)), path, input_names=["x", "e"],
+                       dynamic_axes={"e": {0: "n"}})
+    message = str(info.value)
+    assert "aten::cat" in message and "test_messages.py" in message and "ONNX Concat" in message, message
+    assert not path.exists()
+
+
+def test_cat_with_an_empty_1d_tensor_of_static_length_runs_in_ort(tmp_path):
+    path = tmp_path / "cat.onnx"
+    x = torch.randn(2, 3, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the empty input is unused once dropped
+        pt2onnx.export(CatWithLegacyEmpty(), (x, torch.zeros(0)), path, input_names=["x", "e"])
+    (got,) = ort.run(path, {"x": x.numpy()}).values()
+    assert ort.max_rel_error(CatWithLegacyEmpty()(x, torch.zeros(0)).numpy(), got) < 1e-6

@@ -1,6 +1,7 @@
-"""What swin_v2, mvit and RAFT need beyond the classifiers: grid_sample (GridSample, opset 16),
-F.unfold / F.fold (im2col / col2im), torch.meshgrid, torch.tensor_split and vector norms
-(torch.norm, F.normalize, linalg.vector_norm), traced and scripted, exported with pt2onnx and run in
+"""Ops added for swin_v2, mvit, RAFT and audio front ends: grid_sample (GridSample, opset 16),
+F.unfold / F.fold (im2col / col2im), torch.meshgrid, torch.tensor_split, vector norms (torch.norm,
+F.normalize, linalg.vector_norm) and torch.stft with window functions (STFT, opset 17), traced and
+scripted, exported with pt2onnx and run in
 ONNX Runtime and the builtin runtime against PyTorch, on inputs of other sizes than the example's."""
 import warnings
 
@@ -204,3 +205,32 @@ def test_scripted_norms_match_torch(tmp_path):
     torch.manual_seed(5)
     export_and_check(ScriptedNorms(), (torch.randn(2, 3, 4),), [(torch.randn(5, 3, 2),)], tmp_path, script=True,
                      dynamic_axes={"in_0": {0: "a", 2: "c"}})
+
+
+# ---------------------------------------------------------------- stft
+
+
+class Spectrogram(torch.nn.Module):
+    def __init__(self, center: bool, window: str):
+        super().__init__()
+        self.center, self.window = center, window
+
+    def forward(self, x):
+        window = torch.hann_window(64) if self.window == "hann" else torch.hamming_window(48, periodic=False)
+        spec = torch.stft(x, n_fft=64, hop_length=16, win_length=window.shape[0], window=window, center=self.center,
+                          return_complex=False)
+        return spec, spec.pow(2).sum(-1)  # and a power spectrogram
+
+
+@pytest.mark.parametrize("center", [False, True])
+@pytest.mark.parametrize("window", ["hann", "hamming"])
+def test_stft_matches_torch_on_other_lengths(center, window, tmp_path):
+    torch.manual_seed(6)
+    export_and_check(Spectrogram(center, window), (torch.randn(2, 400),),
+                     [(torch.randn(3, 1000),), (torch.randn(1, 130),)], tmp_path,
+                     dynamic_axes={"in_0": {0: "batch", 1: "samples"}})
+
+
+def test_stft_below_opset_17_names_the_opset(tmp_path):
+    with pytest.raises(pt2onnx.ExportError, match="17"):
+        pt2onnx.export(Spectrogram(True, "hann"), (torch.randn(1, 400),), tmp_path / "m.onnx", opset_version=16)
