@@ -11,6 +11,7 @@ bench/README.md). A benchmark, not a test: it exits 0 whatever fails.
     /usr/bin/python3 bench/zoo.py                          # the 84, both tools (about 1-2 h on 2 cores)
     /usr/bin/python3 bench/zoo.py --tier large             # the 10 largest (needs ~20 GiB, about 1 h)
     /usr/bin/python3 bench/zoo.py --models swin_t raft_small --skip-torch-onnx
+    /usr/bin/python3 bench/zoo.py --output-json z.json --resume z.json   # finish an interrupted run
 """
 import argparse
 import json
@@ -227,7 +228,9 @@ def main(argv):
     ap.add_argument("--models", nargs="+", metavar="NAME", help="only these models (any tier)")
     ap.add_argument("--skip-torch-onnx", action="store_true", help="run pt2onnx only")
     ap.add_argument("--timeout", type=float, default=1800, metavar="SECONDS", help="per (tool, model) run")
-    ap.add_argument("--output-json", metavar="PATH", help="write every result as JSON")
+    ap.add_argument("--output-json", metavar="PATH", help="write every result as JSON (after each run)")
+    ap.add_argument("--resume", metavar="PATH", help="take the results of an earlier --output-json and run only "
+                    "the (tool, model) pairs it lacks or that crashed")
     ap.add_argument("--markdown", metavar="PATH", help="write the table as Markdown")
     args = ap.parse_args(argv)
     models = zoo()
@@ -242,9 +245,15 @@ def main(argv):
         models = {m: models[m] for m in LARGEST}
     tools = ["pt2onnx"] + ([] if args.skip_torch_onnx else ["torch.onnx"])
     results = {}
+    if args.resume:
+        with open(args.resume) as f:
+            earlier = {(r["tool"], r["model"]): r for r in json.load(f) if r["status"] != "crashed"}
+        results = {k: r for k, r in earlier.items() if k[1] in models and k[0] in tools}
     total = len(models) * len(tools)
     for k, (name, family) in enumerate(models.items()):
         for tool in tools:
+            if (tool, name) in results:
+                continue
             done = len(results) + 1
             print(f"[{done}/{total}] {tool} {name} ...", end="", flush=True)
             r = run_one(tool, name, family, args.timeout)

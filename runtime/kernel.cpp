@@ -161,6 +161,7 @@ void registerAllKernels(KernelRegistry& r) {
   registerRecurrentKernels(r);
   registerSamplingKernels(r);
   registerSpectralKernels(r);
+  registerDetectionKernels(r);
 }
 
 KernelRegistry& defaultKernels() {

@@ -15,5 +15,6 @@ void registerControlFlowKernels(KernelRegistry& r);  // control_flow.cpp: If, Lo
 void registerRecurrentKernels(KernelRegistry& r);    // recurrent.cpp: RNN, GRU, LSTM
 void registerSamplingKernels(KernelRegistry& r);     // sampling.cpp: GridSample
 void registerSpectralKernels(KernelRegistry& r);     // spectral.cpp: STFT
+void registerDetectionKernels(KernelRegistry& r);    // detection.cpp: NonMaxSuppression, RoiAlign, MaxRoiPool
 
 }  // namespace pt2onnx::runtime

@@ -98,7 +98,22 @@ Outputs splitSymbolic(Context& ctx) {  // split.Tensor (int), split.sizes / spli
   ir::Value* x = ctx.tensor(0);
   int64_t rank = ctx.requireRank(x, "the split tensor");
   int64_t dim = dimIn(ctx, ctx.int64(2), rank);
-  if (ctx.arg(1).kind == Arg::Kind::List) return splitInto(ctx, x, dim, ctx.ints(1));
+  const Arg& sizes = ctx.arg(1);
+  if (sizes.kind == Arg::Kind::List && sizes.isStatic()) return splitInto(ctx, x, dim, ctx.ints(1));
+  if (sizes.kind == Arg::Kind::List && !sizes.isDynamicList()) {
+    // Sizes computed at run time (detection heads split by anchor counts): Split takes them as an
+    // input; how many pieces is the list's length.
+    size_t count = sizes.elems.size();
+    std::vector<ir::Value*> parts = ctx.opMulti("Split", {x, ctx.intsAsTensor(1)}, count, {i("axis", dim)});
+    ir::TensorType pieceType = x->type;
+    (*pieceType.shape)[dim] = ir::Dim{};
+    std::vector<Arg> list;
+    for (ir::Value* p : parts) {
+      ctx.setType(p, pieceType);
+      list.push_back(p);
+    }
+    return {Arg::ofList(std::move(list))};
+  }
   int64_t splitSize = ctx.int64(1);
   if (splitSize <= 0) ctx.fail("split_size must be positive");
   return splitInto(ctx, x, dim, evenPieces(requireStaticDim(ctx, x, dim, "split"), splitSize));

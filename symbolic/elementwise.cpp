@@ -391,8 +391,6 @@ Outputs isfinite(Context& ctx) {
 
 // where.self / ScalarSelf / ScalarOther / Scalar (condition, self, other).
 Outputs where(Context& ctx) {
-  if (ctx.numArgs() == 1)
-    ctx.fail("where(condition) with a single argument (nonzero as tuple) is not supported");
   requireTensorOverload(ctx);
   DType t = resultDtype(ctx);
   return {ctx.op("Where", {asBool(ctx, 0), operand(ctx, 1, t), operand(ctx, 2, t)})};
@@ -514,7 +512,8 @@ void registerElementwiseSymbolics(Registry& r) {
   r.onOp("aten::__xor__", 13, bitwiseBinary("Xor"));
 
   // Selection and clamping.
-  r.onOp("aten::where", 13, where);
+  for (const char* overload : {"self", "ScalarOther", "ScalarSelf", "Scalar"})  // where(cond): indexing.cpp
+    r.onOp(std::string("aten::where.") + overload, 13, where);
   r.onOp("aten::masked_fill", 13, maskedFill);
   r.onOp("aten::clamp", 13, clamp);
   r.onOp("aten::clip", 13, clamp);

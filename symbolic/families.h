@@ -24,5 +24,6 @@ void registerEmbeddingSymbolics(Registry& r);     // embedding.cpp: embedding
 void registerRecurrentSymbolics(Registry& r);     // recurrent.cpp: lstm, gru, rnn_tanh, rnn_relu
 void registerSamplingSymbolics(Registry& r);      // sampling.cpp: grid_sampler, im2col, col2im
 void registerSpectralSymbolics(Registry& r);      // spectral.cpp: stft, hann/hamming/blackman windows
+void registerDetectionSymbolics(Registry& r);     // detection.cpp: torchvision nms, roi_align, roi_pool
 
 }  // namespace pt2onnx::symbolic

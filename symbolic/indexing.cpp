@@ -336,6 +336,32 @@ Outputs indexPutSymbolic(Context& ctx) {
   return {ctx.op("ScatterND", {self, where, updates}, attrs)};
 }
 
+// nonzero(self): (n, rank) int64 indices of the non-zero elements, in row-major order as NonZero
+// gives them (transposed).
+Outputs nonzeroSymbolic(Context& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  if (ctx.requireRank(x, "the nonzero input") == 0) ctx.fail("nonzero of a 0-d tensor is not supported");
+  ir::Value* indices = ctx.op("Transpose", {ctx.op("NonZero", {x})}, {ints("perm", {1, 0})});
+  // How many are non-zero depends on the values: never the example's count.
+  ctx.setType(indices, ir::TensorType{ir::DType::Int64, std::vector<ir::Dim>{ir::Dim{}, ir::Dim::fixed(ctx.rank(x))}});
+  return {indices};
+}
+
+// where(condition) / nonzero_numpy(self): one 1-D index tensor per dim (the rows of NonZero).
+Outputs nonzeroAsTupleSymbolic(Context& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  int64_t rank = ctx.requireRank(x, "the where/nonzero input");
+  if (rank == 0) ctx.fail("where(condition) of a 0-d tensor is not supported");
+  ir::Value* nonzero = ctx.op("NonZero", {x});  // [rank, n]
+  std::vector<Arg> rows;
+  for (int64_t r = 0; r < rank; ++r) {
+    ir::Value* row = ctx.op("Gather", {nonzero, ctx.constInt64(r)}, {i("axis", 0)});
+    ctx.setType(row, ir::TensorType{ir::DType::Int64, std::vector<ir::Dim>{ir::Dim{}}});
+    rows.push_back(row);
+  }
+  return {Arg::ofList(std::move(rows))};
+}
+
 }  // namespace
 
 void registerIndexingSymbolics(Registry& r) {
@@ -356,6 +382,9 @@ void registerIndexingSymbolics(Registry& r) {
   r.onOp("aten::select_scatter", 13, selectScatterSymbolic);
   r.onOp("aten::slice_scatter", 13, sliceScatterSymbolic);
   r.onOp("aten::index_put", 13, indexPutSymbolic);
+  r.onOp("aten::nonzero", 13, nonzeroSymbolic);
+  r.onOp("aten::nonzero_numpy", 13, nonzeroAsTupleSymbolic);
+  r.onOp("aten::where", 13, nonzeroAsTupleSymbolic);  // where(condition); the other overloads: elementwise.cpp
 }
 
 }  // namespace pt2onnx::symbolic

@@ -87,6 +87,7 @@ void registerAllSymbolics(Registry& r) {
   registerRecurrentSymbolics(r);
   registerSamplingSymbolics(r);
   registerSpectralSymbolics(r);
+  registerDetectionSymbolics(r);
 }
 
 Registry& defaultRegistry() {

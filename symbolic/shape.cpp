@@ -478,56 +478,86 @@ SymbolicFn upsampleSized(int64_t spatialRank, Interp mode) {
 // ---------------------------------------------------------------- padding
 
 // torch's pad list is (begin, end) pairs starting from the last dim; ONNX wants all begins,
-// then all ends, from the first dim.
-ir::Value* onnxPads(Context& ctx, ir::Value* x, const std::vector<int64_t>& torchPads) {
+// then all ends, from the first dim. Sizes known at export time give a constant; others (the pads
+// detection models compute from image sizes) are reordered at run time.
+ir::Value* onnxPads(Context& ctx, ir::Value* x, size_t padArg) {
   int64_t rank = ctx.requireRank(x, "the padded tensor");
-  if (torchPads.size() % 2 != 0 || static_cast<int64_t>(torchPads.size()) > 2 * rank)
-    ctx.fail("pad list of length " + std::to_string(torchPads.size()) + " does not fit rank " +
-             std::to_string(rank));
-  std::vector<int64_t> pads(2 * rank, 0);
-  for (size_t k = 0; k * 2 < torchPads.size(); ++k) {
-    int64_t dim = rank - 1 - static_cast<int64_t>(k);
-    pads[dim] = torchPads[2 * k];
-    pads[rank + dim] = torchPads[2 * k + 1];
+  int64_t n = listLength(ctx, padArg);
+  if (n % 2 != 0 || n > 2 * rank)
+    ctx.fail("pad list of length " + std::to_string(n) + " does not fit rank " + std::to_string(rank));
+  if (ctx.arg(padArg).isStatic()) {
+    std::vector<int64_t> torchPads = ctx.ints(padArg), pads(2 * rank, 0);
+    for (int64_t k = 0; k * 2 < n; ++k) {
+      int64_t dim = rank - 1 - k;
+      pads[dim] = torchPads[2 * k];
+      pads[rank + dim] = torchPads[2 * k + 1];
+    }
+    return ctx.constInt64s(pads);
   }
-  return ctx.constInt64s(pads);
+  // (k, 2) pairs, last dim first -> reversed rows -> (2, k) -> zeros for the leading dims -> flat.
+  ir::Value* pairs = ctx.op("Reshape", {ctx.intsAsTensor(padArg), ctx.constInt64s({n / 2, 2})});
+  ir::Value* firstDimFirst = ctx.op("Slice", {pairs, ctx.constInt64s({-1}), ctx.constInt64s({-kInt64Max}),
+                                              ctx.constInt64s({0}), ctx.constInt64s({-1})});
+  ir::Value* beginsEnds = ctx.op("Transpose", {firstDimFirst}, {ints("perm", {1, 0})});
+  if (n / 2 < rank) {
+    ir::Value* zeros = ctx.constant(ir::TensorData::fromInt64s(std::vector<int64_t>(2 * (rank - n / 2), 0), {2, rank - n / 2}));
+    beginsEnds = ctx.op("Concat", {zeros, beginsEnds}, {i("axis", 1)});
+  }
+  return ctx.op("Reshape", {beginsEnds, ctx.constInt64s({2 * rank})});
 }
 
-std::vector<int64_t> staticPads(Context& ctx, size_t argIndex) {
-  if (!ctx.arg(argIndex).isStatic()) ctx.fail("padding sizes must be known at export time");
-  return ctx.ints(argIndex);
-}
-
-ir::Value* padConstant(Context& ctx, ir::Value* x, const std::vector<int64_t>& pads,
-                       std::optional<size_t> valueArg) {
+ir::Value* padConstant(Context& ctx, ir::Value* x, size_t padArg, std::optional<size_t> valueArg) {
   ir::DType type = elementTypeOf(ctx, x);
   ir::Value* value = valueArg && !ctx.isNone(*valueArg) ? ctx.scalarAsTensor(*valueArg, type)
                                                         : ctx.constScalar(0, type);
-  return ctx.op("Pad", {x, onnxPads(ctx, x, pads), value}, {s("mode", "constant")});
+  return ctx.op("Pad", {x, onnxPads(ctx, x, padArg), value}, {s("mode", "constant")});
 }
 
-ir::Value* padWithMode(Context& ctx, ir::Value* x, const std::vector<int64_t>& pads,
-                       const std::string& torchMode) {
+// Circular padding: along each padded dim, the last `begin` elements go before and the first `end`
+// after (Slices and a Concat; ONNX Pad's wrap mode is opset 19).
+ir::Value* padCircular(Context& ctx, ir::Value* x, size_t padArg) {
+  if (!ctx.arg(padArg).isStatic()) ctx.fail("circular padding needs padding sizes known at export time");
+  std::vector<int64_t> pads = ctx.ints(padArg);
+  int64_t rank = ctx.requireRank(x, "the padded tensor");
+  if (pads.size() % 2 != 0 || static_cast<int64_t>(pads.size()) > 2 * rank)
+    ctx.fail("pad list of length " + std::to_string(pads.size()) + " does not fit rank " + std::to_string(rank));
+  for (size_t k = 0; k * 2 < pads.size(); ++k) {
+    int64_t dim = rank - 1 - static_cast<int64_t>(k), begin = pads[2 * k], end = pads[2 * k + 1];
+    if (begin < 0 || end < 0) ctx.fail("circular padding with negative sizes is not supported");
+    std::vector<ir::Value*> parts;
+    if (begin > 0)
+      parts.push_back(ctx.op("Slice", {x, ctx.constInt64s({-begin}), ctx.constInt64s({kInt64Max}), ctx.constInt64s({dim})}));
+    parts.push_back(x);
+    if (end > 0) parts.push_back(ctx.op("Slice", {x, ctx.constInt64s({0}), ctx.constInt64s({end}), ctx.constInt64s({dim})}));
+    if (parts.size() > 1) {
+      ir::TensorType type = x->type;
+      if (std::optional<int64_t> size = staticDim(x, dim)) (*type.shape)[dim] = ir::Dim::fixed(*size + begin + end);
+      else (*type.shape)[dim] = ir::Dim{};
+      x = ctx.op("Concat", parts, {i("axis", dim)});
+      ctx.setType(x, type);
+    }
+  }
+  return x;
+}
+
+ir::Value* padWithMode(Context& ctx, ir::Value* x, size_t padArg, const std::string& torchMode) {
+  if (torchMode == "circular") return padCircular(ctx, x, padArg);
   std::string mode = torchMode == "reflect" ? "reflect" : torchMode == "replicate" ? "edge" : "";
-  if (mode.empty()) ctx.fail("padding mode '" + torchMode + "' is not supported for opsets <= 18");
-  return ctx.op("Pad", {x, onnxPads(ctx, x, pads)}, {s("mode", mode)});
+  if (mode.empty()) ctx.fail("unknown padding mode '" + torchMode + "' (constant, reflect, replicate and circular exist)");
+  return ctx.op("Pad", {x, onnxPads(ctx, x, padArg)}, {s("mode", mode)});
 }
 
-Outputs constantPadSymbolic(Context& ctx) {
-  return {padConstant(ctx, ctx.tensor(0), staticPads(ctx, 1), 2)};
-}
+Outputs constantPadSymbolic(Context& ctx) { return {padConstant(ctx, ctx.tensor(0), 1, 2)}; }
 
 Outputs padSymbolic(Context& ctx) {  // pad(self, pad, mode="constant", value=None)
   std::string mode = ctx.isNone(2) ? "constant" : ctx.str(2);
-  if (mode == "constant") return {padConstant(ctx, ctx.tensor(0), staticPads(ctx, 1), 3)};
+  if (mode == "constant") return {padConstant(ctx, ctx.tensor(0), 1, 3)};
   if (!ctx.isNone(3) && ctx.float64(3) != 0) ctx.fail("a pad value is only allowed in constant mode");
-  return {padWithMode(ctx, ctx.tensor(0), staticPads(ctx, 1), mode)};
+  return {padWithMode(ctx, ctx.tensor(0), 1, mode)};
 }
 
 SymbolicFn padModeSymbolic(const std::string& mode) {  // reflection_padNd / replication_padNd
-  return [mode](Context& ctx) -> Outputs {
-    return {padWithMode(ctx, ctx.tensor(0), staticPads(ctx, 1), mode)};
-  };
+  return [mode](Context& ctx) -> Outputs { return {padWithMode(ctx, ctx.tensor(0), 1, mode)}; };
 }
 
 }  // namespace
@@ -598,6 +628,7 @@ void registerShapeSymbolics(Registry& r) {
     r.onOp(std::string("aten::reflection_pad") + n, 13, padModeSymbolic("reflect"));
     r.onOp(std::string("aten::replication_pad") + n, 13, padModeSymbolic("replicate"));
   }
+  r.onOp("aten::_pad_circular", 13, padModeSymbolic("circular"));
 }
 
 }  // namespace pt2onnx::symbolic

@@ -92,6 +92,24 @@ graph(%x : Tensor):
   expectConvertsLikeTorchAllOpsets(ir, {at::randn({4, 2})});
 }
 
+TEST(ConcatSplitSymbolics, SplitWithRunTimeSizesMatchesTorch) {
+  // Sizes computed from the input's shape, as detection heads split by anchor counts.
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %two : int = prim::Constant[value=2]()
+  %n : int = aten::size(%x, %one)
+  %first : int = aten::sub(%n, %two)
+  %sizes : int[] = prim::ListConstruct(%one, %first, %one)
+  %l : Tensor[] = aten::split_with_sizes(%x, %sizes, %one)
+  %p : Tensor, %q : Tensor, %r : Tensor = prim::ListUnpack(%l)
+  return (%p, %q, %r)
+)IR";
+  expectDynamicAxesConvertLikeTorch(ir, {at::randn({2, 5})}, {{1, "n"}},
+                                    {{at::randn({2, 9})}, {at::randn({2, 2})}}, 13);
+}
+
 TEST(ConcatSplitSymbolics, UnbindNegativeDimMatchesTorch) {
   const char* ir = R"IR(
 graph(%x : Tensor):

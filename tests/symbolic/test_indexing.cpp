@@ -325,6 +325,24 @@ graph(%x : Tensor, %index : Tensor, %src : Tensor):
   EXPECT_NE(message.find("opset 16"), std::string::npos) << message;
 }
 
+TEST(IndexingSymbolics, NonzeroAndWhereOfConditionMatchTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %zero : int = prim::Constant[value=0]()
+  %mask : Tensor = aten::gt(%x, %zero)
+  %nz : Tensor = aten::nonzero(%x)
+  %rows : Tensor[] = aten::where(%mask)
+  %r0 : Tensor, %r1 : Tensor = prim::ListUnpack(%rows)
+  %numpy : Tensor[] = aten::nonzero_numpy(%mask)
+  %n0 : Tensor, %n1 : Tensor = prim::ListUnpack(%numpy)
+  return (%nz, %r0, %r1, %n0, %n1)
+)IR";
+  at::Tensor x = at::randn({4, 5});
+  x.index_put_({1}, 0);
+  expectConvertsLikeTorchAllOpsets(ir, {x});
+  expectDynamicAxesConvertLikeTorch(ir, {x}, {{0, "n"}}, {{at::randn({7, 5})}, {at::zeros({2, 5})}}, 13);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- writes (functionalized x[i] = v)

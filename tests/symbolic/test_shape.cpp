@@ -626,20 +626,6 @@ graph(%x : Tensor):
   expectConvertsLikeTorchAllOpsets(ir, {at::randn({1, 2, 5, 4})});
 }
 
-TEST(ShapeSymbolics, PadCircularFailsClearly) {
-  const char* ir = R"IR(
-graph(%x : Tensor):
-  %a : int = prim::Constant[value=1]()
-  %pads : int[] = prim::ListConstruct(%a, %a)
-  %mode : str = prim::Constant[value="circular"]()
-  %none : NoneType = prim::Constant()
-  %y : Tensor = aten::pad(%x, %pads, %mode, %none)
-  return (%y)
-)IR";
-  std::string message = exportError(ir, {at::randn({1, 2, 5})}, 17);
-  EXPECT_NE(message.find("circular"), std::string::npos) << message;
-}
-
 TEST(ShapeSymbolics, ViewDtypeToOtherTypeFailsClearly) {
   const char* ir = R"IR(
 graph(%x : Tensor):
@@ -739,6 +725,46 @@ graph(%x : Tensor, %y : Tensor):
 )IR";
   expectDynamicAxesConvertLikeTorch(ir, {at::randn({2}), at::randn({1, 3})}, {{0, "n"}},
                                     {{at::randn({5}), at::randn({1, 3})}}, 13);
+}
+
+TEST(ShapeSymbolics, CircularPadMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %pads : int[] = prim::Constant[value=[1, 2, 0, 3]]()
+  %mode : str = prim::Constant[value="circular"]()
+  %none : NoneType = prim::Constant()
+  %y : Tensor = aten::pad(%x, %pads, %mode, %none)
+  %z : Tensor = aten::_pad_circular(%x, %pads)
+  return (%y, %z)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 3, 4, 5})});
+  expectDynamicAxesConvertLikeTorch(ir, {at::randn({2, 3, 4, 5})}, {{0, "n"}, {2, "h"}, {3, "w"}},
+                                    {{at::randn({1, 3, 6, 3})}}, 13);
+}
+
+TEST(ShapeSymbolics, PadOfRunTimeSizesMatchesTorch) {
+  // What torchvision's detection transform does: pads computed from the image size.
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %two : int = prim::Constant[value=2]()
+  %three : int = prim::Constant[value=3]()
+  %eight : int = prim::Constant[value=8]()
+  %zero : int = prim::Constant[value=0]()
+  %h : int = aten::size(%x, %two)
+  %w : int = aten::size(%x, %three)
+  %ph : int = aten::sub(%eight, %h)
+  %pw : int = aten::sub(%eight, %w)
+  %pads : int[] = prim::ListConstruct(%zero, %pw, %zero, %ph)
+  %mode : str = prim::Constant[value="constant"]()
+  %value : float = prim::Constant[value=0.5]()
+  %y : Tensor = aten::pad(%x, %pads, %mode, %value)
+  %reflect : str = prim::Constant[value="reflect"]()
+  %none : NoneType = prim::Constant()
+  %z : Tensor = aten::pad(%x, %pads, %reflect, %none)
+  return (%y, %z)
+)IR";
+  expectDynamicAxesConvertLikeTorch(ir, {at::randn({1, 2, 5, 6})}, {{2, "h"}, {3, "w"}},
+                                    {{at::randn({1, 2, 7, 6})}, {at::randn({1, 2, 8, 5})}}, 13);
 }
 
 }  // namespace
