@@ -4,12 +4,16 @@ input other than the export example and compared with PyTorch.
 
 Tiers: `default` is the 84 models of the four families but the 10 largest; `large` is those 10
 (vit_h_14, regnet_y_128gf, vit_l_16/32, convnext_large, regnet_y_32gf, vgg16/19(_bn)), exported with
-their weights as external data in one side file. Each (tool, model) runs in a fresh child process;
+their weights as external data in one side file; `detection` is the 12 detection and keypoint
+models, traced on a list of one 320x320 image as torchvision's ONNX tests do, untrained but with
+random heads and calibrated BatchNorm so that boxes score differently, every box kept (threshold 0),
+and their detections matched (sorted by label, score and box) before comparing. Each (tool, model) runs in a fresh child process;
 the parent prints one line per run and a table with the totals (--markdown writes it for
 bench/README.md). A benchmark, not a test: it exits 0 whatever fails.
 
     /usr/bin/python3 bench/zoo.py                          # the 84, both tools (about 1-2 h on 2 cores)
     /usr/bin/python3 bench/zoo.py --tier large             # the 10 largest (needs ~20 GiB, about 1 h)
+    /usr/bin/python3 bench/zoo.py --tier detection         # the 12 detection models (about 15 min)
     /usr/bin/python3 bench/zoo.py --models swin_t raft_small --skip-torch-onnx
     /usr/bin/python3 bench/zoo.py --output-json z.json --resume z.json   # finish an interrupted run
 """
@@ -23,9 +27,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+# The pt2onnx package to run (default: the tree's python/). Point it at a copy to keep rebuilding
+# the tree while a long run goes on.
+PYTHON_DIR = os.environ.get("PT2ONNX_PYTHON_DIR", os.path.join(ROOT, "python"))
 LARGEST = ["regnet_y_128gf", "vit_h_14", "vit_l_32", "vit_l_16", "convnext_large", "regnet_y_32gf",
            "vgg19_bn", "vgg19", "vgg16_bn", "vgg16"]
-FAMILIES = ["classification", "segmentation", "video", "optical_flow"]
+FAMILIES = ["classification", "segmentation", "video", "optical_flow", "detection"]
 # max |a - b| / max |a| per output (a the PyTorch output), the worst over all outputs. Relative to
 # the output's scale: untrained models give outputs as small as 1e-20, where |a - b| / (1 + |a|)
 # would pass anything.
@@ -44,9 +51,65 @@ def zoo():
     return dict(sorted(models.items()))
 
 
+def detection_zoo():
+    import torchvision.models as M
+    return {n: "detection" for n in M.list_models(module=M.detection)}
+
+
+def build_model(name, family, torch):
+    import torchvision.models as M
+    if family != "detection":
+        # Untrained, but never downloading: segmentation models default to ImageNet backbone weights.
+        extra = {"weights_backbone": None} if family == "segmentation" else {}
+        model = M.get_model(name, weights=None, **extra).eval()
+        with torch.no_grad():  # zero-initialized layers (ViT's head) would make every output 0
+            for p in model.parameters():
+                if p.dim() >= 2 and not p.any():
+                    p.normal_(0, 0.02)
+        return model
+    # Untrained, a detector scores every box alike and the top-k of equal scores is any k: keep every
+    # box (threshold 0), random heads, and BatchNorm statistics from a few images give distinct scores.
+    threshold = "box_score_thresh" if "rcnn" in name else "score_thresh"
+    model = M.get_model(name, weights=None, weights_backbone=None, **{threshold: 0.0})
+    with torch.no_grad():
+        for pname, p in model.named_parameters():
+            if "head" in pname or "predictor" in pname:
+                p.normal_(0, 0.05)
+        model.backbone.train()
+        for _ in range(3):
+            model.backbone(torch.rand(2, 3, 320, 320) * 2 - 0.5)
+    return model.eval()
+
+
+def compare_detections(expected, got, keys, at_cap):
+    """Matches each PyTorch detection to the exported model's detection with the same label, the
+    nearest score and box; returns (worst error, detections compared). When the model returned as
+    many detections as it keeps (`at_cap`), boxes scoring within 1e-4 of the last kept score may
+    legitimately be swapped for equal-scoring others: those are not required to match."""
+    import numpy as np
+    e, g = dict(zip(keys, expected)), dict(zip(keys, got))
+    cutoff = float(e["scores"].min()) if len(e["scores"]) else 0.0
+    free = list(range(len(g["scores"])))
+    worst, compared = 0.0, 0
+    for k in np.argsort(-e["scores"], kind="stable"):
+        if at_cap and e["scores"][k] <= cutoff + 1e-4:
+            continue
+        candidates = [j for j in free if g["labels"][j] == e["labels"][k] and abs(g["scores"][j] - e["scores"][k]) < 1e-3]
+        if not candidates:
+            return float("inf"), compared
+        j = min(candidates, key=lambda j: np.abs(g["boxes"][j] - e["boxes"][k]).max())
+        free.remove(j)
+        compared += 1
+        for key in keys:
+            worst = max(worst, scaled_error(np.asarray(e[key][k:k + 1]), np.asarray(g[key][j:j + 1])))
+    return worst, compared
+
+
 def example_inputs(name, family, torch, seed):
     """Arguments for one forward; the seed picks other values for the checking run."""
     g = torch.Generator().manual_seed(seed)
+    if family == "detection":  # a list of images, as torchvision's detection models take them
+        return ([torch.rand(3, 320, 320, generator=g)],)
     if family == "optical_flow":  # two frames; H and W multiples of 8
         return (torch.rand(1, 3, 128, 128, generator=g) * 2 - 1, torch.rand(1, 3, 128, 128, generator=g) * 2 - 1)
     if family == "video":
@@ -96,7 +159,7 @@ def reset_peak_rss():
 
 
 def child(tool, name, family, workdir, result_path):
-    sys.path[:0] = [os.path.join(ROOT, "python"), ROOT]
+    sys.path[:0] = [PYTHON_DIR, ROOT]
     import torch
     import torchvision.models as M
     from samples import ort
@@ -108,11 +171,12 @@ def child(tool, name, family, workdir, result_path):
 
     try:
         torch.manual_seed(0)
-        model = M.get_model(name).eval()
+        model = build_model(name, family, torch)
         example = example_inputs(name, family, torch, seed=1)
         check = example_inputs(name, family, torch, seed=2)
         with torch.no_grad():
-            expected = [t.numpy() for t in flat_outputs(model(*check))]
+            result_of_check = model(*check)
+            expected = [t.numpy() for t in flat_outputs(result_of_check)]
         path = os.path.join(workdir, f"{name}.onnx")
         large = name in LARGEST
         reset_peak_rss()
@@ -134,7 +198,7 @@ def child(tool, name, family, workdir, result_path):
         import onnx
         proto = onnx.load(path, load_external_data=False)
         names = [i.name for i in proto.graph.input if i.name not in {t.name for t in proto.graph.initializer}]
-        feeds = {n: a.numpy() for n, a in zip(names, check)}
+        feeds = {n: a.numpy() for n, a in zip(names, flat_outputs(check))}
         try:
             got = list(ort.run(path, feeds).values())
         except Exception as e:  # noqa: BLE001
@@ -143,8 +207,21 @@ def child(tool, name, family, workdir, result_path):
         if len(got) != len(expected):
             result.update(status="wrong outputs", error=f"{len(got)} outputs, PyTorch has {len(expected)}")
             return save()
-        errors = [scaled_error(e, g) for e, g in zip(expected, got)]
+        if family == "detection":
+            keys = list(result_of_check[0].keys())
+            result["detections"] = len(expected[0])
+            if any(e.shape != g.shape for e, g in zip(expected, got)):
+                result.update(status="wrong numbers", error=f"{len(got[0])} detections, PyTorch {len(expected[0])}")
+                return save()
+            cap = getattr(model, "roi_heads", model).detections_per_img
+            worst, result["compared"] = compare_detections(expected, got, keys, len(expected[0]) >= cap)
+            errors = [worst]
+        else:
+            errors = [scaled_error(e, g) for e, g in zip(expected, got)]
         result["max_error"] = max(errors)
+        if family != "detection" and all(float(e.std()) == 0 for e in expected if e.size > 1):
+            result.update(status="constant output", error="PyTorch's outputs are constant: the comparison says nothing")
+            return save()
         result["status"] = "pass" if result["max_error"] <= TOLERANCE else "wrong numbers"
     except Exception as e:  # noqa: BLE001
         result["error"] = " ".join(f"{type(e).__name__}: {e}".split())[:300]
@@ -223,31 +300,35 @@ def table(models, results, tools):
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 2)[2])
-    ap.add_argument("--tier", choices=["default", "large", "all"], default="default",
-                    help="default: the 84 models but the 10 largest; large: the 10 largest (external data)")
+    ap.add_argument("--tier", choices=["default", "large", "detection", "all"], default="default",
+                    help="default: the 84 models but the 10 largest; large: the 10 largest (external data); "
+                         "detection: the 12 detection and keypoint models")
     ap.add_argument("--models", nargs="+", metavar="NAME", help="only these models (any tier)")
     ap.add_argument("--skip-torch-onnx", action="store_true", help="run pt2onnx only")
     ap.add_argument("--timeout", type=float, default=1800, metavar="SECONDS", help="per (tool, model) run")
     ap.add_argument("--output-json", metavar="PATH", help="write every result as JSON (after each run)")
     ap.add_argument("--resume", metavar="PATH", help="take the results of an earlier --output-json and run only "
-                    "the (tool, model) pairs it lacks or that crashed")
+                    "the (tool, model) pairs it lacks or that crashed or errored")
     ap.add_argument("--markdown", metavar="PATH", help="write the table as Markdown")
     args = ap.parse_args(argv)
     models = zoo()
+    models.update(detection_zoo())
     if args.models:
         unknown = [m for m in args.models if m not in models]
         if unknown:
             ap.error(f"not in the zoo: {', '.join(unknown)}")
         models = {m: models[m] for m in args.models}
     elif args.tier == "default":
-        models = {m: f for m, f in models.items() if m not in LARGEST}
+        models = {m: f for m, f in models.items() if m not in LARGEST and f != "detection"}
+    elif args.tier == "detection":
+        models = {m: f for m, f in models.items() if f == "detection"}
     elif args.tier == "large":
         models = {m: models[m] for m in LARGEST}
     tools = ["pt2onnx"] + ([] if args.skip_torch_onnx else ["torch.onnx"])
     results = {}
     if args.resume:
         with open(args.resume) as f:
-            earlier = {(r["tool"], r["model"]): r for r in json.load(f) if r["status"] != "crashed"}
+            earlier = {(r["tool"], r["model"]): r for r in json.load(f) if r["status"] not in ("crashed", "error")}
         results = {k: r for k, r in earlier.items() if k[1] in models and k[0] in tools}
     total = len(models) * len(tools)
     for k, (name, family) in enumerate(models.items()):

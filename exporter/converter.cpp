@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/errors.h"
+#include "common/progress.h"
 #include "common/logging.h"
 #include "exporter/graph_converter.h"
 #include "exporter/jit_util.h"
@@ -187,6 +188,7 @@ bool GraphConverter::lacksSymbolic(const torch::jit::Node* n) const {
 }
 
 void GraphConverter::convertNode(const torch::jit::Node* n) {
+  progress::advance(++nodesConverted_);
   if (n->kind() == c10::prim::Constant) {
     env_[n->output()] = constantArg(n);
     return;

@@ -13,6 +13,7 @@
 #include <torch/csrc/jit/serialization/import.h>
 
 #include "common/errors.h"
+#include "common/progress.h"
 #include "common/logging.h"
 #include "exporter/converter.h"
 #include "exporter/lowering.h"
@@ -187,6 +188,7 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
   PhaseTimer timer(summary.secondsByPhase);
   bindNoneInputs(model);
   flattenTupleInputs(model);
+  progress::phase("lowering");
   lowerGraph(*model.graph, options);
   timer.done("lower");
   // Counted after lowering, which flattens returned tuples into separate outputs.
@@ -231,6 +233,7 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
   }
   TypeMap types;
   if (typing == Typing::Captured) {
+    progress::phase("typing (running the graph)");
     types = captureTypes(model, dynamicAxes);
     timer.done("capture_types");
   }
@@ -240,6 +243,7 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
     passes::foldConvBatchNorm(*model.graph, params, [&types](const torch::jit::Value* v) { types.erase(v); });
     timer.done("fold_conv_batchnorm");
   }
+  progress::phase("converting", countNodes(model.graph->block()), "nodes");
   if (typing == Typing::Captured) {
     convertGraph(model, types, options, inputNames, out, summary.warnings);
   } else {
@@ -264,6 +268,7 @@ void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& 
   if (report) return;  // a support report: nothing to finish
   PhaseTimer timer(summary.secondsByPhase);
   if (options.gradients) {
+    progress::phase("building the backward graph");
     gradient::BackwardSummary backward =
         gradient::buildBackward(out, gradientRequest(model, *options.gradients), options.opset, options.customOpsets);
     summary.gradientSeeds = std::move(backward.seedInputs);
@@ -395,6 +400,7 @@ SupportReport checkSupport(ModelGraph& model, const ExportOptions& options) {
 }
 
 ExportSummary exportToFile(ModelGraph& model, const ExportOptions& options, const std::string& path) {
+  progress::Scope showProgress(options.progress);
   ExportSummary summary;
   ir::Graph out;
   buildOnnxGraph(model, options, out, summary);
@@ -410,6 +416,7 @@ ExportSummary exportToFile(ModelGraph& model, const ExportOptions& options, cons
 }
 
 ExportSummary exportToStream(ModelGraph& model, const ExportOptions& options, std::ostream& os) {
+  progress::Scope showProgress(options.progress);
   ExportSummary summary;
   ir::Graph out;
   buildOnnxGraph(model, options, out, summary);

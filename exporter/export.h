@@ -35,6 +35,9 @@ struct ExportOptions {
   int opset = kDefaultOpset;
   bool exportParams = true;
   bool verbose = false;
+  // Show progress on stderr (phase, nodes converted, bytes written) for an export that runs longer
+  // than ~3 s, when stderr is a terminal (common/progress.h). The CLI sets it unless --quiet.
+  bool progress = false;
   // Log the summary's warnings (the CLI); the Python API issues them as Python warnings instead.
   bool logWarnings = true;
   TrainingMode training = TrainingMode::Eval;

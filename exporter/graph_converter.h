@@ -75,6 +75,7 @@ class GraphConverter {
   ir::Graph* current_;  // the graph or subgraph nodes are emitted into
   SupportReport* collect_;
   const symbolic::Registry& registry_;
+  uint64_t nodesConverted_ = 0;  // for progress
   std::unordered_map<const torch::jit::Value*, symbolic::Arg> env_;
   // Results of unconvertible non-tensor nodes not read by anything converted yet.
   std::unordered_map<const torch::jit::Value*, const torch::jit::Node*> deferred_;

@@ -27,6 +27,7 @@ ExportOptions optionsFromDict(const py::dict& d) {
   if (d.contains("opset")) o.opset = d["opset"].cast<int>();
   if (d.contains("export_params")) o.exportParams = d["export_params"].cast<bool>();
   if (d.contains("verbose")) o.verbose = d["verbose"].cast<bool>();
+  if (d.contains("progress")) o.progress = d["progress"].cast<bool>();
   if (d.contains("log_warnings")) o.logWarnings = d["log_warnings"].cast<bool>();
   if (d.contains("training")) {
     auto t = d["training"].cast<std::string>();

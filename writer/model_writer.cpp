@@ -13,6 +13,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "common/errors.h"
+#include "common/progress.h"
 #include "common/logging.h"
 #include "common/opsets.h"
 #include "writer/proto_encoding.h"
@@ -252,7 +253,10 @@ void streamModel(const Encoded& enc, const ir::Graph& graph, std::ostream& os) {
   writeVarint(os, graphSize);
   if (!graphHead.SerializeToOstream(&os)) throw ExportError("failed to serialize the graph");
   std::vector<char> scratch;
+  progress::phase("writing", graphSize, "bytes");
+  uint64_t written = 0;
   for (size_t k = 0; k < inits.size(); ++k) {
+    progress::advance(written);
     bool streamed = enc.placement[k] == Placement::Streamed;
     uint64_t size = tensorHeads[k].size();
     if (streamed) size += 1 + varintSize(inits[k].data->nbytes) + inits[k].data->nbytes;
@@ -264,6 +268,7 @@ void streamModel(const Encoded& enc, const ir::Graph& graph, std::ostream& os) {
       writeVarint(os, inits[k].data->nbytes);
       writeTensorBytes(os, *inits[k].data, scratch);
     }
+    written += size;
   }
 }
 
@@ -319,8 +324,10 @@ WriteResult writeModel(const ir::Graph& graph, const WriteOptions& options, cons
     uint64_t offset = 0;
     std::vector<char> scratch;
     const auto& inits = graph.initializers();
+    progress::phase("writing external data", totalInitializerBytes(graph), "bytes");
     for (size_t k = 0; k < inits.size(); ++k) {
       if (enc.placement[k] != Placement::External) continue;
+      progress::advance(offset);
       const ir::TensorData& data = *inits[k].data;
       writeTensorBytes(ds, data, scratch);
       uint64_t padded = (data.nbytes + kExternalAlignment - 1) / kExternalAlignment * kExternalAlignment;

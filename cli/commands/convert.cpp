@@ -85,6 +85,7 @@ void runConvert(ConvertOptions o) {
   options.customOpsets = parseCustomOpsets(o.customOpsets);
   if (o.externalDataThreshold) options.externalDataThreshold = o.externalDataThreshold;
   options.typeInference = o.typeInference == "run" ? TypeInference::Run : TypeInference::Static;
+  options.progress = !isQuiet();
   if (!o.gradients.empty()) options.gradients = parseGradients(o.gradients);
   auto loaded = std::chrono::steady_clock::now();
   ExportSummary summary = exportToFile(model, options, o.output);

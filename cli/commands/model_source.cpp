@@ -101,7 +101,9 @@ void addAutogradFunctionOptions(CLI::App& cmd, AutogradFunctionOptions& opts) {
 
 std::ostream& statusOut() {
   static std::ostream nowhere(nullptr);
-  return logger("cli")->should_log(spdlog::level::warn) ? std::cout : nowhere;
+  return isQuiet() ? nowhere : std::cout;
 }
+
+bool isQuiet() { return !logger("cli")->should_log(spdlog::level::warn); }
 
 }  // namespace pt2onnx::cli

@@ -42,6 +42,8 @@ void addAutogradFunctionOptions(CLI::App& cmd, AutogradFunctionOptions& opts);
 
 // Where a command's status lines go ("wrote ..."): stdout, or nowhere with -q.
 std::ostream& statusOut();
+// Whether -q/--quiet was given.
+bool isQuiet();
 
 // --gradients: parameters | all | a comma-separated list of input and parameter names.
 GradientExport parseGradients(const std::string& spec);

@@ -60,6 +60,7 @@ void convertPythonModel(const PythonConvertRequest& r) {
     if (!r.outputNames.empty()) options["output_names"] = r.outputNames;
     if (!r.dynamicAxes.empty()) options["dynamic_axes"] = r.dynamicAxes;
     options["export_params"] = r.exportParams;
+    options["show_progress"] = !isQuiet();
     if (r.keepInitializersAsInputs) options["keep_initializers_as_inputs"] = true;
     if (r.fallthrough) options["operator_export_type"] = exporter.attr("OperatorExportTypes").attr("ONNX_FALLTHROUGH");
     if (!r.customOpsets.empty()) options["custom_opsets"] = r.customOpsets;

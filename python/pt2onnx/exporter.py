@@ -182,7 +182,7 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
            opset_version=None, do_constant_folding=True, dynamic_axes=None,
            keep_initializers_as_inputs=None, custom_opsets=None, export_modules_as_functions=False,
            autograd_functions="auto", autograd_function_overrides=None, type_inference="static",
-           external_data_threshold=None, gradients=None):
+           external_data_threshold=None, gradients=None, show_progress=None):
     """Exports `model` to ONNX, like torch.onnx.export (TorchScript path) with the same arguments.
 
     `args` as torch.onnx takes them: a tensor or a tuple of arguments (nested tuples, lists and dicts of
@@ -211,6 +211,10 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     a list of input/parameter names. The model gains an input "<y>_grad" per differentiable output
     (the seed gradient) and an output "<x>_grad" per requested tensor; the summary lists both
     ("gradient_seeds", "gradient_outputs"). Training graphs default to opset 17 (opset_version=None).
+
+    show_progress: for an export that runs longer than ~3 s, show its phase, nodes converted and
+    bytes written on stderr when stderr is a terminal. Default (None): with verbose=True only, so
+    scripts stay silent.
     """
     if export_modules_as_functions:
         raise _pt2onnx.ExportError("export_modules_as_functions is not supported by pt2onnx")
@@ -220,6 +224,7 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
                        operator_export_type, do_constant_folding, dynamic_axes,
                        keep_initializers_as_inputs, custom_opsets)
     options["type_inference"] = type_inference
+    options["progress"] = bool(verbose if show_progress is None else show_progress)
     options["gradients"] = _gradients_option(gradients)
     if external_data_threshold is not None:
         options["external_data_threshold"] = int(external_data_threshold)

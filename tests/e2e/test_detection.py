@@ -1,0 +1,171 @@
+"""torchvision's detection ops (nms, batched_nms, roi_align, roi_pool) and a whole detection model,
+exported with pt2onnx and run in ONNX Runtime and the builtin runtime against PyTorch, on inputs
+other than the example (other box counts, other image sizes). Detections are matched (sorted by
+label, score and box) before comparing: equal scores may come out in another order."""
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+import torch
+import torchvision
+from torchvision import ops
+
+import pt2onnx
+from samples import ort
+
+
+def random_boxes(n, size=100.0, generator=None):
+    corner = torch.rand(n, 2, generator=generator) * size
+    extent = torch.rand(n, 2, generator=generator) * size / 3 + 1
+    return torch.cat([corner, corner + extent], dim=1)
+
+
+def export(model, example, path, opset=17, dynamic_axes=None, names=None):
+    names = names or [f"in_{k}" for k in range(len(example))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pt2onnx.export(model, example, path, opset_version=opset, input_names=names, dynamic_axes=dynamic_axes or {})
+    onnx.checker.check_model(str(path), full_check=True)
+    return names
+
+
+def run_both(path, feeds):
+    """{runtime: outputs} for ONNX Runtime and the builtin runtime."""
+    session = pt2onnx.InferenceSession(str(path))
+    return {"ort": list(ort.run(path, feeds).values()), "builtin": session.run(None, feeds)}
+
+
+# ---------------------------------------------------------------- nms
+
+
+class Nms(torch.nn.Module):
+    def __init__(self, iou):
+        super().__init__()
+        self.iou = iou
+
+    def forward(self, boxes, scores):
+        return ops.nms(boxes, scores, self.iou)
+
+
+class BatchedNms(torch.nn.Module):
+    def forward(self, boxes, scores, classes):
+        return ops.batched_nms(boxes, scores, classes, 0.5)
+
+
+@pytest.mark.parametrize("iou", [0.3, 0.5, 0.7])
+def test_nms_keeps_what_torchvision_keeps_for_other_box_counts(iou, tmp_path):
+    g = torch.Generator().manual_seed(0)
+    path = tmp_path / "nms.onnx"
+    names = export(Nms(iou), (random_boxes(50, generator=g), torch.rand(50, generator=g)), path,
+                   dynamic_axes={"in_0": {0: "n"}, "in_1": {0: "n"}})
+    for n in (200, 7, 1):
+        boxes, scores = random_boxes(n, generator=g), torch.rand(n, generator=g)
+        expected = Nms(iou)(boxes, scores).numpy()
+        for runtime, (kept,) in run_both(path, {names[0]: boxes.numpy(), names[1]: scores.numpy()}).items():
+            np.testing.assert_array_equal(kept, expected, err_msg=f"{runtime}, {n} boxes")
+
+
+def test_batched_nms_matches_torchvision(tmp_path):
+    g = torch.Generator().manual_seed(1)
+    path = tmp_path / "batched_nms.onnx"
+    example = (random_boxes(60, generator=g), torch.rand(60, generator=g), torch.randint(0, 3, (60,), generator=g))
+    names = export(BatchedNms(), example, path, dynamic_axes={k: {0: "n"} for k in ("in_0", "in_1", "in_2")})
+    for n in (150, 9):
+        args = (random_boxes(n, generator=g), torch.rand(n, generator=g), torch.randint(0, 4, (n,), generator=g))
+        expected = BatchedNms()(*args).numpy()
+        for runtime, (kept,) in run_both(path, {k: a.numpy() for k, a in zip(names, args)}).items():
+            np.testing.assert_array_equal(kept, expected, err_msg=runtime)
+
+
+# ---------------------------------------------------------------- roi_align / roi_pool
+
+
+class RoiAlign(torch.nn.Module):
+    def __init__(self, output_size, scale, sampling_ratio, aligned):
+        super().__init__()
+        self.args = (output_size, scale, sampling_ratio, aligned)
+
+    def forward(self, features, rois):
+        return ops.roi_align(features, rois, *self.args)
+
+
+class RoiPool(torch.nn.Module):
+    def forward(self, features, rois):
+        return ops.roi_pool(features, rois, (4, 3), 0.25)
+
+
+def rois(n, batch, generator):
+    return torch.cat([torch.randint(0, batch, (n, 1), generator=generator).float(), random_boxes(n, 60.0, generator)], 1)
+
+
+@pytest.mark.parametrize("output_size,scale,sampling_ratio,aligned",
+                         [(7, 0.5, 2, False), ((3, 5), 0.25, -1, False), (7, 0.5, 2, True), (4, 1.0, -1, True)])
+def test_roi_align_matches_torchvision(output_size, scale, sampling_ratio, aligned, tmp_path):
+    g = torch.Generator().manual_seed(2)
+    model = RoiAlign(output_size, scale, sampling_ratio, aligned)
+    path = tmp_path / "roi_align.onnx"
+    names = export(model, (torch.randn(2, 3, 20, 24, generator=g), rois(5, 2, g)), path, opset=16,
+                   dynamic_axes={"in_0": {0: "b", 2: "h", 3: "w"}, "in_1": {0: "k"}})
+    for batch, k in ((3, 11), (1, 2)):
+        args = (torch.randn(batch, 3, 17, 30, generator=g), rois(k, batch, g))
+        expected = model(*args).numpy()
+        for runtime, (got,) in run_both(path, {n: a.numpy() for n, a in zip(names, args)}).items():
+            assert ort.max_rel_error(expected, got) < 1e-5, runtime
+
+
+def test_aligned_roi_align_below_opset_16_names_the_opset(tmp_path):
+    with pytest.raises(pt2onnx.ExportError, match="opset 16"):
+        export(RoiAlign(7, 0.5, 2, True), (torch.randn(1, 3, 20, 24), rois(5, 1, torch.Generator())),
+               tmp_path / "m.onnx", opset=15)
+
+
+def test_roi_pool_matches_torchvision(tmp_path):
+    g = torch.Generator().manual_seed(3)
+    path = tmp_path / "roi_pool.onnx"
+    names = export(RoiPool(), (torch.randn(2, 3, 20, 24, generator=g), rois(5, 2, g)), path,
+                   dynamic_axes={"in_1": {0: "k"}})
+    args = (torch.randn(2, 3, 20, 24, generator=g), rois(9, 2, g))
+    expected = RoiPool()(*args).numpy()
+    for runtime, (got,) in run_both(path, {n: a.numpy() for n, a in zip(names, args)}).items():
+        assert ort.max_rel_error(expected, got) < 1e-6, runtime
+
+
+# ---------------------------------------------------------------- a whole detection model
+
+
+def matched(boxes, labels, scores):
+    """Detections as rows (label, score, box) in a canonical order."""
+    rows = np.concatenate([labels[:, None].astype(np.float64), np.round(scores[:, None].astype(np.float64), 5),
+                           np.round(boxes.astype(np.float64), 2)], 1)
+    return rows[np.lexsort(rows.T[::-1])]
+
+
+def test_faster_rcnn_detections_match_torch_on_other_images_and_sizes(tmp_path):
+    torch.manual_seed(0)
+    model = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_320_fpn(
+        weights=None, weights_backbone=None, box_score_thresh=0.0).eval()
+    # Untrained, every box scores alike (and the top 100 of equal scores is any 100): random heads and
+    # BatchNorm statistics taken from a few images give distinct scores.
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "head" in name:
+                p.normal_(0, 0.05)
+        model.backbone.train()
+        for _ in range(3):
+            model.backbone(torch.rand(2, 3, 320, 320) * 2 - 0.5)
+    model.eval()
+    path = tmp_path / "frcnn.onnx"
+    names = export(model, ([torch.rand(3, 320, 320)],), path, names=["image"],
+                   dynamic_axes={"image": {1: "height", 2: "width"}})
+    g = torch.Generator().manual_seed(4)
+    for shape in ((3, 320, 320), (3, 280, 410)):
+        image = torch.rand(*shape, generator=g)
+        with torch.no_grad():
+            expected = model([image])[0]
+        assert len(expected["scores"]) > 0 and len(set(expected["scores"].tolist())) > len(expected["scores"]) // 2
+        want = matched(expected["boxes"].numpy(), expected["labels"].numpy(), expected["scores"].numpy())
+        for runtime, (boxes, labels, scores) in run_both(path, {names[0]: image.numpy()}).items():
+            got = matched(boxes, labels, scores)
+            assert got.shape == want.shape, f"{runtime} {shape}: {len(got)} detections, PyTorch {len(want)}"
+            assert np.abs(got - want).max() < 0.02, f"{runtime} {shape}"
