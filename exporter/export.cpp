@@ -243,13 +243,14 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
     passes::foldConvBatchNorm(*model.graph, params, [&types](const torch::jit::Value* v) { types.erase(v); });
     timer.done("fold_conv_batchnorm");
   }
-  progress::phase("converting", countNodes(model.graph->block()), "nodes");
+  size_t nodeCount = countNodes(model.graph->block());
+  progress::phase("converting", nodeCount, "nodes");
   if (typing == Typing::Captured) {
     convertGraph(model, types, options, inputNames, out, summary.warnings);
   } else {
     SupportReport found;
     found.opset = options.opset;
-    found.nodesChecked = countNodes(model.graph->block());
+    found.nodesChecked = nodeCount;
     convertGraph(model, types, options, inputNames, out, summary.warnings, typing, &found);
     std::sort(found.unsupported.begin(), found.unsupported.end(),
               [](const UnsupportedOp& a, const UnsupportedOp& b) { return a.op < b.op; });

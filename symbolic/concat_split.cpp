@@ -94,6 +94,19 @@ std::vector<int64_t> evenPieces(int64_t total, int64_t chunk) {
   return sizes;
 }
 
+// Pieces of x cut along dim as a list, typed as x but for their length along dim, which is left
+// open (computed at run time).
+Outputs piecesOf(Context& ctx, ir::Value* x, int64_t dim, const std::vector<ir::Value*>& pieces) {
+  ir::TensorType pieceType = x->type;
+  (*pieceType.shape)[dim] = ir::Dim{};
+  std::vector<Arg> list;
+  for (ir::Value* p : pieces) {
+    ctx.setType(p, pieceType);
+    list.push_back(p);
+  }
+  return {Arg::ofList(std::move(list))};
+}
+
 Outputs splitSymbolic(Context& ctx) {  // split.Tensor (int), split.sizes / split_with_sizes (int[])
   ir::Value* x = ctx.tensor(0);
   int64_t rank = ctx.requireRank(x, "the split tensor");
@@ -105,14 +118,7 @@ Outputs splitSymbolic(Context& ctx) {  // split.Tensor (int), split.sizes / spli
     // input; how many pieces is the list's length.
     size_t count = sizes.elems.size();
     std::vector<ir::Value*> parts = ctx.opMulti("Split", {x, ctx.intsAsTensor(1)}, count, {i("axis", dim)});
-    ir::TensorType pieceType = x->type;
-    (*pieceType.shape)[dim] = ir::Dim{};
-    std::vector<Arg> list;
-    for (ir::Value* p : parts) {
-      ctx.setType(p, pieceType);
-      list.push_back(p);
-    }
-    return {Arg::ofList(std::move(list))};
+    return piecesOf(ctx, x, dim, parts);
   }
   int64_t splitSize = ctx.int64(1);
   if (splitSize <= 0) ctx.fail("split_size must be positive");
@@ -147,15 +153,10 @@ Outputs unbindSymbolic(Context& ctx) {
 // x's type but for the size along dim, which is left open.
 Outputs slicesAlong(Context& ctx, ir::Value* x, int64_t dim, const std::vector<ir::Value*>& starts,
                     const std::vector<ir::Value*>& ends) {
-  ir::TensorType pieceType = x->type;
-  (*pieceType.shape)[dim] = ir::Dim{};
-  std::vector<Arg> list;
-  for (size_t k = 0; k < starts.size(); ++k) {
-    ir::Value* piece = ctx.op("Slice", {x, starts[k], ends[k], ctx.constInt64s({dim})});
-    ctx.setType(piece, pieceType);
-    list.push_back(piece);
-  }
-  return {Arg::ofList(std::move(list))};
+  std::vector<ir::Value*> pieces;
+  for (size_t k = 0; k < starts.size(); ++k)
+    pieces.push_back(ctx.op("Slice", {x, starts[k], ends[k], ctx.constInt64s({dim})}));
+  return piecesOf(ctx, x, dim, pieces);
 }
 
 // tensor_split at static indices: pieces [0, i0), [i0, i1), ..., [i_last, end).

@@ -291,18 +291,21 @@ Outputs meshgridSymbolic(Context& ctx) {
   if (swap) std::swap(tensors[0], tensors[1]);
   int64_t n = static_cast<int64_t>(tensors.size());
   std::vector<int64_t> staticSizes;
-  std::vector<ir::Value*> sizes;
   for (ir::Value*& t : tensors) {
     int64_t rank = ctx.requireRank(t, "a meshgrid input");
     if (rank > 1) ctx.fail("meshgrid takes 0-d or 1-D tensors, got one of rank " + std::to_string(rank));
     if (rank == 0) t = ctx.unsqueeze(t, {0});
     const ir::Dim& d = (*t->type.shape)[0];
     if (rank == 0 || d.isStatic()) staticSizes.push_back(rank == 0 ? 1 : d.size);
-    sizes.push_back(ctx.op("Shape", {t}));
   }
-  ir::Value* fullShape = static_cast<int64_t>(staticSizes.size()) == n
-                             ? ctx.constInt64s(staticSizes)
-                             : ctx.op("Concat", sizes, {i("axis", 0)});
+  ir::Value* fullShape;
+  if (static_cast<int64_t>(staticSizes.size()) == n) {
+    fullShape = ctx.constInt64s(staticSizes);
+  } else {
+    std::vector<ir::Value*> sizes;
+    for (ir::Value* t : tensors) sizes.push_back(ctx.op("Shape", {t}));
+    fullShape = ctx.op("Concat", sizes, {i("axis", 0)});
+  }
   std::vector<Arg> grids;
   for (int64_t k = 0; k < n; ++k) {
     std::vector<int64_t> along(n, 1);

@@ -71,9 +71,6 @@ struct PatchIndices {
 // at each patch position; computed at run time (Range) when that size is dynamic.
 PatchIndices patchIndices(Context& ctx, Value* x, int64_t axis, const PatchParams& p) {
   const ir::TensorType& t = ctx.typeOf(x);
-  std::vector<int64_t> offsets;
-  for (int64_t k = 0; k < p.kernel; ++k) offsets.push_back(k * p.dilation);
-  Value* kernelOffsets = ctx.constant(ir::TensorData::fromInt64s(offsets, {p.kernel, 1}));
   const ir::Dim& size = (*t.shape)[axis];
   if (size.isStatic()) {
     int64_t blocks = blockCount(size.size + 2 * p.padding, p);
@@ -86,6 +83,9 @@ PatchIndices patchIndices(Context& ctx, Value* x, int64_t axis, const PatchParam
   Value* length = ctx.op("Gather", {ctx.op("Shape", {x}), ctx.constInt64(axis)}, {attr::i("axis", 0)});
   Value* end = ctx.op("Add", {length, ctx.constInt64(2 * p.padding - p.dilation * (p.kernel - 1))});
   Value* starts = ctx.op("Range", {ctx.constInt64(0), end, ctx.constInt64(p.stride)});
+  std::vector<int64_t> offsets;
+  for (int64_t k = 0; k < p.kernel; ++k) offsets.push_back(k * p.dilation);
+  Value* kernelOffsets = ctx.constant(ir::TensorData::fromInt64s(offsets, {p.kernel, 1}));
   return {ctx.op("Add", {ctx.unsqueeze(starts, {0}), kernelOffsets}), std::nullopt};
 }
 
