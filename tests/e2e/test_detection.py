@@ -71,7 +71,7 @@ def test_batched_nms_matches_torchvision(tmp_path):
     path = tmp_path / "batched_nms.onnx"
     example = (random_boxes(60, generator=g), torch.rand(60, generator=g), torch.randint(0, 3, (60,), generator=g))
     names = export(BatchedNms(), example, path, dynamic_axes={k: {0: "n"} for k in ("in_0", "in_1", "in_2")})
-    for n in (150, 9):
+    for n in (150, 9, 0):  # 0: batched_nms's scripted `if boxes.numel() == 0` branch, not the example's
         args = (random_boxes(n, generator=g), torch.rand(n, generator=g), torch.randint(0, 4, (n,), generator=g))
         expected = BatchedNms()(*args).numpy()
         for runtime, (kept,) in run_both(path, {k: a.numpy() for k, a in zip(names, args)}).items():
