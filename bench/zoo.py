@@ -37,7 +37,8 @@ FAMILIES = ["classification", "segmentation", "video", "optical_flow", "detectio
 # the output's scale: untrained models give outputs as small as 1e-20, where |a - b| / (1 + |a|)
 # would pass anything.
 TOLERANCE = 1e-3
-OPSET = 17
+# The ai.onnx opset both tools export to (--opset; children read it from the environment).
+OPSET = int(os.environ.get("PT2ONNX_ZOO_OPSET", "17"))
 
 
 def zoo():
@@ -316,7 +317,7 @@ def table(models, results, tools):
     for tool in tools:
         head += f" {tool} | error | export s | peak MiB |"
         rule += "---|---|---|---|"
-    lines = [head, rule]
+    lines = [f"ai.onnx opset {os.environ.get('PT2ONNX_ZOO_OPSET', OPSET)}", "", head, rule]
     for name, family in models.items():
         row = f"| {name} | {family} |"
         for tool in tools:
@@ -356,7 +357,9 @@ def main(argv):
     ap.add_argument("--resume", metavar="PATH", help="take the results of an earlier --output-json and run only "
                     "the (tool, model) pairs it lacks or that crashed or errored")
     ap.add_argument("--markdown", metavar="PATH", help="write the table as Markdown")
+    ap.add_argument("--opset", type=int, default=OPSET, help="ai.onnx opset for both tools (default %(default)s)")
     args = ap.parse_args(argv)
+    os.environ["PT2ONNX_ZOO_OPSET"] = str(args.opset)
     models = zoo()
     models.update(detection_zoo())
     if args.models:

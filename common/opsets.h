@@ -3,7 +3,7 @@
 namespace pt2onnx {
 
 // ai.onnx opsets pt2onnx exports to, and the default (torch.onnx 1.13's default).
-constexpr int kMinOpset = 13;
+constexpr int kMinOpset = 9;
 constexpr int kMaxOpset = 17;
 constexpr int kDefaultOpset = 14;
 // The default of training-graph exports: their MaxPool and Gather gradients scatter with

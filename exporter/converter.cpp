@@ -116,6 +116,18 @@ void GraphConverter::setLocation(const torch::jit::Node* n) {
   std::string scope = jit::moduleScope(n);
   current_->setScope(scope.empty() ? "" : "/" + scope);
   current_->setDocString(jit::sourceLocation(n));
+  if (options_.modulesAsFunctions) current_->setModuleCalls(moduleCallsOf(n));
+}
+
+ir::ModuleCalls GraphConverter::moduleCallsOf(const torch::jit::Node* n) {
+  auto* node = const_cast<torch::jit::Node*>(n);  // scope() and callstack() are not const in LibTorch
+  const void* key = nullptr;
+  if (node->scope() && !node->scope()->isBlank()) key = node->scope().get();
+  else if (auto callstack = node->callstack()) key = callstack->get();
+  auto it = moduleCallsByScope_.find(key);
+  if (it != moduleCallsByScope_.end()) return it->second;
+  auto calls = std::make_shared<const std::vector<ir::ModuleCall>>(jit::moduleCalls(n, moduleCallIds_));
+  return moduleCallsByScope_[key] = calls;
 }
 
 bool GraphConverter::poisoned(const torch::jit::Node* n) const {

@@ -16,7 +16,9 @@
 #include "common/progress.h"
 #include "common/logging.h"
 #include "exporter/converter.h"
+#include "exporter/jit_util.h"
 #include "exporter/lowering.h"
+#include "exporter/onnx_passes/onnx_passes.h"
 #include "exporter/passes/passes.h"
 #include "exporter/support_check.h"
 #include "exporter/type_capture.h"
@@ -51,6 +53,12 @@ void validateOptions(const ModelGraph& model, const ExportOptions& options) {
   if (options.opset < kMinOpset || options.opset > kMaxOpset)
     throw ExportError("unsupported ONNX opset version " + std::to_string(options.opset) +
                       ": pt2onnx exports opsets " + std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
+  if (options.modulesAsFunctions && options.opset < 15)
+    throw ExportError("export_modules_as_functions needs opset 15 or later (model-local functions are ONNX IR "
+                      "version 8's); this export targets opset " + std::to_string(options.opset));
+  if (options.modulesAsFunctions && options.gradients)
+    throw ExportError("export_modules_as_functions and gradients cannot be combined: the backward graph is built "
+                      "from the forward's ops, which functions would hide");
   // As in torch.onnx, parameters count as inputs (after the model's own) for input_names.
   if (options.inputNames.size() > model.numUserInputs + model.paramNames.size())
     throw ExportError(std::to_string(options.inputNames.size()) + " input names given for a model with " +
@@ -261,6 +269,14 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
     if (!found.ok()) throw ExportError("unsupported operators: " + found.toText());
   }
   timer.done("convert");
+  onnx_passes::OnnxPassOptions passes;
+  passes.opset = options.opset;
+  passes.foldConstants = options.doConstantFolding;
+  passes.deduplicateInitializers = options.training == TrainingMode::Eval && !options.gradients;
+  passes.moduleFunctions = options.modulesAsFunctions;
+  if (passes.moduleFunctions) passes.moduleFunctions->rootTypeName = model.rootModuleType;
+  onnx_passes::runOnnxPasses(out, passes, summary.warnings);
+  timer.done("onnx_passes");
 }
 
 void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& out, ExportSummary& summary,
@@ -300,6 +316,7 @@ ModelGraph fromScriptModule(torch::jit::Module module) {
   model.numUserInputs = model.graph->inputs().size() - lifted.names.size();
   model.paramNames = std::move(lifted.names);
   model.paramValues = std::move(lifted.values);
+  model.rootModuleType = jit::pythonTypeName(module.type());
   return model;
 }
 

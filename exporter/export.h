@@ -15,6 +15,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "common/opsets.h"
+#include "exporter/onnx_passes/onnx_passes.h"
 #include "gradient/backward.h"
 
 namespace pt2onnx {
@@ -64,6 +65,9 @@ struct ExportOptions {
   // Set: export forward + backward. Parameter-rewriting folds (Conv-BatchNorm, transposed
   // initializers) are off then, so every gradient belongs to a parameter of the model.
   std::optional<GradientExport> gradients;
+  // export_modules_as_functions: the calls of these nn.Module types become model-local ONNX
+  // functions (opset 15 or later). Unset: none.
+  std::optional<onnx_passes::ModuleFunctionOptions> modulesAsFunctions;
 };
 
 // A graph ready for export: its first `numUserInputs` inputs are the model's inputs, the rest are
@@ -84,6 +88,9 @@ struct ModelGraph {
   // A trace's user inputs that no op reads are not model inputs (torch.onnx's behaviour); a
   // scripted model keeps its signature.
   bool dropUnusedUserInputs = false;
+  // The root module's Python type ("__main__.Net"), for export_modules_as_functions on graphs
+  // whose nodes do not name it (archives: only submodule calls are in the call stacks).
+  std::string rootModuleType;
 };
 
 // One kind of node that cannot be converted at the target opset.

@@ -3,6 +3,7 @@
 // registry picks for the target opset; the ONNX values it returns replace the node's outputs.
 #pragma once
 
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -57,6 +58,8 @@ class GraphConverter {
   symbolic::Arg constantArg(const torch::jit::Node* n);
   symbolic::Arg argFromIValue(const c10::IValue& iv);
   void setLocation(const torch::jit::Node* n);
+  // The module calls of `n` (export_modules_as_functions), shared by the nodes of one scope.
+  ir::ModuleCalls moduleCallsOf(const torch::jit::Node* n);
   // In collect mode: records why `n` cannot be converted and poisons its outputs. Otherwise throws.
   void unconvertible(const torch::jit::Node* n, const std::string& reason, bool noSymbolic);
   bool deferUnconvertible(const torch::jit::Node* n);
@@ -81,6 +84,8 @@ class GraphConverter {
   std::unordered_map<const torch::jit::Value*, const torch::jit::Node*> deferred_;
   std::vector<std::string> warnings_;
   int constantCounter_ = 0;
+  std::map<std::string, int64_t> moduleCallIds_;
+  std::unordered_map<const void*, ir::ModuleCalls> moduleCallsByScope_;
 };
 
 }  // namespace pt2onnx

@@ -1,5 +1,6 @@
 #include "exporter/jit_util.h"
 
+#include <algorithm>
 #include <regex>
 #include <sstream>
 
@@ -59,6 +60,49 @@ std::string moduleScope(const torch::jit::Node* node) {
   const std::string prefix = "__module.";
   if (last.rfind(prefix, 0) == 0) last = last.substr(prefix.size());
   return last == "__module" ? "" : last;
+}
+
+std::string pythonTypeName(const c10::ClassTypePtr& type) {
+  if (!type || !type->name()) return "";
+  // "__torch__.torch.nn.modules.linear.___torch_mangle_3.Linear" -> "torch.nn.modules.linear.Linear"
+  static const std::regex kMangling(R"(^__torch__\.|___torch_mangle_\d+\.)");
+  std::string name = std::regex_replace(type->name()->qualifiedName(), kMangling, "");
+  // TorchScript names classes of the __main__ module "__torch__.<class>".
+  return name.find('.') == std::string::npos ? "__main__." + name : name;
+}
+
+std::vector<ir::ModuleCall> moduleCalls(const torch::jit::Node* node, std::map<std::string, int64_t>& ids) {
+  auto idOf = [&ids](const std::string& key) {
+    auto it = ids.find(key);
+    return it != ids.end() ? it->second : ids.emplace(key, static_cast<int64_t>(ids.size()) + 1).first->second;
+  };
+  std::vector<ir::ModuleCall> out;
+  auto scope = const_cast<torch::jit::Node*>(node)->scope();
+  if (scope && !scope->isBlank()) {
+    for (auto s = scope; s && !s->isRoot(); s = s->parent()) {
+      std::string name = s->name().toUnqualString();
+      auto sep = name.find("::");
+      if (sep == std::string::npos) continue;
+      std::ostringstream key;
+      key << "scope@" << static_cast<const void*>(s.get());
+      out.push_back({idOf(key.str()), name.substr(sep + 2), name.substr(0, sep)});
+    }
+    std::reverse(out.begin(), out.end());
+    return out;
+  }
+  auto callstack = node->callstack();
+  if (!callstack) return out;
+  std::string key, path;
+  for (const auto& entry : (*callstack)->vec()) {
+    const auto& range = std::get<1>(entry)  /* the call site */;
+    const auto& info = std::get<torch::jit::kModuleInstanceInfo>(entry);
+    std::string instance = info ? info->instance_name() : "";
+    key += std::to_string(range.start()) + ":" + std::to_string(range.end()) + ":" + instance + "/";
+    if (!info || !info->class_type() || instance.empty() || instance == "self" || instance == "SELF") continue;
+    path += (path.empty() ? "" : ".") + instance;
+    out.push_back({idOf("calls@" + key), path, pythonTypeName(info->class_type())});
+  }
+  return out;
 }
 
 std::string qualifiedKind(const torch::jit::Node* node) { return node->kind().toQualString(); }

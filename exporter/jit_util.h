@@ -1,8 +1,10 @@
 // Small helpers over LibTorch's JIT IR used across the exporter.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <torch/csrc/jit/ir/ir.h>
 
@@ -17,6 +19,14 @@ std::string sourceLocation(const torch::jit::Node* node);
 std::string whereIs(const torch::jit::Node* node);
 // The module path of the node ("layer1.0.conv1"), or "" at top level.
 std::string moduleScope(const torch::jit::Node* node);
+// A TorchScript class's Python name: "torch.nn.modules.linear.Linear" for
+// "__torch__.torch.nn.modules.linear.___torch_mangle_3.Linear".
+std::string pythonTypeName(const c10::ClassTypePtr& type);
+// The nn.Module calls the node comes from, outermost first, for export_modules_as_functions: from
+// the traced scopes ("<type>::<path>", one Scope per call) or the inlined call stack of an archive
+// (a call is its chain of call sites). `ids` numbers the calls in the order first seen, so one graph
+// always gets the same ids. Frames whose module type is unknown are left out.
+std::vector<ir::ModuleCall> moduleCalls(const torch::jit::Node* node, std::map<std::string, int64_t>& ids);
 // "aten::add" and "Tensor" for aten::add.Tensor; overload "" for nodes without a schema.
 std::string qualifiedKind(const torch::jit::Node* node);
 std::string overloadName(const torch::jit::Node* node);

@@ -320,6 +320,7 @@ Node* Graph::addNode(const std::string& opType, const std::vector<Value*>& input
   n->domain = domain;
   n->name = uniqueNodeName(scope_ + "/" + opType);
   n->docString = doc_;
+  n->moduleCalls = moduleCalls_;
   n->inputs = inputs;
   n->attributes = std::move(attributes);
   for (size_t k = 0; k < numOutputs; ++k) {

@@ -108,6 +108,9 @@ struct Attribute {
   std::vector<int64_t> ints;
   std::vector<std::string> strings;
   std::shared_ptr<Graph> g;  // a subgraph: If's then_branch/else_branch, Loop's body
+  // In a function body: the value is the calling node's attribute of this name (ref_attr_name);
+  // `kind` gives its type.
+  std::string refAttrName;
 };
 
 // Attribute constructors, so symbolics read as `{attr::i("axis", 1), attr::ints("perm", p)}`.
@@ -123,6 +126,15 @@ Attribute graph(std::string name, std::shared_ptr<Graph> g);
 }  // namespace attr
 
 struct Node;
+
+// One nn.Module call a node came from, for export_modules_as_functions.
+struct ModuleCall {
+  int64_t id = 0;        // one per call: a module called twice makes two
+  std::string path;      // "layer1.0.conv1"; "" for the root module
+  std::string typeName;  // "torch.nn.modules.conv.Conv2d"
+};
+// The calls a node is nested in, outermost first; shared by the nodes of one scope.
+using ModuleCalls = std::shared_ptr<const std::vector<ModuleCall>>;
 
 struct Value {
   std::string name;
@@ -144,6 +156,8 @@ struct Node {
   // training-graph export (a Gather from aten::embedding: "padding_idx", "scale_grad_by_freq").
   // Not written to the model.
   std::map<std::string, int64_t> gradientHints;
+  // The module calls it came from (set only when exporting modules as functions). Not written.
+  ModuleCalls moduleCalls;
 
   const Attribute* findAttribute(const std::string& name) const;
 };
@@ -151,6 +165,15 @@ struct Node {
 struct Initializer {
   Value* value;
   std::shared_ptr<TensorData> data;
+};
+
+// A model-local function (ONNX FunctionProto), called by nodes of op type `name` in `domain`.
+// `body` is a graph of its own (no parent): its inputs and outputs are the function's.
+struct Function {
+  std::string domain;
+  std::string name;
+  std::vector<std::string> attributeNames;
+  std::shared_ptr<Graph> body;
 };
 
 // An ONNX graph under construction. Values and nodes live as long as the graph; names are made
@@ -187,6 +210,8 @@ class Graph {
 
   // Scope prefix for node names ("/layer1/0/conv1"), set by the exporter per source node.
   void setScope(std::string scope) { scope_ = std::move(scope); }
+  // Module calls given to the nodes added from now on.
+  void setModuleCalls(ModuleCalls calls) { moduleCalls_ = std::move(calls); }
   void setDocString(std::string doc) { doc_ = std::move(doc); }
 
   // Makes `wanted` unique among value names and returns it.
@@ -210,6 +235,25 @@ class Graph {
 
   // Removes nodes whose outputs are unused (and unused initializers), in subgraphs too; keeps order.
   void eliminateDeadNodes();
+
+  // ---- model-local functions (ir/function_outline.cpp) ----
+  // Moves `region` (nodes of this graph, in graph order) into a new function body and puts one
+  // node `opType` (domain `domain`, named `callName`) in their place, at the last one's position. The body's inputs
+  // are the values the region reads from elsewhere (initializers and captured values included), in
+  // first-use order; its outputs are the region's values read elsewhere or graph outputs, which
+  // keep their names and become the call's outputs. Returns the call node and sets
+  // `outlinedBody`. The caller makes sure no value outside the region both depends on the
+  // region's outputs and feeds its inputs (sortTopologically() then restores a valid order).
+  Node* outline(const std::vector<Node*>& region, const std::string& opType, const std::string& domain,
+                const std::string& callName, std::shared_ptr<Graph>& outlinedBody);
+  // Reorders the nodes so that each comes after the producers of what it reads (subgraph captures
+  // included), otherwise keeping their order. Returns false (and changes nothing) on a cycle.
+  bool sortTopologically();
+  // The values `n` reads: its inputs and what its subgraphs capture from outside them.
+  static std::vector<const Value*> valuesRead(const Node& n);
+  // Functions of the model (the main graph holds them), in the order added.
+  void addFunction(Function f) { root().functions_.push_back(std::move(f)); }
+  const std::vector<Function>& functions() const { return parent_ ? parent_->functions() : functions_; }
   // Values this (sub)graph's nodes read from enclosing graphs, in first-use order.
   std::vector<const Value*> capturedValues() const;
 
@@ -232,6 +276,8 @@ class Graph {
   std::unordered_map<std::string, int> nodeNameCount_;
   std::string scope_;
   std::string doc_;
+  ModuleCalls moduleCalls_;
+  std::vector<Function> functions_;
   std::vector<std::pair<std::string, std::string>> metadata_;
 };
 

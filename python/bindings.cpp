@@ -64,6 +64,13 @@ ExportOptions optionsFromDict(const py::dict& d) {
     if (g.contains("names")) e.names = g["names"].cast<std::vector<std::string>>();
     o.gradients = std::move(e);
   }
+  if (d.contains("modules_as_functions") && !d["modules_as_functions"].is_none()) {
+    py::dict m = d["modules_as_functions"].cast<py::dict>();
+    onnx_passes::ModuleFunctionOptions f;
+    f.allTypes = m["all"].cast<bool>();
+    for (const auto& t : m["types"].cast<std::vector<std::string>>()) f.typeNames.insert(t);
+    o.modulesAsFunctions = std::move(f);
+  }
   if (d.contains("inline_autograd_function") && !d["inline_autograd_function"].is_none())
     o.inlineAutogradFunction = pt2onnx::python::pythonPredicate(d["inline_autograd_function"]);
   return o;

@@ -9,6 +9,7 @@
 
 #include "common/errors.h"
 #include "common/logging.h"
+#include "runtime/local_functions.h"
 #include "runtime/plan.h"
 #include "runtime/tensor_proto.h"
 #include "writer/schemas.h"
@@ -120,8 +121,9 @@ std::unique_ptr<Session> Session::fromBytes(const std::string& bytes, const Sess
 Session::Session() = default;
 Session::~Session() = default;
 
-void Session::build(const onnx::ModelProto& model, const std::string& baseDir, const SessionOptions& options) {
+void Session::build(onnx::ModelProto& model, const std::string& baseDir, const SessionOptions& options) {
   writer::registerTrainingSchemas();
+  inlineLocalFunctions(model);
   try {
     onnx::checker::CheckerContext ctx;
     ctx.set_ir_version(static_cast<int>(model.ir_version()));

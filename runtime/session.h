@@ -53,7 +53,8 @@ class Session {
 
  private:
   Session();
-  void build(const onnx::ModelProto& model, const std::string& baseDir, const SessionOptions& options);
+  // Takes the model apart: its local functions are inlined into the graph first.
+  void build(onnx::ModelProto& model, const std::string& baseDir, const SessionOptions& options);
   // A frame with the initializers, and input i's checked value in its slot.
   template <typename Feeds>
   std::vector<Value> bindInputs(const Feeds& feeds) const;

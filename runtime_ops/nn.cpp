@@ -712,6 +712,7 @@ void registerNnKernels(KernelRegistry& r) {
   r.add("", "InstanceNormalization", 1, instanceNormalization);
   r.add("", "LayerNormalization", 17, layerNormalization);
   r.add("", "Dropout", 1, dropout);
+  r.add("", "Upsample", 9, resize);  // Resize-10 without the name: scales input, asymmetric
   r.add("", "Resize", 10, resize);
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/opsets.h"
 #include "symbolic/context.h"
 #include "symbolic/dtype.h"
 #include "symbolic/families.h"
@@ -171,7 +172,7 @@ Value* hardSigmoidOf(Context& ctx, Value* x) {
 Outputs hardsigmoid(Context& ctx) { return {hardSigmoidOf(ctx, input(ctx))}; }
 
 // HardSwish only exists from opset 14.
-Outputs hardswishOpset13(Context& ctx) {
+Outputs hardswishDecomposed(Context& ctx) {
   Value* x = input(ctx);
   return {mul(ctx, x, hardSigmoidOf(ctx, x))};
 }
@@ -250,36 +251,36 @@ Outputs glu(Context& ctx) {
 }  // namespace
 
 void registerActivationSymbolics(Registry& r) {
-  r.onOp("aten::relu", 13, relu);
-  r.onOp("aten::relu6", 13, relu6);
-  r.onOp("aten::leaky_relu", 13, leakyRelu);
-  r.onOp("aten::elu", 13, elu);
-  r.onOp("aten::selu", 13, selu);
-  r.onOp("aten::celu", 13, celu);
-  r.onOp("aten::hardtanh", 13, hardtanh);
-  r.onOp("aten::threshold", 13, threshold);
+  r.onOp("aten::relu", kMinOpset, relu);
+  r.onOp("aten::relu6", kMinOpset, relu6);
+  r.onOp("aten::leaky_relu", kMinOpset, leakyRelu);
+  r.onOp("aten::elu", kMinOpset, elu);
+  r.onOp("aten::selu", kMinOpset, selu);
+  r.onOp("aten::celu", kMinOpset, celu);
+  r.onOp("aten::hardtanh", kMinOpset, hardtanh);
+  r.onOp("aten::threshold", kMinOpset, threshold);
 
-  r.onOp("aten::sigmoid", 13, unary("Sigmoid"));
-  r.onOp("aten::tanh", 13, unary("Tanh"));
-  r.onOp("aten::gelu", 13, gelu);
-  r.onOp("aten::silu", 13, silu);
-  r.onOp("aten::mish", 13, mish);
-  r.onOp("aten::softplus", 13, softplus);
-  r.onOp("aten::log_sigmoid", 13, logSigmoid);
-  r.onOp("aten::hardshrink", 13, hardshrink);
-  r.onOp("aten::softshrink", 13, softshrink);
+  r.onOp("aten::sigmoid", kMinOpset, unary("Sigmoid"));
+  r.onOp("aten::tanh", kMinOpset, unary("Tanh"));
+  r.onOp("aten::gelu", kMinOpset, gelu);
+  r.onOp("aten::silu", kMinOpset, silu);
+  r.onOp("aten::mish", kMinOpset, mish);
+  r.onOp("aten::softplus", kMinOpset, softplus);
+  r.onOp("aten::log_sigmoid", kMinOpset, logSigmoid);
+  r.onOp("aten::hardshrink", kMinOpset, hardshrink);
+  r.onOp("aten::softshrink", kMinOpset, softshrink);
 
-  r.onOp("aten::hardsigmoid", 13, hardsigmoid);
-  r.onOp("aten::hardswish", 13, hardswishOpset13);  // x * HardSigmoid(x)
+  r.onOp("aten::hardsigmoid", kMinOpset, hardsigmoid);
+  r.onOp("aten::hardswish", kMinOpset, hardswishDecomposed);  // x * HardSigmoid(x)
   r.onOp("aten::hardswish", 14, hardswishOpset14);  // HardSwish
 
-  r.onOp("aten::softmax", 13, softmax("Softmax", false));
-  r.onOp("aten::_softmax", 13, softmax("Softmax", true));
-  r.onOp("aten::log_softmax", 13, softmax("LogSoftmax", false));
-  r.onOp("aten::_log_softmax", 13, softmax("LogSoftmax", true));
+  r.onOp("aten::softmax", kMinOpset, softmax("Softmax", false));
+  r.onOp("aten::_softmax", kMinOpset, softmax("Softmax", true));
+  r.onOp("aten::log_softmax", kMinOpset, softmax("LogSoftmax", false));
+  r.onOp("aten::_log_softmax", kMinOpset, softmax("LogSoftmax", true));
 
-  r.onOp("aten::prelu", 13, prelu);
-  r.onOp("aten::glu", 13, glu);
+  r.onOp("aten::prelu", kMinOpset, prelu);
+  r.onOp("aten::glu", kMinOpset, glu);
 }
 
 }  // namespace pt2onnx::symbolic

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/opsets.h"
 #include "symbolic/context.h"
 #include "symbolic/families.h"
 #include "symbolic/helpers.h"
@@ -215,13 +216,13 @@ Outputs tensorSplitSymbolic(Context& ctx) {
 }  // namespace
 
 void registerConcatSplitSymbolics(Registry& r) {
-  r.onOp("aten::cat", 13, catSymbolic);
-  r.onOp("aten::stack", 13, stackSymbolic);
-  r.onOp("aten::chunk", 13, chunkSymbolic);
-  r.onOp("aten::split", 13, splitSymbolic);  // .Tensor (int), .sizes and the bare int[] form
-  r.onOp("aten::split_with_sizes", 13, splitSymbolic);
-  r.onOp("aten::unbind.int", 13, unbindSymbolic);
-  r.onOp("aten::tensor_split", 13, tensorSplitSymbolic);
+  r.onOp("aten::cat", kMinOpset, catSymbolic);
+  r.onOp("aten::stack", kMinOpset, stackSymbolic);
+  r.onOp("aten::chunk", kMinOpset, chunkSymbolic);
+  r.onOp("aten::split", kMinOpset, splitSymbolic);  // .Tensor (int), .sizes and the bare int[] form
+  r.onOp("aten::split_with_sizes", kMinOpset, splitSymbolic);
+  r.onOp("aten::unbind.int", kMinOpset, unbindSymbolic);
+  r.onOp("aten::tensor_split", kMinOpset, tensorSplitSymbolic);
 }
 
 }  // namespace pt2onnx::symbolic

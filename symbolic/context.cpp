@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "symbolic/opset_forms.h"
 
 namespace pt2onnx::symbolic {
 
@@ -256,13 +257,14 @@ const ir::TensorData* Context::constTensor(size_t i) const {
 
 ir::Value* Context::op(const std::string& opType, const std::vector<ir::Value*>& inputs,
                        std::vector<ir::Attribute> attributes, const std::string& domain) {
-  return graph_.addNode(opType, inputs, 1, std::move(attributes), domain)->outputs[0];
+  return opMulti(opType, inputs, 1, std::move(attributes), domain)[0];
 }
 
 std::vector<ir::Value*> Context::opMulti(const std::string& opType,
                                          const std::vector<ir::Value*>& inputs, size_t numOutputs,
                                          std::vector<ir::Attribute> attributes,
                                          const std::string& domain) {
+  if (domain.empty()) return emitInTargetOpset(*this, opType, inputs, numOutputs, std::move(attributes));
   return graph_.addNode(opType, inputs, numOutputs, std::move(attributes), domain)->outputs;
 }
 

@@ -95,6 +95,8 @@ class Context {
   const ir::TensorData* constTensor(size_t i) const;
 
   // ---- builder ----
+  // ai.onnx nodes are written in their opset-13 form (or a newer one) and emitted in the target
+  // opset's form, failing when that opset cannot express them (symbolic/opset_forms.h).
   ir::Value* op(const std::string& opType, const std::vector<ir::Value*>& inputs,
                 std::vector<ir::Attribute> attributes = {}, const std::string& domain = "");
   std::vector<ir::Value*> opMulti(const std::string& opType, const std::vector<ir::Value*>& inputs,

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "common/opsets.h"
 #include "symbolic/context.h"
 #include "symbolic/families.h"
 #include "symbolic/registry.h"
@@ -153,15 +154,15 @@ SymbolicFn convTransposeNd(int64_t spatialRank) {
 }  // namespace
 
 void registerConvolutionSymbolics(Registry& r) {
-  r.onOp("aten::_convolution", 13, convolutionGeneric);
-  r.onOp("aten::convolution", 13, convolutionGeneric);
-  r.onOp("aten::_convolution_mode", 13, convNd(0));
-  r.onOp("aten::conv1d", 13, convNd(1));
-  r.onOp("aten::conv2d", 13, convNd(2));
-  r.onOp("aten::conv3d", 13, convNd(3));
-  r.onOp("aten::conv_transpose1d", 13, convTransposeNd(1));
-  r.onOp("aten::conv_transpose2d", 13, convTransposeNd(2));
-  r.onOp("aten::conv_transpose3d", 13, convTransposeNd(3));
+  r.onOp("aten::_convolution", kMinOpset, convolutionGeneric);
+  r.onOp("aten::convolution", kMinOpset, convolutionGeneric);
+  r.onOp("aten::_convolution_mode", kMinOpset, convNd(0));
+  r.onOp("aten::conv1d", kMinOpset, convNd(1));
+  r.onOp("aten::conv2d", kMinOpset, convNd(2));
+  r.onOp("aten::conv3d", kMinOpset, convNd(3));
+  r.onOp("aten::conv_transpose1d", kMinOpset, convTransposeNd(1));
+  r.onOp("aten::conv_transpose2d", kMinOpset, convTransposeNd(2));
+  r.onOp("aten::conv_transpose3d", kMinOpset, convTransposeNd(3));
 }
 
 }  // namespace pt2onnx::symbolic

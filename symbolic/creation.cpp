@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/opsets.h"
 #include "symbolic/context.h"
 #include "symbolic/dtype.h"
 #include "symbolic/families.h"
@@ -208,7 +209,7 @@ ir::Value* triangleMask(Context& ctx, ir::Value* x, bool upper) {
   return ctx.op(upper ? "GreaterOrEqual" : "LessOrEqual", {offset, diagonalOffset(ctx)});
 }
 
-SymbolicFn triluOpset13(bool upper) {
+SymbolicFn triluDecomposed(bool upper) {
   return [upper](Context& ctx) -> Outputs {
     ir::Value* x = ctx.tensor(0);
     ir::DType dtype = knownDType(ctx, x);
@@ -320,48 +321,48 @@ Outputs meshgridSymbolic(Context& ctx) {
 }  // namespace
 
 void registerCreationSymbolics(Registry& r) {
-  r.onOp("aten::arange", 13, [](Context& ctx) { return arangeImpl(ctx, std::nullopt, 0, std::nullopt, 1); });
-  r.onOp("aten::arange.start", 13, [](Context& ctx) { return arangeImpl(ctx, 0, 1, std::nullopt, 2); });
-  r.onOp("aten::arange.start_step", 13, [](Context& ctx) { return arangeImpl(ctx, 0, 1, 2, 3); });
+  r.onOp("aten::arange", kMinOpset, [](Context& ctx) { return arangeImpl(ctx, std::nullopt, 0, std::nullopt, 1); });
+  r.onOp("aten::arange.start", kMinOpset, [](Context& ctx) { return arangeImpl(ctx, 0, 1, std::nullopt, 2); });
+  r.onOp("aten::arange.start_step", kMinOpset, [](Context& ctx) { return arangeImpl(ctx, 0, 1, 2, 3); });
 
-  r.onOp("aten::zeros", 13, sizedConstant(0));
-  r.onOp("aten::ones", 13, sizedConstant(1));
-  r.onOp("aten::empty.memory_format", 13, sizedConstant(0));  // contents are unspecified
-  r.onOp("aten::full", 13, fullSymbolic);
+  r.onOp("aten::zeros", kMinOpset, sizedConstant(0));
+  r.onOp("aten::ones", kMinOpset, sizedConstant(1));
+  r.onOp("aten::empty.memory_format", kMinOpset, sizedConstant(0));  // contents are unspecified
+  r.onOp("aten::full", kMinOpset, fullSymbolic);
   for (const char* op : {"aten::zeros.names", "aten::ones.names", "aten::full.names", "aten::empty.names"})
-    r.onOp(op, 13, namedTensorSymbolic);
-  r.onOp("aten::zeros_like", 13, likeConstant(0));
-  r.onOp("aten::ones_like", 13, likeConstant(1));
-  r.onOp("aten::empty_like", 13, likeConstant(0));
-  r.onOp("aten::full_like", 13, fullLikeSymbolic);
-  r.onOp("aten::new_zeros", 13, newConstant(0));
-  r.onOp("aten::new_ones", 13, newConstant(1));
-  r.onOp("aten::new_empty", 13, newConstant(0));
-  r.onOp("aten::new_full", 13, newFullSymbolic);
-  r.onOp("aten::fill.Scalar", 13, fillScalarSymbolic);
-  r.onOp("aten::fill.Tensor", 13, fillTensorSymbolic);
-  r.onOp("aten::zero", 13, zeroSymbolic);
+    r.onOp(op, kMinOpset, namedTensorSymbolic);
+  r.onOp("aten::zeros_like", kMinOpset, likeConstant(0));
+  r.onOp("aten::ones_like", kMinOpset, likeConstant(1));
+  r.onOp("aten::empty_like", kMinOpset, likeConstant(0));
+  r.onOp("aten::full_like", kMinOpset, fullLikeSymbolic);
+  r.onOp("aten::new_zeros", kMinOpset, newConstant(0));
+  r.onOp("aten::new_ones", kMinOpset, newConstant(1));
+  r.onOp("aten::new_empty", kMinOpset, newConstant(0));
+  r.onOp("aten::new_full", kMinOpset, newFullSymbolic);
+  r.onOp("aten::fill.Scalar", kMinOpset, fillScalarSymbolic);
+  r.onOp("aten::fill.Tensor", kMinOpset, fillTensorSymbolic);
+  r.onOp("aten::zero", kMinOpset, zeroSymbolic);
 
-  r.onOp("aten::tril", 13, triluOpset13(false));
-  r.onOp("aten::triu", 13, triluOpset13(true));
+  r.onOp("aten::tril", kMinOpset, triluDecomposed(false));
+  r.onOp("aten::triu", kMinOpset, triluDecomposed(true));
   r.onOp("aten::tril", 14, triluOpset14(false));
   r.onOp("aten::triu", 14, triluOpset14(true));
 
-  r.onOp("aten::scalar_tensor", 13, scalarTensorSymbolic);
-  r.onOp("aten::eye", 13, eyeSymbolic(true));
-  r.onOp("aten::eye.m", 13, eyeSymbolic(false));
-  r.onOp("aten::meshgrid", 13, meshgridSymbolic);  // and .indexing
+  r.onOp("aten::scalar_tensor", kMinOpset, scalarTensorSymbolic);
+  r.onOp("aten::eye", kMinOpset, eyeSymbolic(true));
+  r.onOp("aten::eye.m", kMinOpset, eyeSymbolic(false));
+  r.onOp("aten::meshgrid", kMinOpset, meshgridSymbolic);  // and .indexing
   for (const char* overload : {".int", ".float", ".bool"}) {
-    r.onOp(std::string("aten::tensor") + overload, 13, numberTensorSymbolic);
-    r.onOp(std::string("aten::as_tensor") + overload, 13, numberTensorSymbolic);
+    r.onOp(std::string("aten::tensor") + overload, kMinOpset, numberTensorSymbolic);
+    r.onOp(std::string("aten::as_tensor") + overload, kMinOpset, numberTensorSymbolic);
   }
-  r.onOp("aten::tensor", 13, listTensorSymbolic);
-  r.onOp("aten::as_tensor.list", 13, listTensorSymbolic);
-  r.onOp("aten::as_tensor", 13, asTensorSymbolic);
+  r.onOp("aten::tensor", kMinOpset, listTensorSymbolic);
+  r.onOp("aten::as_tensor.list", kMinOpset, listTensorSymbolic);
+  r.onOp("aten::as_tensor", kMinOpset, asTensorSymbolic);
 
   for (const char* op : {"aten::rand", "aten::randn", "aten::rand_like", "aten::randn_like",
                          "aten::randint", "aten::randint_like", "aten::randperm"})
-    r.onOp(op, 13, randomSymbolic);
+    r.onOp(op, kMinOpset, randomSymbolic);
 }
 
 }  // namespace pt2onnx::symbolic

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/opsets.h"
 #include "symbolic/context.h"
 #include "symbolic/families.h"
 #include "symbolic/helpers.h"
@@ -67,10 +68,10 @@ Outputs roiPool(Context& ctx) {
 }  // namespace
 
 void registerDetectionSymbolics(Registry& r) {
-  r.onOp("aten::_shape_as_tensor", 13, shapeAsTensor);
-  r.onOp("torchvision::nms", 13, nms);
-  r.onOp("torchvision::roi_align", 13, roiAlign);
-  r.onOp("torchvision::roi_pool", 13, roiPool);
+  r.onOp("aten::_shape_as_tensor", kMinOpset, shapeAsTensor);
+  r.onOp("torchvision::nms", kMinOpset, nms);
+  r.onOp("torchvision::roi_align", kMinOpset, roiAlign);
+  r.onOp("torchvision::roi_pool", kMinOpset, roiPool);
 }
 
 }  // namespace pt2onnx::symbolic

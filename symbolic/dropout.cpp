@@ -2,6 +2,7 @@
 // dropout has an ONNX equivalent (Dropout with training_mode=true).
 #include <string>
 
+#include "common/opsets.h"
 #include "symbolic/context.h"
 #include "symbolic/families.h"
 #include "symbolic/registry.h"
@@ -56,11 +57,11 @@ Outputs nativeDropout(Context& ctx) {
 }  // namespace
 
 void registerDropoutSymbolics(Registry& r) {
-  r.onOp("aten::dropout", 13, dropout);
-  r.onOp("aten::feature_dropout", 13, evalOnlyDropout("feature_dropout"));
-  r.onOp("aten::alpha_dropout", 13, evalOnlyDropout("alpha_dropout"));
-  r.onOp("aten::feature_alpha_dropout", 13, evalOnlyDropout("feature_alpha_dropout"));
-  r.onOp("aten::native_dropout", 13, nativeDropout);
+  r.onOp("aten::dropout", kMinOpset, dropout);
+  r.onOp("aten::feature_dropout", kMinOpset, evalOnlyDropout("feature_dropout"));
+  r.onOp("aten::alpha_dropout", kMinOpset, evalOnlyDropout("alpha_dropout"));
+  r.onOp("aten::feature_alpha_dropout", kMinOpset, evalOnlyDropout("feature_alpha_dropout"));
+  r.onOp("aten::native_dropout", kMinOpset, nativeDropout);
 }
 
 }  // namespace pt2onnx::symbolic

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/opsets.h"
 #include "symbolic/context.h"
 #include "symbolic/families.h"
 #include "symbolic/helpers.h"
@@ -438,87 +439,87 @@ Outputs clampMax(Context& ctx) { return {clampBetween(ctx, std::nullopt, 1)}; }
 void registerElementwiseSymbolics(Registry& r) {
   // Arithmetic. Bare names cover the Tensor and Scalar overloads; number overloads (add.int, ...)
   // are evaluators registered by overload name elsewhere and win over these.
-  r.onOp("aten::add", 13, [](Context& ctx) { return addOrSub(ctx, false); });
-  r.onOp("aten::sub", 13, [](Context& ctx) { return addOrSub(ctx, true); });
-  r.onOp("aten::subtract", 13, [](Context& ctx) { return addOrSub(ctx, true); });
-  r.onOp("aten::rsub", 13, rsub);
-  r.onOp("aten::mul", 13, mul);
-  r.onOp("aten::multiply", 13, mul);
-  r.onOp("aten::div", 13, div);
-  r.onOp("aten::divide", 13, div);
-  r.onOp("aten::true_divide", 13, div);
-  r.onOp("aten::floor_divide", 13, floorDivideOp);
-  r.onOp("aten::remainder", 13, remainder);
-  r.onOp("aten::fmod", 13, fmod);
-  r.onOp("aten::pow", 13, pow);
-  r.onOp("aten::maximum", 13, binary("Max"));
-  r.onOp("aten::minimum", 13, binary("Min"));
-  r.onOp("aten::max.other", 13, binary("Max"));
-  r.onOp("aten::min.other", 13, binary("Min"));
+  r.onOp("aten::add", kMinOpset, [](Context& ctx) { return addOrSub(ctx, false); });
+  r.onOp("aten::sub", kMinOpset, [](Context& ctx) { return addOrSub(ctx, true); });
+  r.onOp("aten::subtract", kMinOpset, [](Context& ctx) { return addOrSub(ctx, true); });
+  r.onOp("aten::rsub", kMinOpset, rsub);
+  r.onOp("aten::mul", kMinOpset, mul);
+  r.onOp("aten::multiply", kMinOpset, mul);
+  r.onOp("aten::div", kMinOpset, div);
+  r.onOp("aten::divide", kMinOpset, div);
+  r.onOp("aten::true_divide", kMinOpset, div);
+  r.onOp("aten::floor_divide", kMinOpset, floorDivideOp);
+  r.onOp("aten::remainder", kMinOpset, remainder);
+  r.onOp("aten::fmod", kMinOpset, fmod);
+  r.onOp("aten::pow", kMinOpset, pow);
+  r.onOp("aten::maximum", kMinOpset, binary("Max"));
+  r.onOp("aten::minimum", kMinOpset, binary("Min"));
+  r.onOp("aten::max.other", kMinOpset, binary("Max"));
+  r.onOp("aten::min.other", kMinOpset, binary("Min"));
 
   // Unary math.
-  r.onOp("aten::neg", 13, unary("Neg"));
-  r.onOp("aten::negative", 13, unary("Neg"));
-  r.onOp("aten::abs", 13, unary("Abs"));
-  r.onOp("aten::sqrt", 13, unary("Sqrt"));
-  r.onOp("aten::rsqrt", 13, rsqrt);
-  r.onOp("aten::exp", 13, unary("Exp"));
-  r.onOp("aten::expm1", 13, expm1);
-  r.onOp("aten::log", 13, unary("Log"));
-  r.onOp("aten::log2", 13, scaledLog(1.0 / std::log(2.0)));
-  r.onOp("aten::log10", 13, scaledLog(1.0 / std::log(10.0)));
-  r.onOp("aten::log1p", 13, log1p);
-  r.onOp("aten::sin", 13, unary("Sin"));
-  r.onOp("aten::cos", 13, unary("Cos"));
-  r.onOp("aten::tan", 13, unary("Tan"));
-  r.onOp("aten::asin", 13, unary("Asin"));
-  r.onOp("aten::acos", 13, unary("Acos"));
-  r.onOp("aten::atan", 13, unary("Atan"));
-  r.onOp("aten::sinh", 13, unary("Sinh"));
-  r.onOp("aten::cosh", 13, unary("Cosh"));
-  r.onOp("aten::erf", 13, unary("Erf"));
-  r.onOp("aten::reciprocal", 13, unary("Reciprocal"));
-  r.onOp("aten::sign", 13, unary("Sign"));
-  r.onOp("aten::square", 13, square);
-  r.onOp("aten::floor", 13, rounding("Floor"));
-  r.onOp("aten::ceil", 13, rounding("Ceil"));
-  r.onOp("aten::round", 13, round);
-  r.onOp("aten::trunc", 13, trunc);
-  r.onOp("aten::fix", 13, trunc);
-  r.onOp("aten::frac", 13, frac);
+  r.onOp("aten::neg", kMinOpset, unary("Neg"));
+  r.onOp("aten::negative", kMinOpset, unary("Neg"));
+  r.onOp("aten::abs", kMinOpset, unary("Abs"));
+  r.onOp("aten::sqrt", kMinOpset, unary("Sqrt"));
+  r.onOp("aten::rsqrt", kMinOpset, rsqrt);
+  r.onOp("aten::exp", kMinOpset, unary("Exp"));
+  r.onOp("aten::expm1", kMinOpset, expm1);
+  r.onOp("aten::log", kMinOpset, unary("Log"));
+  r.onOp("aten::log2", kMinOpset, scaledLog(1.0 / std::log(2.0)));
+  r.onOp("aten::log10", kMinOpset, scaledLog(1.0 / std::log(10.0)));
+  r.onOp("aten::log1p", kMinOpset, log1p);
+  r.onOp("aten::sin", kMinOpset, unary("Sin"));
+  r.onOp("aten::cos", kMinOpset, unary("Cos"));
+  r.onOp("aten::tan", kMinOpset, unary("Tan"));
+  r.onOp("aten::asin", kMinOpset, unary("Asin"));
+  r.onOp("aten::acos", kMinOpset, unary("Acos"));
+  r.onOp("aten::atan", kMinOpset, unary("Atan"));
+  r.onOp("aten::sinh", kMinOpset, unary("Sinh"));
+  r.onOp("aten::cosh", kMinOpset, unary("Cosh"));
+  r.onOp("aten::erf", kMinOpset, unary("Erf"));
+  r.onOp("aten::reciprocal", kMinOpset, unary("Reciprocal"));
+  r.onOp("aten::sign", kMinOpset, unary("Sign"));
+  r.onOp("aten::square", kMinOpset, square);
+  r.onOp("aten::floor", kMinOpset, rounding("Floor"));
+  r.onOp("aten::ceil", kMinOpset, rounding("Ceil"));
+  r.onOp("aten::round", 11, round);  // Round
+  r.onOp("aten::trunc", kMinOpset, trunc);
+  r.onOp("aten::fix", kMinOpset, trunc);
+  r.onOp("aten::frac", kMinOpset, frac);
 
   // Comparison (Tensor and Scalar overloads).
-  r.onOp("aten::eq", 13, comparison("Equal"));
-  r.onOp("aten::ne", 13, comparison("Equal", /*negate=*/true));
-  r.onOp("aten::lt", 13, comparison("Less"));
-  r.onOp("aten::le", 13, comparison("LessOrEqual"));
-  r.onOp("aten::gt", 13, comparison("Greater"));
-  r.onOp("aten::ge", 13, comparison("GreaterOrEqual"));
-  r.onOp("aten::isnan", 13, isnan);
-  r.onOp("aten::isinf", 13, isinf);
-  r.onOp("aten::isfinite", 13, isfinite);
+  r.onOp("aten::eq", kMinOpset, comparison("Equal"));
+  r.onOp("aten::ne", kMinOpset, comparison("Equal", /*negate=*/true));
+  r.onOp("aten::lt", kMinOpset, comparison("Less"));
+  r.onOp("aten::le", kMinOpset, comparison("LessOrEqual"));
+  r.onOp("aten::gt", kMinOpset, comparison("Greater"));
+  r.onOp("aten::ge", kMinOpset, comparison("GreaterOrEqual"));
+  r.onOp("aten::isnan", kMinOpset, isnan);
+  r.onOp("aten::isinf", kMinOpset, isinf);
+  r.onOp("aten::isfinite", kMinOpset, isfinite);
 
   // Logic.
-  r.onOp("aten::logical_not", 13, logicalNot);
-  r.onOp("aten::logical_and", 13, logicalBinary("And"));
-  r.onOp("aten::logical_or", 13, logicalBinary("Or"));
-  r.onOp("aten::logical_xor", 13, logicalBinary("Xor"));
-  r.onOp("aten::bitwise_not", 13, bitwiseNot);
-  r.onOp("aten::bitwise_and", 13, bitwiseBinary("And"));
-  r.onOp("aten::bitwise_or", 13, bitwiseBinary("Or"));
-  r.onOp("aten::bitwise_xor", 13, bitwiseBinary("Xor"));
-  r.onOp("aten::__and__", 13, bitwiseBinary("And"));
-  r.onOp("aten::__or__", 13, bitwiseBinary("Or"));
-  r.onOp("aten::__xor__", 13, bitwiseBinary("Xor"));
+  r.onOp("aten::logical_not", kMinOpset, logicalNot);
+  r.onOp("aten::logical_and", kMinOpset, logicalBinary("And"));
+  r.onOp("aten::logical_or", kMinOpset, logicalBinary("Or"));
+  r.onOp("aten::logical_xor", kMinOpset, logicalBinary("Xor"));
+  r.onOp("aten::bitwise_not", kMinOpset, bitwiseNot);
+  r.onOp("aten::bitwise_and", kMinOpset, bitwiseBinary("And"));
+  r.onOp("aten::bitwise_or", kMinOpset, bitwiseBinary("Or"));
+  r.onOp("aten::bitwise_xor", kMinOpset, bitwiseBinary("Xor"));
+  r.onOp("aten::__and__", kMinOpset, bitwiseBinary("And"));
+  r.onOp("aten::__or__", kMinOpset, bitwiseBinary("Or"));
+  r.onOp("aten::__xor__", kMinOpset, bitwiseBinary("Xor"));
 
   // Selection and clamping.
   for (const char* overload : {"self", "ScalarOther", "ScalarSelf", "Scalar"})  // where(cond): indexing.cpp
-    r.onOp(std::string("aten::where.") + overload, 13, where);
-  r.onOp("aten::masked_fill", 13, maskedFill);
-  r.onOp("aten::clamp", 13, clamp);
-  r.onOp("aten::clip", 13, clamp);
-  r.onOp("aten::clamp_min", 13, clampMin);
-  r.onOp("aten::clamp_max", 13, clampMax);
+    r.onOp(std::string("aten::where.") + overload, kMinOpset, where);
+  r.onOp("aten::masked_fill", kMinOpset, maskedFill);
+  r.onOp("aten::clamp", kMinOpset, clamp);
+  r.onOp("aten::clip", kMinOpset, clamp);
+  r.onOp("aten::clamp_min", kMinOpset, clampMin);
+  r.onOp("aten::clamp_max", kMinOpset, clampMax);
 }
 
 }  // namespace pt2onnx::symbolic

@@ -1,6 +1,7 @@
 // Embedding lookup -> Gather on axis 0.
 #include <string>
 
+#include "common/opsets.h"
 #include "symbolic/context.h"
 #include "symbolic/families.h"
 #include "symbolic/registry.h"
@@ -26,6 +27,6 @@ Outputs embedding(Context& ctx) {
 
 }  // namespace
 
-void registerEmbeddingSymbolics(Registry& r) { r.onOp("aten::embedding", 13, embedding); }
+void registerEmbeddingSymbolics(Registry& r) { r.onOp("aten::embedding", kMinOpset, embedding); }
 
 }  // namespace pt2onnx::symbolic

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/opsets.h"
 #include "symbolic/context.h"
 #include "symbolic/families.h"
 #include "symbolic/registry.h"
@@ -365,26 +366,26 @@ Outputs nonzeroAsTupleSymbolic(Context& ctx) {
 }  // namespace
 
 void registerIndexingSymbolics(Registry& r) {
-  r.onOp("aten::slice.Tensor", 13, sliceSymbolic);
-  r.onOp("aten::narrow", 13, narrowSymbolic);
-  r.onOp("aten::narrow_copy", 13, narrowSymbolic);
-  r.onOp("aten::select.int", 13, selectSymbolic);
-  r.onOp("aten::index_select", 13, indexSelectSymbolic);
-  r.onOp("aten::gather", 13, gatherSymbolic);
-  r.onOp("aten::take", 13, takeSymbolic);
-  r.onOp("aten::index.Tensor", 13, indexSymbolic);
-  r.onOp("aten::index.Tensor_hacked_twin", 13, indexSymbolic);
-  r.onOp("aten::scatter.src", 13, scatterSrcSymbolic);
-  r.onOp("aten::scatter.value", 13, scatterValueSymbolic);
+  r.onOp("aten::slice.Tensor", kMinOpset, sliceSymbolic);
+  r.onOp("aten::narrow", kMinOpset, narrowSymbolic);
+  r.onOp("aten::narrow_copy", kMinOpset, narrowSymbolic);
+  r.onOp("aten::select.int", kMinOpset, selectSymbolic);
+  r.onOp("aten::index_select", kMinOpset, indexSelectSymbolic);
+  r.onOp("aten::gather", 11, gatherSymbolic);  // GatherElements
+  r.onOp("aten::take", kMinOpset, takeSymbolic);
+  r.onOp("aten::index.Tensor", kMinOpset, indexSymbolic);
+  r.onOp("aten::index.Tensor_hacked_twin", kMinOpset, indexSymbolic);
+  r.onOp("aten::scatter.src", kMinOpset, scatterSrcSymbolic);
+  r.onOp("aten::scatter.value", kMinOpset, scatterValueSymbolic);
   r.onOp("aten::scatter.reduce", 16, scatterReduceSymbolic(false));
   r.onOp("aten::scatter.value_reduce", 16, scatterReduceSymbolic(true));
   r.onOp("aten::scatter_add", 16, scatterAddSymbolic);
-  r.onOp("aten::select_scatter", 13, selectScatterSymbolic);
-  r.onOp("aten::slice_scatter", 13, sliceScatterSymbolic);
-  r.onOp("aten::index_put", 13, indexPutSymbolic);
-  r.onOp("aten::nonzero", 13, nonzeroSymbolic);
-  r.onOp("aten::nonzero_numpy", 13, nonzeroAsTupleSymbolic);
-  r.onOp("aten::where", 13, nonzeroAsTupleSymbolic);  // where(condition); the other overloads: elementwise.cpp
+  r.onOp("aten::select_scatter", kMinOpset, selectScatterSymbolic);
+  r.onOp("aten::slice_scatter", kMinOpset, sliceScatterSymbolic);
+  r.onOp("aten::index_put", 11, indexPutSymbolic);  // ScatterND
+  r.onOp("aten::nonzero", kMinOpset, nonzeroSymbolic);
+  r.onOp("aten::nonzero_numpy", kMinOpset, nonzeroAsTupleSymbolic);
+  r.onOp("aten::where", kMinOpset, nonzeroAsTupleSymbolic);  // where(condition); the other overloads: elementwise.cpp
 }
 
 }  // namespace pt2onnx::symbolic

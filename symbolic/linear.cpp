@@ -2,6 +2,7 @@
 #include <optional>
 #include <string>
 
+#include "common/opsets.h"
 #include "symbolic/context.h"
 #include "symbolic/families.h"
 #include "symbolic/registry.h"
@@ -118,15 +119,15 @@ Outputs einsum(Context& ctx) {
 }  // namespace
 
 void registerLinearSymbolics(Registry& r) {
-  r.onOp("aten::linear", 13, linear);
-  r.onOp("aten::addmm", 13, addmm);
-  r.onOp("aten::baddbmm", 13, baddbmm);
-  r.onOp("aten::mm", 13, matmul);
-  r.onOp("aten::bmm", 13, matmul);
-  r.onOp("aten::matmul", 13, matmul);
-  r.onOp("aten::mv", 13, matmul);
-  r.onOp("aten::dot", 13, matmul);
-  r.onOp("aten::einsum", 13, einsum);
+  r.onOp("aten::linear", kMinOpset, linear);
+  r.onOp("aten::addmm", kMinOpset, addmm);
+  r.onOp("aten::baddbmm", kMinOpset, baddbmm);
+  r.onOp("aten::mm", kMinOpset, matmul);
+  r.onOp("aten::bmm", kMinOpset, matmul);
+  r.onOp("aten::matmul", kMinOpset, matmul);
+  r.onOp("aten::mv", kMinOpset, matmul);
+  r.onOp("aten::dot", kMinOpset, matmul);
+  r.onOp("aten::einsum", 12, einsum);  // Einsum
 }
 
 }  // namespace pt2onnx::symbolic

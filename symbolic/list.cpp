@@ -4,6 +4,7 @@
 // specialization passes have made list mutation functional: append/_set_item return the new list.
 #include <algorithm>
 
+#include "common/opsets.h"
 #include "symbolic/families.h"
 #include "symbolic/registry.h"
 
@@ -197,19 +198,19 @@ Outputs sameList(Context& ctx) { return {ctx.arg(0)}; }
 }  // namespace
 
 void registerListSymbolics(Registry& r) {
-  r.onOp("prim::ListConstruct", 13, listConstruct);
-  r.onOp("prim::ListUnpack", 13, listUnpack);
-  r.onOp("aten::__getitem__.t", 13, listGetItem);
-  r.onOp("aten::len.t", 13, listLength);
-  r.onOp("aten::append.t", 13, listAppend);
-  r.onOp("aten::_set_item.t", 13, listSetItem);
-  r.onOp("aten::add.t", 13, listConcat);
-  r.onOp("aten::slice.t", 13, listSlice);
-  r.onOp("aten::copy.t", 13, sameList);
-  r.onOp("aten::list.t", 13, sameList);
-  r.onOp("aten::__contains__.int_list", 13, listContains);
-  r.onOp("aten::sum.int", 13, [](Context& ctx) { return listSum(true, ctx); });
-  r.onOp("aten::sum.float", 13, [](Context& ctx) { return listSum(false, ctx); });
+  r.onOp("prim::ListConstruct", kMinOpset, listConstruct);
+  r.onOp("prim::ListUnpack", kMinOpset, listUnpack);
+  r.onOp("aten::__getitem__.t", kMinOpset, listGetItem);
+  r.onOp("aten::len.t", kMinOpset, listLength);
+  r.onOp("aten::append.t", kMinOpset, listAppend);
+  r.onOp("aten::_set_item.t", kMinOpset, listSetItem);
+  r.onOp("aten::add.t", kMinOpset, listConcat);
+  r.onOp("aten::slice.t", kMinOpset, listSlice);
+  r.onOp("aten::copy.t", kMinOpset, sameList);
+  r.onOp("aten::list.t", kMinOpset, sameList);
+  r.onOp("aten::__contains__.int_list", kMinOpset, listContains);
+  r.onOp("aten::sum.int", kMinOpset, [](Context& ctx) { return listSum(true, ctx); });
+  r.onOp("aten::sum.float", kMinOpset, [](Context& ctx) { return listSum(false, ctx); });
 }
 
 }  // namespace pt2onnx::symbolic

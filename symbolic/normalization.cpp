@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "common/opsets.h"
 #include "symbolic/context.h"
 #include "symbolic/families.h"
 #include "symbolic/registry.h"
@@ -195,11 +196,11 @@ std::vector<Value*> layerNormalization(Context& ctx, size_t numOutputs) {
 }
 
 // aten::layer_norm(input, normalized_shape, weight?, bias?, eps, cudnn_enable)
-Outputs layerNormOpset13(Context& ctx) { return {layerNormDecomposed(ctx)[0]}; }
+Outputs layerNormBefore17(Context& ctx) { return {layerNormDecomposed(ctx)[0]}; }
 Outputs layerNormOpset17(Context& ctx) { return {layerNormalization(ctx, 1)[0]}; }
 
 // aten::native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd)
-Outputs nativeLayerNormOpset13(Context& ctx) { return layerNormDecomposed(ctx); }
+Outputs nativeLayerNormBefore17(Context& ctx) { return layerNormDecomposed(ctx); }
 Outputs nativeLayerNormOpset17(Context& ctx) {
   std::vector<Value*> outs = layerNormalization(ctx, 3);
   return {outs[0], outs[1], outs[2]};
@@ -245,14 +246,14 @@ Outputs groupNorm(Context& ctx) {
 }  // namespace
 
 void registerNormalizationSymbolics(Registry& r) {
-  r.onOp("aten::batch_norm", 13, batchNorm);
-  r.onOp("aten::instance_norm", 13, instanceNorm);
-  r.onOp("aten::_weight_norm", 13, weightNorm);
-  r.onOp("aten::layer_norm", 13, layerNormOpset13);
+  r.onOp("aten::batch_norm", kMinOpset, batchNorm);
+  r.onOp("aten::instance_norm", kMinOpset, instanceNorm);
+  r.onOp("aten::_weight_norm", kMinOpset, weightNorm);
+  r.onOp("aten::layer_norm", kMinOpset, layerNormBefore17);
   r.onOp("aten::layer_norm", 17, layerNormOpset17);
-  r.onOp("aten::native_layer_norm", 13, nativeLayerNormOpset13);
+  r.onOp("aten::native_layer_norm", kMinOpset, nativeLayerNormBefore17);
   r.onOp("aten::native_layer_norm", 17, nativeLayerNormOpset17);
-  r.onOp("aten::group_norm", 13, groupNorm);
+  r.onOp("aten::group_norm", kMinOpset, groupNorm);
 }
 
 }  // namespace pt2onnx::symbolic

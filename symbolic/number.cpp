@@ -4,6 +4,7 @@
 // forward(), a loop counter). Dynamic ints are int64, floats float32, bools bool.
 #include <cmath>
 
+#include "common/opsets.h"
 #include "symbolic/families.h"
 #include "symbolic/registry.h"
 
@@ -278,55 +279,55 @@ Outputs numberPow(bool intResult, Context& ctx) {
 
 void registerArith(Registry& r, const char* name, NumberOp op) {
   for (const char* overload : {"int", "float", "int_float", "float_int"})
-    r.onOp(std::string("aten::") + name + "." + overload, 13, [op](Context& ctx) { return numberArith(op, ctx); });
+    r.onOp(std::string("aten::") + name + "." + overload, kMinOpset, [op](Context& ctx) { return numberArith(op, ctx); });
 }
 
 }  // namespace
 
 void registerNumberSymbolics(Registry& r) {
-  r.onOp("aten::Int", 13, [](Context& ctx) { return numberOf(Arg::Kind::Int, ctx); });
-  r.onOp("aten::IntImplicit", 13, [](Context& ctx) { return numberOf(Arg::Kind::Int, ctx); });
-  r.onOp("aten::Float", 13, [](Context& ctx) { return numberOf(Arg::Kind::Double, ctx); });
-  r.onOp("aten::FloatImplicit", 13, [](Context& ctx) { return numberOf(Arg::Kind::Double, ctx); });
-  r.onOp("aten::Bool", 13, toBool);
-  r.onOp("aten::BoolImplicit", 13, toBool);
+  r.onOp("aten::Int", kMinOpset, [](Context& ctx) { return numberOf(Arg::Kind::Int, ctx); });
+  r.onOp("aten::IntImplicit", kMinOpset, [](Context& ctx) { return numberOf(Arg::Kind::Int, ctx); });
+  r.onOp("aten::Float", kMinOpset, [](Context& ctx) { return numberOf(Arg::Kind::Double, ctx); });
+  r.onOp("aten::FloatImplicit", kMinOpset, [](Context& ctx) { return numberOf(Arg::Kind::Double, ctx); });
+  r.onOp("aten::Bool", kMinOpset, toBool);
+  r.onOp("aten::BoolImplicit", kMinOpset, toBool);
   registerArith(r, "add", NumberOp::Add);
   registerArith(r, "sub", NumberOp::Sub);
   registerArith(r, "mul", NumberOp::Mul);
   registerArith(r, "floordiv", NumberOp::FloorDiv);
   registerArith(r, "remainder", NumberOp::Mod);
-  r.onOp("aten::div.int", 13, [](Context& ctx) { return numberArith(NumberOp::TrueDiv, ctx); });
-  r.onOp("aten::div.float", 13, [](Context& ctx) { return numberArith(NumberOp::TrueDiv, ctx); });
+  r.onOp("aten::div.int", kMinOpset, [](Context& ctx) { return numberArith(NumberOp::TrueDiv, ctx); });
+  r.onOp("aten::div.float", kMinOpset, [](Context& ctx) { return numberArith(NumberOp::TrueDiv, ctx); });
   for (const char* overload : {"int", "float", "int_float", "float_int"})
-    r.onOp(std::string("aten::pow.") + overload, 13, [](Context& ctx) { return numberPow(false, ctx); });
-  r.onOp("aten::pow.int_to_int", 13, [](Context& ctx) { return numberPow(true, ctx); });
-  r.onOp("aten::neg.int", 13, numberNeg);
-  r.onOp("aten::neg.float", 13, numberNeg);
+    r.onOp(std::string("aten::pow.") + overload, kMinOpset, [](Context& ctx) { return numberPow(false, ctx); });
+  r.onOp("aten::pow.int_to_int", kMinOpset, [](Context& ctx) { return numberPow(true, ctx); });
+  r.onOp("aten::neg.int", kMinOpset, numberNeg);
+  r.onOp("aten::neg.float", kMinOpset, numberNeg);
   const std::pair<const char*, Compare> comparisons[] = {{"eq", Compare::Eq}, {"ne", Compare::Ne}, {"lt", Compare::Lt},
                                                          {"le", Compare::Le}, {"gt", Compare::Gt}, {"ge", Compare::Ge}};
   for (const auto& [name, c] : comparisons) {
     for (const char* overload : {"int", "float", "int_float", "float_int", "str"})
-      r.onOp(std::string("aten::") + name + "." + overload, 13,
+      r.onOp(std::string("aten::") + name + "." + overload, kMinOpset,
              [c = c](Context& ctx) { return numberCompare(c, ctx); });
   }
   for (const char* name : {"eq", "ne"}) {
     Compare c = std::string(name) == "eq" ? Compare::Eq : Compare::Ne;
-    r.onOp(std::string("aten::") + name + ".bool", 13, [c](Context& ctx) { return numberCompare(c, ctx); });
+    r.onOp(std::string("aten::") + name + ".bool", kMinOpset, [c](Context& ctx) { return numberCompare(c, ctx); });
   }
-  r.onOp("aten::__not__", 13, boolNot);
-  r.onOp("aten::__and__.bool", 13, [](Context& ctx) { return boolBinary("And", ctx); });
-  r.onOp("aten::__or__.bool", 13, [](Context& ctx) { return boolBinary("Or", ctx); });
-  r.onOp("aten::__xor__.bool", 13, [](Context& ctx) { return boolBinary("Xor", ctx); });
+  r.onOp("aten::__not__", kMinOpset, boolNot);
+  r.onOp("aten::__and__.bool", kMinOpset, [](Context& ctx) { return boolBinary("And", ctx); });
+  r.onOp("aten::__or__.bool", kMinOpset, [](Context& ctx) { return boolBinary("Or", ctx); });
+  r.onOp("aten::__xor__.bool", kMinOpset, [](Context& ctx) { return boolBinary("Xor", ctx); });
   for (const char* overload : {"int", "float", "int_float", "float_int", "self_int", "self_float"}) {
-    r.onOp(std::string("prim::min.") + overload, 13, [](Context& ctx) { return minMax(false, ctx); });
-    r.onOp(std::string("prim::max.") + overload, 13, [](Context& ctx) { return minMax(true, ctx); });
+    r.onOp(std::string("prim::min.") + overload, kMinOpset, [](Context& ctx) { return minMax(false, ctx); });
+    r.onOp(std::string("prim::max.") + overload, kMinOpset, [](Context& ctx) { return minMax(true, ctx); });
   }
-  r.onOp("aten::floor.float", 13, [](Context& ctx) { return roundToInt(false, ctx); });
-  r.onOp("aten::ceil.float", 13, [](Context& ctx) { return roundToInt(true, ctx); });
-  r.onOp("aten::floor.int", 13, [](Context& ctx) { return roundToInt(false, ctx); });
-  r.onOp("aten::ceil.int", 13, [](Context& ctx) { return roundToInt(true, ctx); });
-  r.onOp("aten::__range_length", 13, rangeLength);
-  r.onOp("aten::__derive_index", 13, deriveIndex);
+  r.onOp("aten::floor.float", kMinOpset, [](Context& ctx) { return roundToInt(false, ctx); });
+  r.onOp("aten::ceil.float", kMinOpset, [](Context& ctx) { return roundToInt(true, ctx); });
+  r.onOp("aten::floor.int", kMinOpset, [](Context& ctx) { return roundToInt(false, ctx); });
+  r.onOp("aten::ceil.int", kMinOpset, [](Context& ctx) { return roundToInt(true, ctx); });
+  r.onOp("aten::__range_length", kMinOpset, rangeLength);
+  r.onOp("aten::__derive_index", kMinOpset, deriveIndex);
 }
 
 }  // namespace pt2onnx::symbolic

@@ -5,6 +5,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/opsets.h"
 #include "symbolic/context.h"
 #include "symbolic/families.h"
 #include "symbolic/registry.h"
@@ -287,11 +288,11 @@ void registerPoolingSymbolics(Registry& r) {
   const char* dims[] = {"1d", "2d", "3d"};
   for (int64_t n = 1; n <= 3; ++n) {
     std::string suffix = dims[n - 1];
-    r.onOp("aten::max_pool" + suffix, 13, maxPool(n));
-    r.onOp("aten::max_pool" + suffix + "_with_indices", 13, maxPoolReturningIndices(n));
-    r.onOp("aten::avg_pool" + suffix, 13, avgPool(n));
-    r.onOp("aten::adaptive_avg_pool" + suffix, 13, adaptiveAvgPool(n));
-    r.onOp("aten::adaptive_max_pool" + suffix, 13, adaptiveMaxPool(n));
+    r.onOp("aten::max_pool" + suffix, kMinOpset, maxPool(n));
+    r.onOp("aten::max_pool" + suffix + "_with_indices", kMinOpset, maxPoolReturningIndices(n));
+    r.onOp("aten::avg_pool" + suffix, kMinOpset, avgPool(n));
+    r.onOp("aten::adaptive_avg_pool" + suffix, kMinOpset, adaptiveAvgPool(n));
+    r.onOp("aten::adaptive_max_pool" + suffix, kMinOpset, adaptiveMaxPool(n));
   }
 }
 

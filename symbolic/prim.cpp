@@ -2,6 +2,7 @@
 // turned into small ONNX computations on 0-d int64 tensors when they are not (e.g. `x.size(0)` on a
 // dynamic batch axis). Lists are in list.cpp, Python numbers in number.cpp.
 
+#include "common/opsets.h"
 #include "symbolic/dtype.h"
 #include "symbolic/families.h"
 #include "symbolic/registry.h"
@@ -114,20 +115,20 @@ Outputs deviceOf(Context& ctx) {
 }  // namespace
 
 void registerPrimSymbolics(Registry& r) {
-  r.onOp("prim::TupleConstruct", 13, tupleConstruct);
-  r.onOp("prim::TupleUnpack", 13, tupleUnpack);
-  r.onOp("prim::TupleIndex", 13, tupleIndex);
-  r.onOp("aten::size.int", 13, sizeOfDim);
-  r.onOp("aten::size", 13, sizeList);
-  r.onOp("aten::dim", 13, rankOf);
-  r.onOp("aten::numel", 13, numelOf);
-  r.onOp("prim::NumToTensor", 13, passThrough);
-  r.onOp("aten::ScalarImplicit", 13, passThrough);
-  r.onOp("prim::unchecked_cast", 13, passThrough);
-  r.onOp("aten::__is__", 13, [](Context& ctx) { return identityTest(true, ctx); });
-  r.onOp("aten::__isnot__", 13, [](Context& ctx) { return identityTest(false, ctx); });
-  r.onOp("prim::dtype", 13, dtypeOf);
-  r.onOp("prim::device", 13, deviceOf);
+  r.onOp("prim::TupleConstruct", kMinOpset, tupleConstruct);
+  r.onOp("prim::TupleUnpack", kMinOpset, tupleUnpack);
+  r.onOp("prim::TupleIndex", kMinOpset, tupleIndex);
+  r.onOp("aten::size.int", kMinOpset, sizeOfDim);
+  r.onOp("aten::size", kMinOpset, sizeList);
+  r.onOp("aten::dim", kMinOpset, rankOf);
+  r.onOp("aten::numel", kMinOpset, numelOf);
+  r.onOp("prim::NumToTensor", kMinOpset, passThrough);
+  r.onOp("aten::ScalarImplicit", kMinOpset, passThrough);
+  r.onOp("prim::unchecked_cast", kMinOpset, passThrough);
+  r.onOp("aten::__is__", kMinOpset, [](Context& ctx) { return identityTest(true, ctx); });
+  r.onOp("aten::__isnot__", kMinOpset, [](Context& ctx) { return identityTest(false, ctx); });
+  r.onOp("prim::dtype", kMinOpset, dtypeOf);
+  r.onOp("prim::device", kMinOpset, deviceOf);
 }
 
 }  // namespace pt2onnx::symbolic

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/opsets.h"
 #include "symbolic/context.h"
 #include "symbolic/families.h"
 #include "symbolic/registry.h"
@@ -164,16 +165,16 @@ Outputs padPackedSequence(Context& ctx) {
 void registerRecurrentSymbolics(Registry& r) {
   const Cell lstm{"LSTM", {0, 3, 1, 2}, ""}, gru{"GRU", {1, 0, 2}, ""}, tanh{"RNN", {0}, "Tanh"},
       relu{"RNN", {0}, "Relu"};
-  r.onOp("aten::lstm.input", 13, recurrent(lstm, false));
-  r.onOp("aten::lstm.data", 13, recurrent(lstm, true));
-  r.onOp("aten::gru.input", 13, recurrent(gru, false));
-  r.onOp("aten::gru.data", 13, recurrent(gru, true));
-  r.onOp("aten::rnn_tanh.input", 13, recurrent(tanh, false));
-  r.onOp("aten::rnn_tanh.data", 13, recurrent(tanh, true));
-  r.onOp("aten::rnn_relu.input", 13, recurrent(relu, false));
-  r.onOp("aten::rnn_relu.data", 13, recurrent(relu, true));
-  r.onOp("aten::_pack_padded_sequence", 13, packPaddedSequence);
-  r.onOp("aten::_pad_packed_sequence", 13, padPackedSequence);
+  r.onOp("aten::lstm.input", kMinOpset, recurrent(lstm, false));
+  r.onOp("aten::lstm.data", kMinOpset, recurrent(lstm, true));
+  r.onOp("aten::gru.input", kMinOpset, recurrent(gru, false));
+  r.onOp("aten::gru.data", kMinOpset, recurrent(gru, true));
+  r.onOp("aten::rnn_tanh.input", kMinOpset, recurrent(tanh, false));
+  r.onOp("aten::rnn_tanh.data", kMinOpset, recurrent(tanh, true));
+  r.onOp("aten::rnn_relu.input", kMinOpset, recurrent(relu, false));
+  r.onOp("aten::rnn_relu.data", kMinOpset, recurrent(relu, true));
+  r.onOp("aten::_pack_padded_sequence", kMinOpset, packPaddedSequence);
+  r.onOp("aten::_pad_packed_sequence", kMinOpset, padPackedSequence);
 }
 
 }  // namespace pt2onnx::symbolic

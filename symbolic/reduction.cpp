@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/opsets.h"
 #include "symbolic/context.h"
 #include "symbolic/dtype.h"
 #include "symbolic/families.h"
@@ -325,30 +326,30 @@ SymbolicFn anyOrAll(const char* reduceOp) {
 }  // namespace
 
 void registerReductionSymbolics(Registry& r) {
-  r.onOp("aten::sum", 13, sumOrMean("ReduceSum"));
-  r.onOp("aten::mean", 13, sumOrMean("ReduceMean"));
-  r.onOp("aten::prod", 13, prod);
-  r.onOp("aten::amax", 13, amaxOrAmin("ReduceMax"));
-  r.onOp("aten::amin", 13, amaxOrAmin("ReduceMin"));
-  r.onOp("aten::max", 13, maxOrMin("ReduceMax", "ArgMax"));
-  r.onOp("aten::min", 13, maxOrMin("ReduceMin", "ArgMin"));
-  r.onOp("aten::argmax", 13, argExtremum("ArgMax"));
-  r.onOp("aten::argmin", 13, argExtremum("ArgMin"));
-  r.onOp("aten::sort", 13, sortValues(1));
-  r.onOp("aten::sort.stable", 13, sortValues(2));
-  r.onOp("aten::argsort", 13, argsort);
-  r.onOp("aten::topk", 13, topk);
-  r.onOp("aten::var", 13, variance(false, false));
-  r.onOp("aten::std", 13, variance(true, false));
-  r.onOp("aten::var_mean", 13, variance(false, true));
-  r.onOp("aten::std_mean", 13, variance(true, true));
-  r.onOp("aten::logsumexp", 13, logsumexp);
-  r.onOp("aten::cumsum", 13, cumsum);
-  r.onOp("aten::norm", 13, norm);
-  r.onOp("aten::linalg_vector_norm", 13, linalgVectorNorm);
-  r.onOp("aten::frobenius_norm", 13, frobeniusNorm);
-  r.onOp("aten::any", 13, anyOrAll("ReduceMax"));
-  r.onOp("aten::all", 13, anyOrAll("ReduceMin"));
+  r.onOp("aten::sum", kMinOpset, sumOrMean("ReduceSum"));
+  r.onOp("aten::mean", kMinOpset, sumOrMean("ReduceMean"));
+  r.onOp("aten::prod", kMinOpset, prod);
+  r.onOp("aten::amax", kMinOpset, amaxOrAmin("ReduceMax"));
+  r.onOp("aten::amin", kMinOpset, amaxOrAmin("ReduceMin"));
+  r.onOp("aten::max", kMinOpset, maxOrMin("ReduceMax", "ArgMax"));
+  r.onOp("aten::min", kMinOpset, maxOrMin("ReduceMin", "ArgMin"));
+  r.onOp("aten::argmax", kMinOpset, argExtremum("ArgMax"));
+  r.onOp("aten::argmin", kMinOpset, argExtremum("ArgMin"));
+  r.onOp("aten::sort", kMinOpset, sortValues(1));
+  r.onOp("aten::sort.stable", kMinOpset, sortValues(2));
+  r.onOp("aten::argsort", kMinOpset, argsort);
+  r.onOp("aten::topk", kMinOpset, topk);
+  r.onOp("aten::var", kMinOpset, variance(false, false));
+  r.onOp("aten::std", kMinOpset, variance(true, false));
+  r.onOp("aten::var_mean", kMinOpset, variance(false, true));
+  r.onOp("aten::std_mean", kMinOpset, variance(true, true));
+  r.onOp("aten::logsumexp", kMinOpset, logsumexp);
+  r.onOp("aten::cumsum", 11, cumsum);  // CumSum
+  r.onOp("aten::norm", kMinOpset, norm);
+  r.onOp("aten::linalg_vector_norm", kMinOpset, linalgVectorNorm);
+  r.onOp("aten::frobenius_norm", kMinOpset, frobeniusNorm);
+  r.onOp("aten::any", kMinOpset, anyOrAll("ReduceMax"));
+  r.onOp("aten::all", kMinOpset, anyOrAll("ReduceMin"));
 }
 
 }  // namespace pt2onnx::symbolic

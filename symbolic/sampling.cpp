@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "common/opsets.h"
 #include "symbolic/context.h"
 #include "symbolic/families.h"
 #include "symbolic/registry.h"
@@ -170,7 +171,7 @@ Outputs col2im(Context& ctx) {
 void registerSamplingSymbolics(Registry& r) {
   r.onOp("aten::grid_sampler", 16, gridSampler);
   r.onOp("aten::grid_sampler_2d", 16, gridSampler);
-  r.onOp("aten::im2col", 13, im2col);
+  r.onOp("aten::im2col", kMinOpset, im2col);
   r.onOp("aten::col2im", 16, col2im);  // ScatterElements reduction="add" is opset 16
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/opsets.h"
 #include "symbolic/context.h"
 #include "symbolic/dtype.h"
 #include "symbolic/families.h"
@@ -353,7 +354,9 @@ ir::Value* rollAlong(Context& ctx, ir::Value* x, int64_t shift, int64_t dim) {
   ir::Value* axes = ctx.constInt64s({dim});
   ir::Value* tail = ctx.op("Slice", {x, cut, ctx.constInt64s({kInt64Max}), axes});
   ir::Value* head = ctx.op("Slice", {x, ctx.constInt64s({0}), cut, axes});
-  return ctx.op("Concat", {tail, head}, {i("axis", dim)});
+  ir::Value* rolled = ctx.op("Concat", {tail, head}, {i("axis", dim)});
+  ctx.setType(rolled, x->type);  // the next roll reads the static sizes
+  return rolled;
 }
 
 Outputs rollSymbolic(Context& ctx) {
@@ -363,6 +366,11 @@ Outputs rollSymbolic(Context& ctx) {
   if (dims.empty()) {  // roll the flattened tensor, then restore the shape
     if (shifts.size() != 1) ctx.fail("roll without dims takes exactly one shift");
     ir::Value* flat = reshapeTo(ctx, x, ctx.constInt64s({-1}));
+    if (x->type.isFullyStatic()) {
+      int64_t n = 1;
+      for (int64_t d : x->type.staticSizes()) n *= d;
+      ctx.setType(flat, {x->type.dtype, std::vector<ir::Dim>{ir::Dim::fixed(n)}});
+    }
     return {reshapeTo(ctx, rollAlong(ctx, flat, shifts[0], 0), shapeOf(ctx, x))};
   }
   if (shifts.size() != dims.size()) ctx.fail("roll: shifts and dims differ in length");
@@ -563,51 +571,51 @@ SymbolicFn padModeSymbolic(const std::string& mode) {  // reflection_padNd / rep
 }  // namespace
 
 void registerShapeSymbolics(Registry& r) {
-  r.onOp("aten::view", 13, reshapeSymbolic);
-  r.onOp("aten::view.dtype", 13, viewDtypeSymbolic);
-  r.onOp("aten::reshape", 13, reshapeSymbolic);
-  r.onOp("aten::_reshape_alias", 13, reshapeSymbolic);  // the stride argument is layout only
-  r.onOp("aten::view_as", 13, viewAsSymbolic);
-  r.onOp("aten::reshape_as", 13, viewAsSymbolic);
-  r.onOp("aten::flatten.using_ints", 13, flattenSymbolic);
-  r.onOp("aten::unflatten.int", 13, unflattenSymbolic);
+  r.onOp("aten::view", kMinOpset, reshapeSymbolic);
+  r.onOp("aten::view.dtype", kMinOpset, viewDtypeSymbolic);
+  r.onOp("aten::reshape", kMinOpset, reshapeSymbolic);
+  r.onOp("aten::_reshape_alias", kMinOpset, reshapeSymbolic);  // the stride argument is layout only
+  r.onOp("aten::view_as", kMinOpset, viewAsSymbolic);
+  r.onOp("aten::reshape_as", kMinOpset, viewAsSymbolic);
+  r.onOp("aten::flatten.using_ints", kMinOpset, flattenSymbolic);
+  r.onOp("aten::unflatten.int", kMinOpset, unflattenSymbolic);
 
-  r.onOp("aten::transpose.int", 13, transposeSymbolic);
-  r.onOp("aten::swapaxes", 13, transposeSymbolic);
-  r.onOp("aten::permute", 13, permuteSymbolic);
-  r.onOp("aten::movedim.int", 13, movedimSymbolic);
-  r.onOp("aten::movedim.intlist", 13, movedimSymbolic);
-  r.onOp("aten::t", 13, tSymbolic);
-  r.onOp("aten::numpy_T", 13, numpyTSymbolic);
+  r.onOp("aten::transpose.int", kMinOpset, transposeSymbolic);
+  r.onOp("aten::swapaxes", kMinOpset, transposeSymbolic);
+  r.onOp("aten::permute", kMinOpset, permuteSymbolic);
+  r.onOp("aten::movedim.int", kMinOpset, movedimSymbolic);
+  r.onOp("aten::movedim.intlist", kMinOpset, movedimSymbolic);
+  r.onOp("aten::t", kMinOpset, tSymbolic);
+  r.onOp("aten::numpy_T", kMinOpset, numpyTSymbolic);
 
   for (const char* op : {"aten::contiguous", "aten::clone", "aten::detach", "aten::alias",
                          "aten::lift_fresh", "aten::detach_copy"})
-    r.onOp(op, 13, identitySymbolic);
-  r.onOp("aten::type_as", 13, castLikeSymbolic);
-  r.onOp("aten::to.other", 13, castLikeSymbolic);
-  r.onOp("aten::to.dtype", 13, [](Context& ctx) { return castToTorchDtype(ctx, 1); });
-  r.onOp("aten::to.device", 13, [](Context& ctx) { return castToTorchDtype(ctx, 2); });
-  r.onOp("aten::to.dtype_layout", 13, [](Context& ctx) { return castToTorchDtype(ctx, 1); });
-  r.onOp("aten::to.prim_Device", 13, [](Context& ctx) { return castToTorchDtype(ctx, 2); });
-  r.onOp("aten::to.prim_dtype", 13, [](Context& ctx) { return castToTorchDtype(ctx, 1); });
-  r.onOp("aten::to.prim_other", 13, identitySymbolic);
+    r.onOp(op, kMinOpset, identitySymbolic);
+  r.onOp("aten::type_as", kMinOpset, castLikeSymbolic);
+  r.onOp("aten::to.other", kMinOpset, castLikeSymbolic);
+  r.onOp("aten::to.dtype", kMinOpset, [](Context& ctx) { return castToTorchDtype(ctx, 1); });
+  r.onOp("aten::to.device", kMinOpset, [](Context& ctx) { return castToTorchDtype(ctx, 2); });
+  r.onOp("aten::to.dtype_layout", kMinOpset, [](Context& ctx) { return castToTorchDtype(ctx, 1); });
+  r.onOp("aten::to.prim_Device", kMinOpset, [](Context& ctx) { return castToTorchDtype(ctx, 2); });
+  r.onOp("aten::to.prim_dtype", kMinOpset, [](Context& ctx) { return castToTorchDtype(ctx, 1); });
+  r.onOp("aten::to.prim_other", kMinOpset, identitySymbolic);
 
-  r.onOp("aten::unsqueeze", 13, unsqueezeSymbolic);
-  r.onOp("aten::squeeze", 13, squeezeAllSymbolic);
-  r.onOp("aten::squeeze.dim", 13, squeezeDimSymbolic);
-  r.onOp("aten::expand", 13, expandSymbolic);
-  r.onOp("aten::broadcast_to", 13, expandSymbolic);
-  r.onOp("aten::expand_as", 13, expandAsSymbolic);
-  r.onOp("aten::repeat", 13, repeatSymbolic);
-  r.onOp("aten::tile", 13, tileSymbolic);
-  r.onOp("aten::repeat_interleave.self_int", 13, [](Context& ctx) { return repeatInterleave(ctx, true, false); });
-  r.onOp("aten::repeat_interleave.self_Tensor", 13, [](Context& ctx) { return repeatInterleave(ctx, true, true); });
-  r.onOp("aten::repeat_interleave.Tensor", 13, [](Context& ctx) { return repeatInterleave(ctx, false, true); });
+  r.onOp("aten::unsqueeze", kMinOpset, unsqueezeSymbolic);
+  r.onOp("aten::squeeze", kMinOpset, squeezeAllSymbolic);
+  r.onOp("aten::squeeze.dim", kMinOpset, squeezeDimSymbolic);
+  r.onOp("aten::expand", kMinOpset, expandSymbolic);
+  r.onOp("aten::broadcast_to", kMinOpset, expandSymbolic);
+  r.onOp("aten::expand_as", kMinOpset, expandAsSymbolic);
+  r.onOp("aten::repeat", kMinOpset, repeatSymbolic);
+  r.onOp("aten::tile", kMinOpset, tileSymbolic);
+  r.onOp("aten::repeat_interleave.self_int", kMinOpset, [](Context& ctx) { return repeatInterleave(ctx, true, false); });
+  r.onOp("aten::repeat_interleave.self_Tensor", kMinOpset, [](Context& ctx) { return repeatInterleave(ctx, true, true); });
+  r.onOp("aten::repeat_interleave.Tensor", kMinOpset, [](Context& ctx) { return repeatInterleave(ctx, false, true); });
 
-  r.onOp("aten::flip", 13, flipSymbolic);
-  r.onOp("aten::roll", 13, rollSymbolic);
-  r.onOp("aten::pixel_shuffle", 13, pixelShuffleSymbolic);
-  r.onOp("aten::pixel_unshuffle", 13, pixelUnshuffleSymbolic);
+  r.onOp("aten::flip", kMinOpset, flipSymbolic);
+  r.onOp("aten::roll", kMinOpset, rollSymbolic);
+  r.onOp("aten::pixel_shuffle", kMinOpset, pixelShuffleSymbolic);
+  r.onOp("aten::pixel_unshuffle", kMinOpset, pixelUnshuffleSymbolic);
 
   struct Upsample { const char* name; int64_t spatialRank; Interp mode; };
   for (const Upsample& u : {Upsample{"upsample_nearest1d", 1, Interp::Nearest},
@@ -618,17 +626,17 @@ void registerShapeSymbolics(Registry& r) {
                             Upsample{"upsample_trilinear3d", 3, Interp::Linear},
                             Upsample{"upsample_bicubic2d", 2, Interp::Cubic}}) {
     std::string op = std::string("aten::") + u.name;
-    r.onOp(op, 13, upsampleSized(u.spatialRank, u.mode));
-    r.onOp(op + ".vec", 13, upsampleVec(u.spatialRank, u.mode));
+    r.onOp(op, kMinOpset, upsampleSized(u.spatialRank, u.mode));
+    r.onOp(op + ".vec", kMinOpset, upsampleVec(u.spatialRank, u.mode));
   }
 
-  r.onOp("aten::constant_pad_nd", 13, constantPadSymbolic);
-  r.onOp("aten::pad", 13, padSymbolic);
+  r.onOp("aten::constant_pad_nd", kMinOpset, constantPadSymbolic);
+  r.onOp("aten::pad", kMinOpset, padSymbolic);
   for (const char* n : {"1d", "2d", "3d"}) {
-    r.onOp(std::string("aten::reflection_pad") + n, 13, padModeSymbolic("reflect"));
-    r.onOp(std::string("aten::replication_pad") + n, 13, padModeSymbolic("replicate"));
+    r.onOp(std::string("aten::reflection_pad") + n, kMinOpset, padModeSymbolic("reflect"));
+    r.onOp(std::string("aten::replication_pad") + n, kMinOpset, padModeSymbolic("replicate"));
   }
-  r.onOp("aten::_pad_circular", 13, padModeSymbolic("circular"));
+  r.onOp("aten::_pad_circular", kMinOpset, padModeSymbolic("circular"));
 }
 
 }  // namespace pt2onnx::symbolic

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/opsets.h"
 #include "symbolic/context.h"
 #include "symbolic/dtype.h"
 #include "symbolic/families.h"
@@ -122,9 +123,9 @@ Outputs stft(Context& ctx) {
 
 void registerSpectralSymbolics(Registry& r) {
   r.onOp("aten::stft", 17, stft);  // and .center
-  r.onOp("aten::hann_window", 13, windowSymbolic(Window::Hann));
-  r.onOp("aten::hamming_window", 13, windowSymbolic(Window::Hamming));
-  r.onOp("aten::blackman_window", 13, windowSymbolic(Window::Blackman));
+  r.onOp("aten::hann_window", kMinOpset, windowSymbolic(Window::Hann));
+  r.onOp("aten::hamming_window", kMinOpset, windowSymbolic(Window::Hamming));
+  r.onOp("aten::blackman_window", kMinOpset, windowSymbolic(Window::Blackman));
 }
 
 }  // namespace pt2onnx::symbolic

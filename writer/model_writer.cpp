@@ -59,12 +59,10 @@ void addValueInfo(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list
   fillType(vi->mutable_type(), v->type);
 }
 
-// Nodes, inputs and outputs of a graph or subgraph (subgraph attributes recursively); the main
-// graph's initializers are encoded by the caller.
-void encodeGraphBody(onnx::GraphProto* g, const ir::Graph& graph, const WriteOptions& options) {
-  g->set_name(graph.parent() ? graph.name() : options.graphName);
+void encodeNodes(google::protobuf::RepeatedPtrField<onnx::NodeProto>* nodes, const ir::Graph& graph,
+                 const WriteOptions& options) {
   for (const auto& n : graph.nodes()) {
-    onnx::NodeProto* np = g->add_node();
+    onnx::NodeProto* np = nodes->Add();
     for (const ir::Value* in : n->inputs) np->add_input(in ? in->name : "");
     for (const ir::Value* o : n->outputs) np->add_output(o->name);
     np->set_name(n->name);
@@ -73,6 +71,13 @@ void encodeGraphBody(onnx::GraphProto* g, const ir::Graph& graph, const WriteOpt
     if (options.docStrings && !n->docString.empty()) np->set_doc_string(n->docString);
     for (const ir::Attribute& a : n->attributes) fillAttribute(np->add_attribute(), a, options);
   }
+}
+
+// Nodes, inputs and outputs of a graph or subgraph (subgraph attributes recursively); the main
+// graph's initializers are encoded by the caller.
+void encodeGraphBody(onnx::GraphProto* g, const ir::Graph& graph, const WriteOptions& options) {
+  g->set_name(graph.parent() ? graph.name() : options.graphName);
+  encodeNodes(g->mutable_node(), graph, options);
   for (const ir::Value* in : graph.inputs()) addValueInfo(g->mutable_input(), in);
   for (const ir::Value* o : graph.outputs()) addValueInfo(g->mutable_output(), o);
 }
@@ -82,6 +87,35 @@ void collectDomains(const ir::Graph& graph, std::set<std::string>& domains) {
     if (!n->domain.empty()) domains.insert(n->domain);
     for (const ir::Attribute& a : n->attributes)
       if (a.kind == ir::Attribute::Kind::Graph) collectDomains(*a.g, domains);
+  }
+}
+
+void addOpsetImports(google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto>* imports,
+                     const std::set<std::string>& domains, const WriteOptions& options) {
+  auto* ai = imports->Add();
+  ai->set_domain("");
+  ai->set_version(options.opset);
+  for (const std::string& d : domains) {
+    auto* imp = imports->Add();
+    imp->set_domain(d);
+    auto it = options.customOpsets.find(d);
+    imp->set_version(it == options.customOpsets.end() ? 1 : it->second);
+  }
+}
+
+// Model-local functions (export_modules_as_functions) as FunctionProtos.
+void encodeFunctions(onnx::ModelProto& m, const ir::Graph& graph, const WriteOptions& options) {
+  for (const ir::Function& f : graph.functions()) {
+    onnx::FunctionProto* fp = m.add_functions();
+    fp->set_name(f.name);
+    fp->set_domain(f.domain);
+    for (const ir::Value* in : f.body->inputs()) fp->add_input(in->name);
+    for (const ir::Value* o : f.body->outputs()) fp->add_output(o->name);
+    for (const std::string& a : f.attributeNames) fp->add_attribute(a);
+    encodeNodes(fp->mutable_node(), *f.body, options);
+    std::set<std::string> domains;
+    collectDomains(*f.body, domains);
+    addOpsetImports(fp->mutable_opset_import(), domains, options);
   }
 }
 
@@ -104,21 +138,15 @@ Encoded encode(const ir::Graph& graph, const WriteOptions& options, bool externa
 
   std::set<std::string> domains;
   collectDomains(graph, domains);
-  auto* ai = m.add_opset_import();
-  ai->set_domain("");
-  ai->set_version(options.opset);
-  for (const std::string& d : domains) {
-    auto* imp = m.add_opset_import();
-    imp->set_domain(d);
-    auto it = options.customOpsets.find(d);
-    imp->set_version(it == options.customOpsets.end() ? 1 : it->second);
-  }
+  for (const ir::Function& f : graph.functions()) collectDomains(*f.body, domains);
+  addOpsetImports(m.mutable_opset_import(), domains, options);
   for (const auto& [domain, version] : options.customOpsets)
     if (!domains.count(domain))
       out.warnings.push_back("custom opset domain '" + domain + "' is declared but not used in the model");
 
   onnx::GraphProto* g = m.mutable_graph();
   encodeGraphBody(g, graph, options);
+  encodeFunctions(m, graph, options);
 
   uint64_t externalOffset = 0;
   for (const ir::Initializer& init : graph.initializers()) {

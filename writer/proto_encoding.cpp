@@ -64,6 +64,13 @@ void fillAttributeValue(onnx::AttributeProto* a, const ir::Attribute& attr) {
       break;
     case K::Graph: a->set_type(onnx::AttributeProto::GRAPH); break;
   }
+  if (!attr.refAttrName.empty()) {  // the calling node's attribute stands for the value
+    onnx::AttributeProto::AttributeType type = a->type();
+    a->Clear();
+    a->set_name(attr.name);
+    a->set_type(type);
+    a->set_ref_attr_name(attr.refAttrName);
+  }
 }
 
 std::optional<ir::TensorType> typeFromProto(const onnx::TypeProto& type) {

@@ -1,6 +1,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "cli/commands/commands.h"
 #include "cli/commands/model_source.h"
@@ -26,7 +27,24 @@ struct ConvertOptions {
   AutogradFunctionOptions autograd;
   std::string typeInference = "static";
   std::string gradients;  // "", parameters, all, or NAME,NAME,...
+  std::string modulesAsFunctions;  // "", all, or TYPE,TYPE,...
 };
+
+// --modules-as-functions: "all" or qualified nn.Module type names, comma-separated.
+onnx_passes::ModuleFunctionOptions parseModulesAsFunctions(const std::string& spec) {
+  onnx_passes::ModuleFunctionOptions out;
+  if (spec == "all") {
+    out.allTypes = true;
+    return out;
+  }
+  std::stringstream in(spec);
+  for (std::string type; std::getline(in, type, ',');)
+    if (!type.empty()) out.typeNames.insert(type);
+  if (out.typeNames.empty())
+    throw ExportError("--modules-as-functions: expected 'all' or TYPE,TYPE,... (e.g. torch.nn.modules.linear.Linear), "
+                      "got '" + spec + "'");
+  return out;
+}
 
 
 std::map<std::string, int> parseCustomOpsets(const std::vector<std::string>& specs) {
@@ -62,6 +80,11 @@ void runPythonConvert(const ConvertOptions& o) {
   r.externalDataThreshold = o.externalDataThreshold;
   r.typeInference = o.typeInference;
   r.gradients = o.gradients;
+  if (!o.modulesAsFunctions.empty()) {
+    onnx_passes::ModuleFunctionOptions f = parseModulesAsFunctions(o.modulesAsFunctions);
+    r.modulesAsFunctions = f.allTypes ? std::vector<std::string>{} : std::vector<std::string>(f.typeNames.begin(), f.typeNames.end());
+    r.allModulesAsFunctions = f.allTypes;
+  }
   convertPythonModel(r);
 }
 
@@ -87,6 +110,7 @@ void runConvert(ConvertOptions o) {
   options.typeInference = o.typeInference == "run" ? TypeInference::Run : TypeInference::Static;
   options.progress = !isQuiet();
   if (!o.gradients.empty()) options.gradients = parseGradients(o.gradients);
+  if (!o.modulesAsFunctions.empty()) options.modulesAsFunctions = parseModulesAsFunctions(o.modulesAsFunctions);
   auto loaded = std::chrono::steady_clock::now();
   ExportSummary summary = exportToFile(model, options, o.output);
   auto end = std::chrono::steady_clock::now();
@@ -141,6 +165,11 @@ void addConvertCommand(CLI::App& app, int& exitCode) {
                   "Export a training graph: the forward, then its backward (docs/gradients.md). 'parameters' "
                   "(trainable parameters), 'all' (and the float inputs) or NAME,NAME,... (inputs and parameters). "
                   "Adds an input <output>_grad per differentiable output and an output <name>_grad per gradient");
+  cmd->add_option("--modules-as-functions", opts->modulesAsFunctions,
+                  "Export the calls of nn.Modules as ONNX model-local functions (torch.onnx's "
+                  "export_modules_as_functions; opset 15 or later): 'all' module types, or TYPE,TYPE,... by "
+                  "qualified name (torch.nn.modules.linear.Linear, __main__.Block). Calls of one type share a "
+                  "function; attribute values that differ between them become function attributes");
   cmd->add_option("--training", opts->training, "Export mode of a --python model (torch.onnx's training)")
       ->check(CLI::IsMember({"eval", "train", "preserve"}))
       ->capture_default_str();

@@ -67,6 +67,8 @@ void convertPythonModel(const PythonConvertRequest& r) {
     options["type_inference"] = r.typeInference;
     if (!r.gradients.empty()) options["gradients"] = gradientsOption(r.gradients);
     if (r.externalDataThreshold) options["external_data_threshold"] = r.externalDataThreshold;
+    if (r.allModulesAsFunctions) options["export_modules_as_functions"] = true;
+    else if (!r.modulesAsFunctions.empty()) options["export_modules_as_functions"] = py::set(py::cast(r.modulesAsFunctions));
     py::dict summary = entry.attr("convert")(r.spec, r.output, options);
     for (const auto& w : summary["warnings"].cast<std::vector<std::string>>()) logger("exporter")->warn("{}", w);
     statusOut() << "wrote " << r.output << ": opset " << r.opset << ", " << summary["onnx_nodes"].cast<size_t>()

@@ -29,6 +29,8 @@ struct PythonConvertRequest {
   uint64_t externalDataThreshold = 0;
   std::string typeInference = "static";  // static | run
   std::string gradients;                 // --gradients: "", parameters, all or NAME,NAME,...
+  bool allModulesAsFunctions = false;    // --modules-as-functions all
+  std::vector<std::string> modulesAsFunctions;  // --modules-as-functions TYPE,TYPE,...
 };
 
 // Runs the export in an embedded interpreter and prints its summary. Throws ExportError.

@@ -158,6 +158,30 @@ def _gradients_option(gradients):
     raise ValueError(f"gradients must be None, True, 'parameters', 'all' or a list of names, got {gradients!r}")
 
 
+def _modules_as_functions_option(export_modules_as_functions):
+    """torch.onnx's export_modules_as_functions: False, True (every nn.Module type) or a set of
+    nn.Module types; pt2onnx also takes their qualified names ("torch.nn.modules.linear.Linear")."""
+    if export_modules_as_functions is False or export_modules_as_functions is None:
+        return None
+    if export_modules_as_functions is True:
+        return {"all": True, "types": []}
+    if not isinstance(export_modules_as_functions, (set, frozenset, list, tuple)):
+        raise ValueError("export_modules_as_functions must be a bool or a set of nn.Module types, got "
+                         f"{type(export_modules_as_functions).__name__}")
+    names = []
+    for t in export_modules_as_functions:
+        if isinstance(t, type) and issubclass(t, torch.nn.Module):
+            names.append(torch.typename(t))
+        elif isinstance(t, str):
+            names.append(t)
+        else:
+            raise ValueError("export_modules_as_functions: only nn.Module types (or their qualified names) can be "
+                             f"in the set, got {t!r}")
+    if not names:
+        return None
+    return {"all": False, "types": sorted(names)}
+
+
 def _options(opset_version, export_params, verbose, training, input_names, output_names,
              operator_export_type, do_constant_folding, dynamic_axes, keep_initializers_as_inputs,
              custom_opsets):
@@ -216,8 +240,6 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     bytes written on stderr when stderr is a terminal. Default (None): with verbose=True only, so
     scripts stay silent.
     """
-    if export_modules_as_functions:
-        raise _pt2onnx.ExportError("export_modules_as_functions is not supported by pt2onnx")
     if opset_version is None and _gradients_option(gradients) is not None:
         opset_version = _pt2onnx.DEFAULT_GRADIENT_OPSET
     options = _options(opset_version, export_params, verbose, training, input_names, output_names,
@@ -226,6 +248,7 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     options["type_inference"] = type_inference
     options["progress"] = bool(verbose if show_progress is None else show_progress)
     options["gradients"] = _gradients_option(gradients)
+    options["modules_as_functions"] = _modules_as_functions_option(export_modules_as_functions)
     if external_data_threshold is not None:
         options["external_data_threshold"] = int(external_data_threshold)
     if isinstance(model, torch.jit.ScriptModule):

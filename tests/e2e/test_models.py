@@ -1,6 +1,7 @@
 """End-to-end: real models exported through the CLI (from a traced archive) and through
-pt2onnx.export, at opsets 13 and 17, checked by onnx.checker, run in ONNX Runtime and compared with
-PyTorch (max |a-b|/(1+|a|) <= 1e-4), and byte-identical across two exports."""
+pt2onnx.export, at opsets 9, 11, 13 and 17, checked by onnx.checker, run in ONNX Runtime and in the
+builtin runtime and compared with PyTorch (max |a-b|/(1+|a|) <= 1e-4), and byte-identical across
+two exports."""
 import subprocess
 
 import onnx
@@ -23,13 +24,14 @@ def check_against_torch(model, args, onnx_path):
         expected = model(*args)
     expected = expected if isinstance(expected, (tuple, list)) else [expected]
     feeds = {i.name: a.numpy() for i, a in zip(proto.graph.input, args)}
-    actual = list(ort.run(onnx_path, feeds).values())
-    assert len(actual) == len(expected)
-    for e, a in zip(expected, actual):
-        assert ort.max_rel_error(e.numpy(), a) <= TOLERANCE
+    session = pt2onnx.InferenceSession(str(onnx_path))
+    for runtime, actual in (("ort", list(ort.run(onnx_path, feeds).values())), ("builtin", session.run(None, feeds))):
+        assert len(actual) == len(expected), runtime
+        for e, a in zip(expected, actual):
+            assert ort.max_rel_error(e.numpy(), a) <= TOLERANCE, runtime
 
 
-@pytest.mark.parametrize("opset", [13, 17])
+@pytest.mark.parametrize("opset", [9, 11, 13, 17])
 @pytest.mark.parametrize("name", MODELS)
 def test_cli_export_matches_torch(name, opset, tmp_path, cli):
     model, args = models.save_traced(name, tmp_path / "model.pt")
@@ -43,7 +45,7 @@ def test_cli_export_matches_torch(name, opset, tmp_path, cli):
     check_against_torch(model, args, tmp_path / "model0.onnx")
 
 
-@pytest.mark.parametrize("opset", [13, 17])
+@pytest.mark.parametrize("opset", [9, 11, 13, 17])
 @pytest.mark.parametrize("name", MODELS)
 def test_python_export_matches_torch(name, opset, tmp_path):
     model, args = models.BUILDERS[name]()

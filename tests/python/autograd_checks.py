@@ -28,7 +28,7 @@ if not hasattr(pt2onnx, "register_autograd_function_symbolic"):
 TOLERANCE = 1e-4
 PREFIX = "pt2onnx.python_op:"
 MS = "com.microsoft"
-C = ["Constant", "Cast"]  # a Python scalar constant: Constant (double/int64) then Cast to the tensor type
+C = ["Constant"]  # a Python scalar constant (its Cast to the tensor type folded at export)
 AF = "samples.autograd_functions."
 
 

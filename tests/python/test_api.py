@@ -430,7 +430,7 @@ def test_same_model_twice_is_byte_identical(tmp_path):
 # opsets
 
 
-@pytest.mark.parametrize("opset", [12, 18])
+@pytest.mark.parametrize("opset", [8, 18])
 def test_unsupported_opset_raises_naming_range(opset, tmp_path):
     model, args = two_inputs()
     path = tmp_path / "m.onnx"
@@ -439,7 +439,7 @@ def test_unsupported_opset_raises_naming_range(opset, tmp_path):
     message = str(info.value)
     assert str(opset) in message
     assert str(pt2onnx.MIN_OPSET) in message and str(pt2onnx.MAX_OPSET) in message
-    assert (pt2onnx.MIN_OPSET, pt2onnx.MAX_OPSET) == (13, 17)
+    assert (pt2onnx.MIN_OPSET, pt2onnx.MAX_OPSET) == (9, 17)
     assert os.listdir(tmp_path) == []
 
 
@@ -453,7 +453,7 @@ def test_default_opset_is_14(tmp_path):
     assert proto.ir_version == 7
 
 
-@pytest.mark.parametrize("opset", [13, 15, 17])
+@pytest.mark.parametrize("opset", [9, 10, 11, 12, 13, 15, 17])
 def test_opset_version_applied(opset, tmp_path):
     model, args = tiny_cnn()
     path = tmp_path / "m.onnx"

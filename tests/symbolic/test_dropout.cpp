@@ -50,11 +50,18 @@ TEST(DropoutSymbolics, FeatureAlphaDropoutEvalIsIdentity) {
 }
 
 TEST(DropoutSymbolics, DropoutTrainingEmitsTrainingModeDropout) {
-  // p = 0 keeps every element, so the random op still compares exactly.
+  // p = 0 keeps every element, so the random op still compares exactly. Before opset 12 (no
+  // training-mode Dropout) it is the identity it is.
   std::string ir = dropoutGraph("aten::dropout", true, 0.0);
   std::vector<at::Tensor> inputs = {at::randn({3, 4})};
   expectConvertsLikeTorchAllOpsets(ir, inputs);
   EXPECT_TRUE(contains(exportedOpTypes(ir, inputs, 13), "Dropout"));
+  EXPECT_FALSE(contains(exportedOpTypes(ir, inputs, 11), "Dropout"));
+}
+
+TEST(DropoutSymbolics, DropoutTrainingBeforeOpset12FailsNamingIt) {
+  std::string message = exportError(dropoutGraph("aten::dropout", true, 0.3), {at::randn({2, 3})}, 11);
+  EXPECT_NE(message.find("Dropout in training mode has no ONNX form before opset 12"), std::string::npos) << message;
 }
 
 TEST(DropoutSymbolics, AlphaDropoutTrainingFailsClearly) {

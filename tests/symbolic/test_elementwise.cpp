@@ -16,6 +16,7 @@ using pt2onnx::testing::contains;
 using pt2onnx::testing::unaryGraph;
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
+using pt2onnx::testing::expectConvertsLikeTorchFromOpset;
 using pt2onnx::testing::exportError;
 using pt2onnx::testing::exportedOpTypes;
 
@@ -176,9 +177,9 @@ TEST(ElementwiseSymbolics, DivTruncIntMatchesTorch) {
 
 TEST(ElementwiseSymbolics, DivFloorFloatMatchesTorchIncludingInexactQuotients) {
   // 1 // 0.1 is 9 in PyTorch (and Python), although floor(1 / 0.1) is 10 in float.
-  expectConvertsLikeTorchAllOpsets(
+  expectConvertsLikeTorchFromOpset(
       divGraph("floor"),
-      {floats({1, -1, 7.5, -7.5, 0.3, 5, -5, 0}), floats({0.1f, 0.1f, 2, 2, -0.1f, -2.5, -2.5, 3})});
+      {floats({1, -1, 7.5, -7.5, 0.3, 5, -5, 0}), floats({0.1f, 0.1f, 2, 2, -0.1f, -2.5, -2.5, 3})}, 10);
 }
 
 TEST(ElementwiseSymbolics, DivFloorFloatRandomMatchesTorch) {
@@ -200,13 +201,18 @@ TEST(ElementwiseSymbolics, FloorDivideFloatByScalarMatchesTorch) {
 }
 
 TEST(ElementwiseSymbolics, RemainderFloatHasSignOfDivisor) {
-  expectConvertsLikeTorchAllOpsets(binaryGraph("aten::remainder"),
-                                   {floats({-3.5, 3.5, -3.5, 3.5, 5, 0.25}), floats({2, 2, -2, -2, 2.5, -1})});
+  expectConvertsLikeTorchFromOpset(binaryGraph("aten::remainder"),
+                                   {floats({-3.5, 3.5, -3.5, 3.5, 5, 0.25}), floats({2, 2, -2, -2, 2.5, -1})}, 10);
 }
 
 TEST(ElementwiseSymbolics, RemainderIntHasSignOfDivisor) {
-  expectConvertsLikeTorch(binaryGraph("aten::remainder"),
-                          {longs({-7, 7, -7, 7, 0}), longs({3, 3, -3, -3, 5})}, 13);
+  // Every opset: below 10 (no Mod) as a truncating remainder plus the divisor where signs differ.
+  expectConvertsLikeTorchAllOpsets(binaryGraph("aten::remainder"),
+                                   {longs({-7, 7, -7, 7, 0, 6, -6}), longs({3, 3, -3, -3, 5, 3, 4})});
+}
+
+TEST(ElementwiseSymbolics, FmodIntHasSignOfDividend) {
+  expectConvertsLikeTorchAllOpsets(binaryGraph("aten::fmod"), {longs({-7, 7, -7, 7, 0, 6}), longs({3, 3, -3, -3, 5, -4})});
 }
 
 TEST(ElementwiseSymbolics, RemainderByScalarMatchesTorch) {
@@ -288,7 +294,7 @@ TEST(ElementwiseSymbolics, CeilMatchesTorch) {
   expectConvertsLikeTorch(unaryGraph("aten::ceil"), {floats({-1.5, -0.5, 0.5, 1.5, 2})}, 13);
 }
 TEST(ElementwiseSymbolics, RoundIsHalfToEven) {
-  expectConvertsLikeTorchAllOpsets(unaryGraph("aten::round"), {floats({-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 2.6})});
+  expectConvertsLikeTorchFromOpset(unaryGraph("aten::round"), {floats({-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 2.6})}, 11);
 }
 
 TEST(ElementwiseSymbolics, RoundWithDecimalsMatchesTorch) {

@@ -15,6 +15,7 @@ namespace {
 using pt2onnx::testing::countOf;
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
+using pt2onnx::testing::expectConvertsLikeTorchFromOpset;
 using pt2onnx::testing::expectDynamicAxesConvertLikeTorch;
 using pt2onnx::testing::exportedOpTypes;
 using pt2onnx::testing::exportError;
@@ -167,7 +168,7 @@ graph(%x : Tensor, %index : Tensor):
   %y : Tensor = aten::gather(%x, %dim, %index, %false)
   return (%y)
 )IR";
-  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 4}), longs({3, 0, 0, 1, 2, 2}, {2, 3})});
+  expectConvertsLikeTorchFromOpset(ir, {at::randn({2, 4}), longs({3, 0, 0, 1, 2, 2}, {2, 3})}, 11);
 }
 
 TEST(IndexingSymbolics, TakeMatchesTorch) {
@@ -222,7 +223,7 @@ graph(%x : Tensor, %mask : Tensor):
   return (%y)
 )IR";
   at::Tensor x = at::randn({3, 4, 2});
-  expectConvertsLikeTorchAllOpsets(ir, {x, x.select(2, 0) > 0});
+  expectConvertsLikeTorchFromOpset(ir, {x, x.select(2, 0) > 0}, 11);
 }
 
 TEST(IndexingSymbolics, IndexBoolMaskOnSecondDimMatchesTorch) {
@@ -245,7 +246,7 @@ graph(%x : Tensor, %i : Tensor, %j : Tensor):
   return (%y)
 )IR";
   std::vector<at::Tensor> inputs = {at::randn({3, 4, 5}), longs({0, 2}, {2, 1}), longs({1, 3, -1}, {3})};
-  expectConvertsLikeTorchAllOpsets(ir, inputs);
+  expectConvertsLikeTorchFromOpset(ir, inputs, 11);
   EXPECT_EQ(countOf(exportedOpTypes(ir, inputs, 13), "GatherND"), 1);
 }
 
@@ -257,8 +258,8 @@ graph(%x : Tensor, %i : Tensor, %j : Tensor):
   %y : Tensor = aten::index(%x, %indices)
   return (%y)
 )IR";
-  expectConvertsLikeTorchAllOpsets(
-      ir, {at::randn({2, 3, 4, 5}), longs({0, 2, 1, 1}, {2, 2}), longs({3, 0, 1, 2}, {2, 2})});
+  expectConvertsLikeTorchFromOpset(
+      ir, {at::randn({2, 3, 4, 5}), longs({0, 2, 1, 1}, {2, 2}), longs({3, 0, 1, 2}, {2, 2})}, 11);
 }
 
 TEST(IndexingSymbolics, IndexNonAdjacentIndicesMatchesTorch) {
@@ -269,7 +270,7 @@ graph(%x : Tensor, %i : Tensor, %j : Tensor):
   %y : Tensor = aten::index(%x, %indices)
   return (%y)
 )IR";
-  expectConvertsLikeTorchAllOpsets(ir, {at::randn({3, 4, 5, 2}), longs({0, 2, 1}, {3}), longs({4, 0, 1}, {3})});
+  expectConvertsLikeTorchFromOpset(ir, {at::randn({3, 4, 5, 2}), longs({0, 2, 1}, {3}), longs({4, 0, 1}, {3})}, 11);
 }
 
 // ---------------------------------------------------------------- scatter
@@ -430,7 +431,7 @@ graph(%x : Tensor, %v : Tensor, %y : Tensor):
   %b : Tensor = aten::index_put(%x, %idx, %sel, %false)
   return (%a, %b)
 )IR";
-  expectConvertsLikeTorchAllOpsets(ir, {at::randn({3, 4}), at::tensor(7.0), at::randn({3, 4})});
+  expectConvertsLikeTorchFromOpset(ir, {at::randn({3, 4}), at::tensor(7.0), at::randn({3, 4})}, 11);
 }
 
 TEST(IndexingSymbolics, IndexPutWithIntegerIndicesMatchesTorch) {
@@ -444,8 +445,8 @@ graph(%x : Tensor, %rows : Tensor, %cols : Tensor, %v : Tensor, %w : Tensor):
   %b : Tensor = aten::index_put(%x, %i2, %w, %false)
   return (%a, %b)
 )IR";
-  expectConvertsLikeTorchAllOpsets(ir, {at::randn({4, 5}), longs({0, -1}, {2}), longs({1, 3}, {2}), at::randn({5}),
-                                         at::randn({2})});
+  expectConvertsLikeTorchFromOpset(ir, {at::randn({4, 5}), longs({0, -1}, {2}), longs({1, 3}, {2}), at::randn({5}),
+                                         at::randn({2})}, 11);
 }
 
 TEST(IndexingSymbolics, IndexPutAccumulateNeedsOpset16) {

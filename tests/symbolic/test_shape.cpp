@@ -15,6 +15,7 @@ using pt2onnx::testing::contains;
 using pt2onnx::testing::countOf;
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
+using pt2onnx::testing::expectConvertsLikeTorchFromOpset;
 using pt2onnx::testing::expectDynamicAxesConvertLikeTorch;
 using pt2onnx::testing::exportedOpTypes;
 using pt2onnx::testing::exportError;
@@ -334,7 +335,7 @@ graph(%x : Tensor, %counts : Tensor):
   return (%a, %b, %c, %d)
 )IR";
   std::vector<at::Tensor> inputs = {at::randn({3, 2}), at::tensor(std::vector<int64_t>{1, 0, 3})};
-  expectConvertsLikeTorchAllOpsets(ir, inputs);
+  expectConvertsLikeTorchFromOpset(ir, inputs, 11);
   expectDynamicAxesConvertLikeTorch(ir, inputs, {{1, "cols"}},
                                     {{at::randn({3, 5}), at::tensor(std::vector<int64_t>{2, 2, 0})}}, 13);
 }
@@ -478,7 +479,7 @@ graph(%x : Tensor):
   %y : Tensor = aten::upsample_bilinear2d(%x, %size, %align, %none)
   return (%y)
 )IR";
-  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 3, 4, 5})});
+  expectConvertsLikeTorchFromOpset(ir, {at::randn({2, 3, 4, 5})}, 11);
 }
 
 TEST(ShapeSymbolics, UpsampleBilinear2dAlignCornersScalesMatchesTorch) {
@@ -491,7 +492,7 @@ graph(%x : Tensor):
   %y : Tensor = aten::upsample_bilinear2d(%x, %none, %align, %scales)
   return (%y)
 )IR";
-  expectConvertsLikeTorchAllOpsets(ir, {at::randn({1, 3, 4, 6})});
+  expectConvertsLikeTorchFromOpset(ir, {at::randn({1, 3, 4, 6})}, 11);
 }
 
 TEST(ShapeSymbolics, UpsampleBilinear2dFractionalScaleMatchesTorch) {
@@ -504,7 +505,7 @@ graph(%x : Tensor):
   %y : Tensor = aten::upsample_bilinear2d(%x, %none, %align, %scales)
   return (%y)
 )IR";
-  expectConvertsLikeTorchAllOpsets(ir, {at::randn({1, 3, 4, 6})});
+  expectConvertsLikeTorchFromOpset(ir, {at::randn({1, 3, 4, 6})}, 11);
 }
 
 TEST(ShapeSymbolics, UpsampleWithSizeAndScalesMatchesTorch) {
@@ -520,7 +521,7 @@ graph(%x : Tensor):
   %z : Tensor = aten::upsample_bilinear2d(%x, %size, %align, %sh, %sw)
   return (%y, %z)
 )IR";
-  expectConvertsLikeTorchAllOpsets(ir, {at::randn({1, 2, 4, 6})});
+  expectConvertsLikeTorchFromOpset(ir, {at::randn({1, 2, 4, 6})}, 11);
 }
 
 TEST(ShapeSymbolics, UpsampleBicubic2dMatchesTorch) {
@@ -534,7 +535,7 @@ graph(%x : Tensor):
   %y : Tensor = aten::upsample_bicubic2d(%x, %size, %align, %none)
   return (%y)
 )IR";
-  expectConvertsLikeTorchAllOpsets(ir, {at::randn({1, 2, 4, 5})});
+  expectConvertsLikeTorchFromOpset(ir, {at::randn({1, 2, 4, 5})}, 11);
 }
 
 TEST(ShapeSymbolics, UpsampleNearest1dAndLinear1dMatchTorch) {
@@ -548,7 +549,7 @@ graph(%x : Tensor):
   %z : Tensor = aten::upsample_linear1d(%x, %size, %align, %none)
   return (%y, %z)
 )IR";
-  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 3, 5})});
+  expectConvertsLikeTorchFromOpset(ir, {at::randn({2, 3, 5})}, 11);
 }
 
 // ---------------------------------------------------------------- padding

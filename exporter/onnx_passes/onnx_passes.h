@@ -1,0 +1,62 @@
+// pt2onnx's ONNX-level passes: they run on the converted ir::Graph, after the graph walk and before
+// a backward graph is built, one pass per file. The ordered list is runOnnxPasses (pipeline.cpp).
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/onnx_graph.h"
+
+namespace pt2onnx::onnx_passes {
+
+// Which nn.Module types export_modules_as_functions makes functions of.
+struct ModuleFunctionOptions {
+  bool allTypes = false;              // export_modules_as_functions=True
+  std::set<std::string> typeNames;    // "torch.nn.modules.linear.Linear"
+  // The root module's type, for graphs whose nodes' calls leave it out (archives); the exporter
+  // sets it.
+  std::string rootTypeName;
+  bool selects(const std::string& typeName) const { return allTypes || typeNames.count(typeName) > 0; }
+};
+
+struct OnnxPassOptions {
+  int opset = 0;
+  // Fold nodes computed from constants only (do_constant_folding).
+  bool foldConstants = true;
+  // Store initializers of identical contents once (eval exports: a training export keeps every
+  // parameter, even two that are equal, as its own trainable value).
+  bool deduplicateInitializers = true;
+  // Set: outline the calls of these module types into model-local functions (last).
+  std::optional<ModuleFunctionOptions> moduleFunctions;
+};
+
+// Replaces each ai.onnx node whose inputs are all Constant nodes (or folded already) by a Constant
+// holding its result, computed with the builtin runtime's kernel, when the result is small
+// (kMaxFoldedBytes). Random ops and Identity (kept on purpose, e.g. before STFT) are left alone.
+// Returns the number of nodes folded.
+size_t foldConstants(ir::Graph& graph, int opset);
+constexpr size_t kMaxFoldedBytes = 64 * 1024;
+
+// Makes every reader of an initializer use the first initializer of identical dtype, dims and
+// bytes (tied embeddings and decoder weights, equal buffers), so each is stored once; the
+// duplicates are left unused. Initializers listed as graph inputs are kept. Returns the number of
+// initializers redirected.
+size_t deduplicateInitializers(ir::Graph& graph);
+
+// Removes nodes whose outputs nothing reads (in subgraphs too) and unused initializers.
+void eliminateDeadNodes(ir::Graph& graph);
+
+// Makes each call of a selected module type (nodes' ModuleCalls) one node calling a model-local
+// function; calls of a type with the same body share one, attribute values that differ between
+// them becoming function attributes. A call that cannot be outlined (a value computed outside it
+// from its outputs feeds it back) stays inline, with a warning. Returns the number of functions.
+size_t extractModuleFunctions(ir::Graph& graph, const ModuleFunctionOptions& options,
+                              std::vector<std::string>& warnings);
+
+// The ordered list: fold constants, deduplicate initializers, eliminate dead nodes, extract module
+// functions. Appends warnings for the user to `warnings`.
+void runOnnxPasses(ir::Graph& graph, const OnnxPassOptions& options, std::vector<std::string>& warnings);
+
+}  // namespace pt2onnx::onnx_passes

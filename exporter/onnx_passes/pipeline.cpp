@@ -1,0 +1,24 @@
+#include "exporter/onnx_passes/onnx_passes.h"
+
+#include "common/logging.h"
+
+namespace pt2onnx::onnx_passes {
+
+void runOnnxPasses(ir::Graph& graph, const OnnxPassOptions& options, std::vector<std::string>& warnings) {
+  auto log = logger("pass.onnx");
+  if (options.foldConstants) {
+    size_t folded = foldConstants(graph, options.opset);
+    log->debug("fold_constants: {} node(s) folded", folded);
+  }
+  if (options.deduplicateInitializers) {
+    size_t redirected = deduplicateInitializers(graph);
+    log->debug("deduplicate_initializers: {} duplicate(s) stored once", redirected);
+  }
+  eliminateDeadNodes(graph);
+  if (options.moduleFunctions) {
+    size_t functions = extractModuleFunctions(graph, *options.moduleFunctions, warnings);
+    log->debug("extract_module_functions: {} function(s)", functions);
+  }
+}
+
+}  // namespace pt2onnx::onnx_passes
