@@ -7,7 +7,9 @@ Tiers: `default` is the 84 models of the four families but the 10 largest; `larg
 their weights as external data in one side file; `detection` is the 12 detection and keypoint
 models, traced on a list of one 320x320 image as torchvision's ONNX tests do, untrained but with
 random heads and calibrated BatchNorm so that boxes score differently, every box kept (threshold 0),
-and their detections matched (sorted by label, score and box) before comparing. Each (tool, model) runs in a fresh child process;
+and their detections compared with PyTorch's own under float noise (samples/detection_check.py: each
+detection must be one PyTorch gives, or a candidate its NMS dropped for a near-tied neighbour). Each
+(tool, model) runs in a fresh child process;
 the parent prints one line per run and a table with the totals (--markdown writes it for
 bench/README.md). A benchmark, not a test: it exits 0 whatever fails.
 
@@ -97,43 +99,6 @@ def aligned_outputs(expected, got):
         free.remove(match)
         ordered.append(got[match])
     return ordered
-
-
-worst_key = [None]  # which output gave compare_detections' worst error
-
-
-def compare_detections(expected, got, keys, at_cap):
-    """Matches each PyTorch detection to the exported model's with the same label, a score within
-    1e-5 and the nearest box; returns (worst error, detections compared, ties). Untrained detectors
-    give proposals at neighbouring anchors scores 1e-7 apart: which of those survives NMS (or the
-    top-k cut, `at_cap`) is float noise, so a detection whose only counterparts are such equal-score
-    others is a tie, not compared. A detection without any counterpart is a mismatch (inf)."""
-    import numpy as np
-    e, g = dict(zip(keys, expected)), dict(zip(keys, got))
-    if len(e["scores"]) != len(g["scores"]):
-        return float("inf"), 0, 0
-    cutoff = float(e["scores"].min()) if len(e["scores"]) else 0.0
-    free = list(range(len(g["scores"])))
-    worst, compared, ties = 0.0, 0, 0
-    worst_key[0] = None
-    for k in np.argsort(-e["scores"], kind="stable"):
-        if at_cap and e["scores"][k] <= cutoff + 1e-5:
-            ties += 1
-            continue
-        candidates = [j for j in free if g["labels"][j] == e["labels"][k] and abs(g["scores"][j] - e["scores"][k]) <= 1e-5]
-        if not candidates:
-            return float("inf"), compared, ties
-        j = min(candidates, key=lambda j: np.abs(g["boxes"][j] - e["boxes"][k]).max())
-        if np.abs(g["boxes"][j] - e["boxes"][k]).max() > 1e-2 * max(1.0, float(np.abs(e["boxes"][k]).max())):
-            ties += 1  # an equal-score detection elsewhere: NMS kept the other of a tied pair
-            continue
-        free.remove(j)
-        compared += 1
-        for key in keys:
-            error = scaled_error(np.asarray(e[key][k:k + 1]), np.asarray(g[key][j:j + 1]))
-            if error > worst:
-                worst, worst_key[0] = error, key
-    return worst, compared, ties
 
 
 def example_inputs(name, family, torch, seed):
@@ -248,25 +213,22 @@ def child(tool, name, family, workdir, result_path):
             result.update(status="wrong outputs", error=f"{len(got)} outputs, PyTorch has {len(expected)}")
             return save()
         if family == "detection":
+            # PyTorch's own detections change under float noise: compared with that envelope.
+            from samples import detection_check
             keys = list(result_of_check[0].keys())
             got = aligned_outputs(expected, got)
-            result["detections"] = len(expected[0])
-            if any(e.shape != g.shape for e, g in zip(expected, got)):
-                result.update(status="wrong numbers", error=f"{len(got[0])} detections, PyTorch {len(expected[0])}")
-                return save()
-            cap = getattr(model, "roi_heads", model).detections_per_img
-            worst, result["compared"], result["ties"] = compare_detections(expected, got, keys, len(expected[0]) >= cap)
-            result["worst_output"] = worst_key[0]
-            errors = [worst]
-            if worst != float("inf") and result["compared"] < len(expected[0]) // 2:
-                result.update(status="undecided", max_error=worst,
-                              error=f"only {result['compared']} of {len(expected[0])} detections have distinct "
-                                    "enough scores to compare")
-                return save()
-        else:
-            errors = [scaled_error(e, g) for e, g in zip(expected, got)]
+            references = [run[0] for run in detection_check.reference_runs(model, check[0])]
+            compared = detection_check.compare(references, dict(zip(keys, got)))
+            result.update({k: compared[k] for k in ("detections", "stable", "matched", "swapped", "unexplained",
+                                                     "missing")})
+            result["max_error"] = compared["worst"]
+            result["status"] = compared["status"]
+            if compared["status"] != "pass":
+                result["error"] = detection_check.describe(compared)
+            return save()
+        errors = [scaled_error(e, g) for e, g in zip(expected, got)]
         result["max_error"] = max(errors)
-        if family != "detection" and all(float(e.std()) == 0 for e in expected if e.size > 1):
+        if all(float(e.std()) == 0 for e in expected if e.size > 1):
             result.update(status="constant output", error="PyTorch's outputs are constant: the comparison says nothing")
             return save()
         result["status"] = "pass" if result["max_error"] <= TOLERANCE else "wrong numbers"

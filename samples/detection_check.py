@@ -1,0 +1,156 @@
+"""Comparing an exported detection model's detections with PyTorch's, when PyTorch's own are not
+stable. Untrained detectors score neighbouring anchors almost alike, so which of two overlapping
+boxes survives NMS (or the top-k cut) is decided by float noise: PyTorch itself keeps other
+detections with 1 thread than with 2, on an input perturbed by 1e-6 or in float64 (11 of
+fasterrcnn_mobilenet_v3_large_320_fpn's 100). A traced detector also takes another path than the
+eager one (torchvision's batched_nms offsets boxes per class when tracing), and ONNX's
+NonMaxSuppression computes in float32 only. So:
+
+- PyTorch runs the model several times under such noise (reference runs), and the inputs of each
+  run's final batched_nms (its candidates, mapped to the original image's coordinates) are kept;
+- each detection of the exported model must be a reference detection: same label, score within
+  SCORE_TOLERANCE, box within BOX_TOLERANCE, and its other outputs (masks, keypoints) within
+  OUTPUT_TOLERANCE of those of a reference detection of that box; or else a *swapped* one: a
+  candidate PyTorch computed exactly (label, score, box) that its NMS dropped for a neighbour;
+- a detection every reference run has (stable) may be missing only in exchange for a swapped one;
+- swapped detections are at most MAX_SWAPPED of all, and the count lies within the reference
+  runs' counts.
+
+A converter bug (wrong box decoding, thresholds, scores, masks) gives detections that are neither."""
+import contextlib
+import copy
+
+import numpy as np
+
+SCORE_TOLERANCE = 1e-4
+BOX_TOLERANCE = 1e-3      # relative to the box's largest coordinate (at least 1 pixel's scale)
+OUTPUT_TOLERANCE = 1e-3   # relative to the output's largest value, for masks and keypoints
+PERTURBATION = 1e-6
+MAX_SWAPPED = 0.1
+
+
+def _numpy(t):
+    t = t.detach()
+    return t.double().numpy() if t.is_floating_point() else t.numpy()
+
+
+@contextlib.contextmanager
+def _recording_nms(calls):
+    """Records the (boxes, scores, idxs) of every batched_nms call torchvision's detectors make."""
+    from torchvision.ops import boxes as box_ops
+    original = box_ops.batched_nms
+
+    def recording(boxes, scores, idxs, iou_threshold):
+        calls.append((boxes, scores, idxs))
+        return original(boxes, scores, idxs, iou_threshold)
+
+    box_ops.batched_nms = recording
+    try:
+        yield
+    finally:
+        box_ops.batched_nms = original
+
+
+def _run(model, images):
+    """One reference run: per image, its detections and the candidates of its final NMS."""
+    import torch
+    calls = []
+    with torch.no_grad(), _recording_nms(calls):
+        detections = model(images)
+        resized = model.transform(images)[0].image_sizes
+    out = []
+    per_image = calls[-len(images):]  # postprocessing calls batched_nms last, once per image
+    for image, size, d, (boxes, scores, idxs) in zip(images, resized, detections, per_image):
+        ratio = torch.tensor([image.shape[-1] / size[1], image.shape[-2] / size[0]] * 2, dtype=torch.float64)
+        run = {k: _numpy(v) for k, v in d.items()}
+        run["candidates"] = {"boxes": _numpy(boxes) * ratio.numpy(), "scores": _numpy(scores), "labels": _numpy(idxs)}
+        out.append(run)
+    return out
+
+
+def reference_runs(model, images, perturbations=4):
+    """PyTorch's detections for `images` (a list of image tensors, the model's argument) under float
+    noise: 1 thread and the current thread count, float64, and inputs perturbed by PERTURBATION.
+    Returns a list of runs, each a list (one per image) of dicts of numpy arrays."""
+    import torch
+    runs = []
+    threads = torch.get_num_threads()
+    try:
+        for t in sorted({1, threads}):
+            torch.set_num_threads(t)
+            runs.append(_run(model, images))
+    finally:
+        torch.set_num_threads(threads)
+    runs.append(_run(copy.deepcopy(model).double(), [i.double() for i in images]))
+    for seed in range(perturbations):
+        g = torch.Generator().manual_seed(seed)
+        runs.append(_run(model, [i + PERTURBATION * torch.randn(i.shape, generator=g) for i in images]))
+    return runs
+
+
+def _same_box(a, b):
+    return float(np.abs(a - b).max()) <= BOX_TOLERANCE * max(1.0, float(np.abs(a).max()))
+
+
+def _matches(d, k, r, j):
+    """Whether detection k of d and detection j of r agree in label, score and box."""
+    return (d["labels"][k] == r["labels"][j] and abs(float(d["scores"][k]) - float(r["scores"][j])) <= SCORE_TOLERANCE
+            and _same_box(d["boxes"][k], r["boxes"][j]))
+
+
+def _relative(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.shape != b.shape:
+        return float("inf")
+    if a.size == 0:
+        return 0.0
+    scale, diff = float(np.abs(a).max()), float(np.abs(a - b).max())
+    return diff / scale if scale > 0 else diff
+
+
+def compare(references, got):
+    """`references`: the reference runs' results for one image (from reference_runs); `got`: the
+    exported model's detections as a dict with boxes, labels, scores (and masks, keypoints, ... as
+    the model returns them). Returns a dict: status ("pass", "wrong numbers" or "undecided"),
+    detections, reference_counts, stable, matched, swapped, unexplained, missing, worst (the
+    largest relative difference of a matched detection's other outputs)."""
+    extra = [k for k in got if k not in ("boxes", "labels", "scores")]
+    first = references[0]
+    n = len(got["scores"])
+    counts = [len(r["scores"]) for r in references]
+    stable = [k for k in range(len(first["scores"]))
+              if all(any(_matches(first, k, r, j) for j in range(len(r["scores"]))) for r in references[1:])]
+    missing = sum(1 for k in stable if not any(_matches(first, k, got, j) for j in range(n)))
+    matched = swapped = unexplained = 0
+    worst = 0.0
+    for k in range(n):
+        partners = [(r, j) for r in references for j in range(len(r["scores"])) if _matches(got, k, r, j)]
+        if partners:
+            ok = True
+            for key in extra:  # each output as that of some reference detection of the same box
+                best = min(_relative(r[key][j], got[key][k]) for r, j in partners)
+                worst = max(worst, best)
+                ok = ok and best <= OUTPUT_TOLERANCE
+            matched += ok
+            unexplained += not ok
+        elif any(_matches(got, k, r["candidates"], j) for r in references for j in range(len(r["candidates"]["scores"]))):
+            swapped += 1
+        else:
+            unexplained += 1
+    result = {"detections": n, "reference_counts": [min(counts), max(counts)], "stable": len(stable),
+              "matched": matched, "swapped": swapped, "unexplained": unexplained, "missing": missing, "worst": worst}
+    if (unexplained or missing > swapped or swapped > MAX_SWAPPED * max(n, 1)
+            or not min(counts) <= n <= max(counts)):
+        result["status"] = "wrong numbers"
+    elif len(stable) < len(first["scores"]) / 2:
+        result["status"] = "undecided"
+    else:
+        result["status"] = "pass"
+    return result
+
+
+def describe(result):
+    return (f"{result['detections']} detections (PyTorch {result['reference_counts'][0]}-"
+            f"{result['reference_counts'][1]}): {result['matched']} matched, {result['swapped']} swapped for an "
+            f"NMS neighbour, {result['unexplained']} unexplained; {result['stable']} stable under float noise, "
+            f"{result['missing']} of them missing")
