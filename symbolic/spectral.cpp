@@ -1,6 +1,8 @@
-// Spectral ops: stft (ONNX STFT, opset 17) and the hann/hamming/blackman windows (constants: their
-// length is known at export time).
+// Spectral ops: stft (ONNX STFT, opset 17), istft (an inverse real DFT as two MatMuls with
+// constant bases, then overlap-add: every opset) and the hann/hamming/blackman windows (constants:
+// their length is known at export time).
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -119,10 +121,168 @@ Outputs stft(Context& ctx) {
   return {rank == 1 ? ctx.squeeze(out, {0}) : out};
 }
 
+// ---------------------------------------------------------------- istft
+
+// The data of a value known at export time (a Constant node's).
+const ir::TensorData* constantData(const Value* v) {
+  if (!v->producer || v->producer->opType != "Constant" || !v->producer->domain.empty()) return nullptr;
+  const ir::Attribute* a = v->producer->findAttribute("value");
+  return a && a->t && a->t->data ? a->t.get() : nullptr;
+}
+
+// Overlap-add of frames (B, T, m * hop) placed hop apart: (B, (T + m - 1) * hop). Frame j's part
+// [k * hop, (k + 1) * hop) lands at block t + k, so the sum over k of the parts, each padded by k
+// blocks before and m - 1 - k after, is the signal.
+Value* overlapAdd(Context& ctx, Value* frames, int64_t m, int64_t hop) {
+  Value* parts = ctx.op("Reshape", {frames, ctx.constInt64s({0, 0, m, hop})});  // (B, T, m, hop)
+  Value* sum = nullptr;
+  for (int64_t k = 0; k < m; ++k) {
+    Value* part = ctx.op("Gather", {parts, ctx.constInt64(k)}, {attr::i("axis", 2)});  // (B, T, hop)
+    Value* placed = m == 1 ? part : ctx.op("Pad", {part, ctx.constInt64s({0, k, 0, 0, m - 1 - k, 0})});
+    sum = sum ? ctx.op("Add", {sum, placed}) : placed;
+  }
+  return ctx.op("Reshape", {sum, ctx.constInt64s({0, -1})});
+}
+
+// Where torch.istft raises "window overlap add min": the squared window summed at hop_length is
+// (almost) zero somewhere in the output, which no ONNX model can raise at run time. Checked when the
+// window is known, on as many frames as reach the middle of the signal from either end.
+void checkWindowEnvelope(Context& ctx, const std::vector<double>& window, int64_t nFft, int64_t hop, bool center) {
+  int64_t frames = 2 * ((nFft + hop - 1) / hop) + 2;
+  int64_t length = nFft + hop * (frames - 1);
+  std::vector<double> envelope(length, 0.0);
+  for (int64_t t = 0; t < frames; ++t)
+    for (int64_t n = 0; n < nFft; ++n) envelope[t * hop + n] += window[n] * window[n];
+  int64_t start = center ? nFft / 2 : 0, end = center ? length - nFft / 2 : length;
+  for (int64_t i = start; i < end; ++i)
+    if (std::abs(envelope[i]) < 1e-11)
+      ctx.fail("the window's squares overlap-added at hop_length " + std::to_string(hop) + " are zero at sample " +
+               std::to_string(i - start) + " of the output (torch.istft raises \"window overlap add min\" there); "
+               "use center=True or a window that overlaps at this hop");
+}
+
+// istft(self, n_fft, hop_length, win_length, window, center, normalized, onesided, length,
+// return_complex) of PyTorch's real view (..., bins, frames, 2): each frame is the inverse real DFT
+// of its bins, times the window; frames are overlap-added and divided by the overlap-added squared
+// window, then trimmed to PyTorch's length.
+Outputs istft(Context& ctx) {
+  Value* x = ctx.tensor(0);
+  ir::DType dtype = ctx.dtypeOf(x);
+  if (dtype == ir::DType::Complex64 || dtype == ir::DType::Complex128)
+    ctx.fail("istft of a complex tensor: ONNX has no complex tensors; export the real view, "
+             "torch.istft(torch.view_as_real(spectrum), ...)");
+  if (!ir::isFloating(dtype)) ctx.fail("istft of a non-floating-point tensor is not supported");
+  int64_t rank = ctx.requireRank(x, "the istft input");
+  if ((rank != 3 && rank != 4) || !staticDim(x, rank - 1) || *staticDim(x, rank - 1) != 2)
+    ctx.fail("istft takes PyTorch's real view of a spectrum, (bins, frames, 2) or (batch, bins, frames, 2)");
+  if (hasArg(ctx, 9) && ctx.boolean(9)) ctx.fail("istft with return_complex=True: ONNX has no complex tensors");
+  std::optional<int64_t> bins = staticDim(x, rank - 3);
+  if (!bins) ctx.fail("istft needs the number of frequency bins known at export time");
+  int64_t nFft = ctx.int64(1);
+  int64_t hop = hasArg(ctx, 2) ? ctx.int64(2) : nFft / 4;
+  int64_t winLength = hasArg(ctx, 3) ? ctx.int64(3) : nFft;
+  if (nFft <= 0 || hop <= 0 || winLength <= 0 || winLength > nFft)
+    ctx.fail("istft needs 0 < win_length <= n_fft and hop_length > 0");
+  bool center = hasArg(ctx, 5) ? ctx.boolean(5) : true;
+  bool normalized = hasArg(ctx, 6) && ctx.boolean(6);
+  bool onesided = hasArg(ctx, 7) ? ctx.boolean(7) : *bins != nFft;
+  if (*bins != (onesided ? nFft / 2 + 1 : nFft))
+    ctx.fail("istft: " + std::to_string(*bins) + " frequency bins do not fit n_fft " + std::to_string(nFft) +
+             (onesided ? " onesided (n_fft / 2 + 1 expected)" : " two-sided (n_fft expected)"));
+
+  // The window, n_fft samples (win_length centred), when known at export time.
+  std::optional<Value*> windowArg = ctx.optTensor(4);
+  std::optional<std::vector<double>> window;
+  if (!windowArg) {
+    window = std::vector<double>(nFft, 0.0);
+    for (int64_t n = 0; n < winLength; ++n) (*window)[(nFft - winLength) / 2 + n] = 1.0;
+  } else if (const ir::TensorData* w = constantData(*windowArg)) {
+    if (w->numel() != winLength) ctx.fail("istft: the window has " + std::to_string(w->numel()) + " samples, win_length is " + std::to_string(winLength));
+    window = std::vector<double>(nFft, 0.0);
+    for (int64_t n = 0; n < winLength; ++n) (*window)[(nFft - winLength) / 2 + n] = w->elementAsDouble(n);
+  }
+  // Frames padded to m * hop samples, so that overlap-add works on whole blocks of hop.
+  int64_t m = (nFft + hop - 1) / hop, padded = m * hop;
+  // Inverse real DFT (irfft): frame[n] = sum_k c_k (re_k cos(2 pi k n / N) - im_k sin(2 pi k n / N)) / N
+  // over bins 0 to N / 2, c_k = 2 for the bins whose conjugates a onesided spectrum leaves out; the
+  // imaginary parts of bins 0 and N / 2 drop out. PyTorch takes the real output of a two-sided
+  // spectrum the same way, from its first N / 2 + 1 bins. A known window is folded into the bases.
+  double scale = (normalized ? std::sqrt(static_cast<double>(nFft)) : 1.0) / static_cast<double>(nFft);
+  std::vector<double> cosBasis(*bins * padded, 0.0), sinBasis(*bins * padded, 0.0);
+  for (int64_t k = 0; k < *bins; ++k) {
+    double weight = 2 * k > nFft ? 0.0 : k != 0 && 2 * k != nFft ? 2.0 : 1.0;
+    for (int64_t n = 0; n < nFft; ++n) {
+      double angle = 2 * M_PI * static_cast<double>((k * n) % nFft) / static_cast<double>(nFft);
+      double w = weight * scale * (window ? (*window)[n] : 1.0);
+      cosBasis[k * padded + n] = w * std::cos(angle);
+      sinBasis[k * padded + n] = -w * std::sin(angle);
+    }
+  }
+  Value* spectrum = rank == 3 ? ctx.unsqueeze(x, {0}) : x;                          // (B, bins, T, 2)
+  Value* re = ctx.op("Gather", {spectrum, ctx.constInt64(0)}, {attr::i("axis", 3)});  // (B, bins, T)
+  Value* im = ctx.op("Gather", {spectrum, ctx.constInt64(1)}, {attr::i("axis", 3)});
+  auto byFrame = [&](Value* v) { return ctx.op("Transpose", {v}, {attr::ints("perm", {0, 2, 1})}); };  // (B, T, bins)
+  auto basis = [&](const std::vector<double>& b) { return ctx.constant(ir::TensorData::fromDoubles(b, dtype, {*bins, padded})); };
+  Value* frames = ctx.op("Add", {ctx.op("MatMul", {byFrame(re), basis(cosBasis)}),
+                                 ctx.op("MatMul", {byFrame(im), basis(sinBasis)})});  // (B, T, padded)
+  // The overlap-added squared window, over the same frames.
+  Value* squares;
+  if (window) {
+    std::vector<double> w2(padded, 0.0);
+    for (int64_t n = 0; n < nFft; ++n) w2[n] = (*window)[n] * (*window)[n];
+    checkWindowEnvelope(ctx, *window, nFft, hop, center);
+    squares = ctx.constant(ir::TensorData::fromDoubles(w2, dtype, {padded}));
+  } else {  // a window computed at run time: applied here, not folded
+    Value* w = ctx.cast(*windowArg, dtype);
+    int64_t left = (nFft - winLength) / 2;
+    w = ctx.op("Pad", {w, ctx.constInt64s({left, padded - winLength - left})});
+    frames = ctx.op("Mul", {frames, w});
+    squares = ctx.op("Mul", {w, w});
+  }
+  Value* signal = overlapAdd(ctx, frames, m, hop);
+  // The squares broadcast to the frames' shape (a Where on a condition of that shape, whatever its
+  // values: ONNX infers its shape at every opset, where Expand(Shape(...)) needs opset 13's data
+  // propagation).
+  Value* squaresPerFrame = ctx.op("Where", {ctx.op("IsNaN", {frames}), squares, squares});
+  Value* envelope = overlapAdd(ctx, squaresPerFrame, m, hop);
+  Value* tiny = ctx.op("Less", {envelope, ctx.constScalar(1e-11, dtype)});
+  signal = ctx.op("Div", {signal, ctx.op("Where", {tiny, ctx.constScalar(1.0, dtype), envelope})});
+
+  // PyTorch's output: from n_fft / 2 when centred, `length` samples (zero-padded past the signal),
+  // else up to n_fft + hop * (T - 1) less the centring.
+  int64_t start = center ? nFft / 2 : 0;
+  Value* out;
+  if (hasArg(ctx, 8) && ctx.arg(8).isStatic()) {
+    int64_t length = ctx.int64(8);
+    Value* longEnough = ctx.op("Pad", {signal, ctx.constInt64s({0, 0, 0, length})});
+    out = ctx.op("Slice", {longEnough, ctx.constInt64s({start}), ctx.constInt64s({start + length}), ctx.constInt64s({1})});
+  } else if (hasArg(ctx, 8)) {
+    Value* length = ctx.cast(ctx.scalarAsTensor(8, ir::DType::Int64), ir::DType::Int64);
+    Value* lengthAs1d = ctx.op("Reshape", {length, ctx.constInt64s({1})});
+    Value* pads = ctx.op("Concat", {ctx.constInt64s({0, 0, 0}), lengthAs1d}, {attr::i("axis", 0)});
+    Value* longEnough = ctx.op("Pad", {signal, pads});
+    Value* end = ctx.op("Add", {lengthAs1d, ctx.constInt64s({start})});
+    out = ctx.op("Slice", {longEnough, ctx.constInt64s({start}), end, ctx.constInt64s({1})});
+  } else {
+    int64_t dropAtEnd = (padded - nFft) + (center ? nFft / 2 : 0);
+    int64_t end = dropAtEnd == 0 ? std::numeric_limits<int64_t>::max() : -dropAtEnd;
+    out = ctx.op("Slice", {signal, ctx.constInt64s({start}), ctx.constInt64s({end}), ctx.constInt64s({1})});
+    // PyTorch's length, when the frame count is known (ONNX's opset-9 inference of the chain above
+    // leaves it open).
+    if (std::optional<int64_t> frames = staticDim(x, rank - 2)) {
+      int64_t length = nFft + hop * (*frames - 1) - (center ? 2 * (nFft / 2) : 0);
+      ir::Dim batch = rank == 4 ? (*x->type.shape)[0] : ir::Dim::fixed(1);
+      ctx.setType(out, ir::TensorType{dtype, std::vector<ir::Dim>{batch, ir::Dim::fixed(length)}});
+    }
+  }
+  return {rank == 3 ? ctx.squeeze(out, {0}) : out};
+}
+
 }  // namespace
 
 void registerSpectralSymbolics(Registry& r) {
   r.onOp("aten::stft", 17, stft);  // and .center
+  r.onOp("aten::istft", kMinOpset, istft);
   r.onOp("aten::hann_window", kMinOpset, windowSymbolic(Window::Hann));
   r.onOp("aten::hamming_window", kMinOpset, windowSymbolic(Window::Hamming));
   r.onOp("aten::blackman_window", kMinOpset, windowSymbolic(Window::Blackman));

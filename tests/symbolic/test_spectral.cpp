@@ -85,3 +85,74 @@ graph(%x : Tensor):
 }
 
 }  // namespace
+
+// istft(self, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex)
+// of PyTorch's real view (..., bins, frames, 2), on spectra that are not an stft's (istft takes any).
+const char* kIstftGraph = R"IR(
+graph(%s : Tensor, %two_sided : Tensor):
+  %n : int = prim::Constant[value=10]()
+  %hop : int = prim::Constant[value=3]()
+  %win : int = prim::Constant[value=8]()
+  %len : int = prim::Constant[value=40]()
+  %short_len : int = prim::Constant[value=18]()
+  %false : bool = prim::Constant[value=0]()
+  %true : bool = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %hann : Tensor = aten::hann_window(%n, %none, %none, %none, %none)
+  %short_hamming : Tensor = aten::hamming_window(%win, %none, %none, %none, %none)
+  %hamming : Tensor = aten::hamming_window(%n, %none, %none, %none, %none)
+  %centred : Tensor = aten::istft(%s, %n, %hop, %win, %short_hamming, %true, %false, %none, %short_len, %false)
+  %uncentred : Tensor = aten::istft(%s, %n, %hop, %none, %hamming, %false, %true, %none, %none, %false)
+  %rectangular : Tensor = aten::istft(%s, %n, %none, %none, %none, %true, %false, %true, %len, %false)
+  %full : Tensor = aten::istft(%two_sided, %n, %hop, %none, %hann, %true, %false, %false, %none, %false)
+  return (%centred, %uncentred, %rectangular, %full)
+)IR";
+
+TEST(SpectralSymbolics, IstftMatchesTorchAtEveryOpset) {
+  // A window shorter than n_fft and a shorter length; no centring, normalized; the default hop and
+  // rectangular window with a length past the signal (zero-padded); a two-sided spectrum. hop 3 does
+  // not divide n_fft 10.
+  expectConvertsLikeTorchAllOpsets(kIstftGraph, {at::randn({2, 6, 7, 2}), at::randn({2, 10, 7, 2})});
+  expectConvertsLikeTorchAllOpsets(kIstftGraph, {at::randn({6, 9, 2}), at::randn({10, 9, 2})});  // unbatched
+}
+
+TEST(SpectralSymbolics, IstftOnOtherFrameCountsAndLengthsThanExported) {
+  // A length computed at run time (as torch.istft(..., length=x.size(-1)) traces): hop * frames + 3,
+  // past the signal when centred.
+  const char* ir = R"IR(
+graph(%s : Tensor):
+  %n : int = prim::Constant[value=16]()
+  %hop : int = prim::Constant[value=4]()
+  %two : int = prim::Constant[value=2]()
+  %three : int = prim::Constant[value=3]()
+  %false : bool = prim::Constant[value=0]()
+  %true : bool = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %hann : Tensor = aten::hann_window(%n, %none, %none, %none, %none)
+  %frames : int = aten::size(%s, %two)
+  %hops : int = aten::mul(%frames, %hop)
+  %len : int = aten::add(%hops, %three)
+  %y : Tensor = aten::istft(%s, %n, %hop, %none, %hann, %true, %false, %none, %len, %false)
+  %plain : Tensor = aten::istft(%s, %n, %hop, %none, %hann, %true, %false, %none, %none, %false)
+  return (%y, %plain)
+)IR";
+  expectDynamicAxesConvertLikeTorch(ir, {at::randn({2, 9, 11, 2})}, {{0, "batch"}, {2, "frames"}},
+                                    {{at::randn({3, 9, 30, 2})}, {at::randn({1, 9, 2, 2})}}, 17);
+}
+
+TEST(SpectralSymbolics, IstftWhosePyTorchCallRaisesFailsClearly) {
+  // A Hann window without centring: its squares overlap-add to zero at the first sample.
+  const char* ir = R"IR(
+graph(%s : Tensor):
+  %n : int = prim::Constant[value=10]()
+  %hop : int = prim::Constant[value=3]()
+  %false : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %hann : Tensor = aten::hann_window(%n, %none, %none, %none, %none)
+  %y : Tensor = aten::istft(%s, %n, %hop, %none, %hann, %false, %false, %none, %none, %false)
+  return (%y)
+)IR";
+  std::string error = exportError(ir, {at::randn({6, 7, 2})}, 17);
+  EXPECT_NE(error.find("window overlap add min"), std::string::npos) << error;
+  EXPECT_NE(error.find("aten::istft"), std::string::npos) << error;
+}
