@@ -1,7 +1,7 @@
 """Ops added for swin_v2, mvit, RAFT and audio front ends: grid_sample (GridSample, opset 16),
 F.unfold / F.fold (im2col / col2im), torch.meshgrid, torch.tensor_split, vector norms (torch.norm,
-F.normalize, linalg.vector_norm) and torch.stft with window functions (STFT, opset 17), traced and
-scripted, exported with pt2onnx and run in
+F.normalize, linalg.vector_norm), torch.stft with window functions (STFT, opset 17) and torch.istft
+(every opset), traced and scripted, exported with pt2onnx and run in
 ONNX Runtime and the builtin runtime against PyTorch, on inputs of other sizes than the example's."""
 import warnings
 
@@ -234,3 +234,59 @@ def test_stft_matches_torch_on_other_lengths(center, window, tmp_path):
 def test_stft_below_opset_17_names_the_opset(tmp_path):
     with pytest.raises(pt2onnx.ExportError, match="17"):
         pt2onnx.export(Spectrogram(True, "hann"), (torch.randn(1, 400),), tmp_path / "m.onnx", opset_version=16)
+
+
+# ---------------------------------------------------------------- istft
+
+
+class Denoiser(torch.nn.Module):
+    """stft -> a magnitude mask -> istft back to the signal's length, as speech enhancement models do."""
+
+    def __init__(self):
+        super().__init__()
+        self.gain = torch.nn.Parameter(torch.linspace(0.5, 1.5, 33).view(33, 1, 1))
+
+    def forward(self, x):
+        window = torch.hann_window(64)
+        spec = torch.stft(x, n_fft=64, hop_length=16, window=window, return_complex=False)  # (B, 33, T, 2)
+        magnitude = spec.pow(2).sum(-1, keepdim=True).sqrt()
+        masked = spec * torch.sigmoid(magnitude - 1.0) * self.gain
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # istft of the real view is deprecated in PyTorch, not removed
+            return torch.istft(masked, n_fft=64, hop_length=16, window=window, length=x.shape[-1])
+
+
+def test_stft_mask_istft_matches_torch_on_other_lengths(tmp_path):
+    torch.manual_seed(7)
+    export_and_check(Denoiser(), (torch.randn(2, 400),), [(torch.randn(3, 1000),), (torch.randn(1, 130),)], tmp_path,
+                     dynamic_axes={"in_0": {0: "batch", 1: "samples"}})
+
+
+class Resynthesis(torch.nn.Module):
+    def __init__(self, center: bool):
+        super().__init__()
+        self.center = center
+
+    def forward(self, spec):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return torch.istft(spec, n_fft=32, hop_length=12, window=torch.hamming_window(32), center=self.center)
+
+
+@pytest.mark.parametrize("opset", [9, 11, 17])
+@pytest.mark.parametrize("center", [False, True])
+def test_istft_matches_torch_on_other_frame_counts(opset, center, tmp_path):
+    """istft needs no STFT op: every opset; hop 12 does not divide n_fft 32."""
+    torch.manual_seed(8)
+    export_and_check(Resynthesis(center), (torch.randn(2, 17, 9, 2),), [(torch.randn(4, 17, 23, 2),), (torch.randn(1, 17, 3, 2),)],
+                     tmp_path, opset=opset, dynamic_axes={"in_0": {0: "batch", 2: "frames"}})
+
+
+def test_istft_of_a_complex_spectrum_says_how_to_export_it(tmp_path):
+    class ComplexIstft(torch.nn.Module):
+        def forward(self, x):
+            spec = torch.stft(x, 32, 8, window=torch.hann_window(32), return_complex=True)
+            return torch.istft(spec, 32, 8, window=torch.hann_window(32))
+    with pytest.raises(pt2onnx.ExportError, match="return_complex=False"):
+        pt2onnx.export(ComplexIstft(), (torch.randn(1, 200),), tmp_path / "m.onnx", opset_version=17)
+    assert not (tmp_path / "m.onnx").exists()
