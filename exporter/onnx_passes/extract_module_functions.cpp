@@ -6,8 +6,6 @@
 // their nodes become functions of their own (Conv2d, Conv2d_1, ...).
 #include <algorithm>
 #include <cassert>
-#include <cstring>
-#include <functional>
 #include <map>
 #include <optional>
 #include <set>

@@ -236,6 +236,9 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     (the seed gradient) and an output "<x>_grad" per requested tensor; the summary lists both
     ("gradient_seeds", "gradient_outputs"). Training graphs default to opset 17 (opset_version=None).
 
+    export_modules_as_functions: as torch.onnx: True (every nn.Module type) or a set of nn.Module
+    types (or their qualified names) whose calls become ONNX model-local functions; opset 15 or later.
+
     show_progress: for an export that runs longer than ~3 s, show its phase, nodes converted and
     bytes written on stderr when stderr is a terminal. Default (None): with verbose=True only, so
     scripts stay silent.
