@@ -5,6 +5,7 @@ F.normalize, linalg.vector_norm), torch.stft with window functions (STFT, opset 
 ONNX Runtime and the builtin runtime against PyTorch, on inputs of other sizes than the example's."""
 import warnings
 
+import numpy as np
 import onnx
 import pytest
 import torch
@@ -290,3 +291,29 @@ def test_istft_of_a_complex_spectrum_says_how_to_export_it(tmp_path):
     with pytest.raises(pt2onnx.ExportError, match="return_complex=False"):
         pt2onnx.export(ComplexIstft(), (torch.randn(1, 200),), tmp_path / "m.onnx", opset_version=17)
     assert not (tmp_path / "m.onnx").exists()
+
+
+class ScriptedResynthesis(torch.nn.Module):
+    def forward(self, spec, n: int):
+        y = torch.istft(spec, n_fft=32, hop_length=8, window=torch.hann_window(32), length=n)
+        if n > 100:  # an If on the length, taken one way by the example and the other by a run
+            y = y * 2
+        return y
+
+
+def test_scripted_istft_with_a_length_argument(tmp_path):
+    torch.manual_seed(9)
+    model = torch.jit.script(ScriptedResynthesis())
+    path = tmp_path / "m.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pt2onnx.export(model, (torch.randn(2, 17, 9, 2), 60), path, opset_version=17, input_names=["s", "n"],
+                       dynamic_axes={"s": {0: "b", 2: "t"}})
+    session = pt2onnx.InferenceSession(str(path))
+    for spec, n in ((torch.randn(3, 17, 20, 2), 150), (torch.randn(1, 17, 5, 2), 30)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = model(spec, n).numpy()
+        feeds = {"s": spec.numpy(), "n": np.array(n)}
+        for runtime, (got,) in (("ort", list(ort.run(path, feeds).values())), ("builtin", session.run(None, feeds))):
+            assert got.shape == expected.shape and ort.max_rel_error(expected, got) < TOLERANCE, runtime
