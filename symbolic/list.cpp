@@ -156,6 +156,19 @@ Outputs listConcat(Context& ctx) {
   return {Arg::dynamicList(left)};
 }
 
+// aten::mul.left_t(list, n) / mul.right_(n, list): `[pad] * 2`, a list of known length repeated a
+// known number of times (fewer than one repetition gives the empty list, as in Python).
+Outputs listRepeat(size_t listAt, Context& ctx) {
+  const Arg& list = ctx.arg(listAt);
+  if (list.kind != Arg::Kind::List || list.isDynamicList())
+    ctx.fail("repeating " + list.describe() + ": only lists of a length known at export time can be repeated");
+  if (!ctx.arg(1 - listAt).isStatic()) ctx.fail("repeating a list a number of times computed at run time is not supported");
+  int64_t times = ctx.int64(1 - listAt);
+  std::vector<Arg> elems;
+  for (int64_t k = 0; k < times; ++k) elems.insert(elems.end(), list.elems.begin(), list.elems.end());
+  return {Arg::ofList(std::move(elems))};
+}
+
 // aten::slice.t(list, start, end, step) on a list of known length with known bounds.
 Outputs listSlice(Context& ctx) {
   const Arg& list = ctx.arg(0);
@@ -206,6 +219,8 @@ void registerListSymbolics(Registry& r) {
   r.onOp("aten::_set_item.t", kMinOpset, listSetItem);
   r.onOp("aten::add.t", kMinOpset, listConcat);
   r.onOp("aten::slice.t", kMinOpset, listSlice);
+  r.onOp("aten::mul.left_t", kMinOpset, [](Context& ctx) { return listRepeat(0, ctx); });
+  r.onOp("aten::mul.right_", kMinOpset, [](Context& ctx) { return listRepeat(1, ctx); });
   r.onOp("aten::copy.t", kMinOpset, sameList);
   r.onOp("aten::list.t", kMinOpset, sameList);
   r.onOp("aten::__contains__.int_list", kMinOpset, listContains);

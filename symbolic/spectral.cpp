@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/errors.h"
 #include "common/opsets.h"
 #include "symbolic/context.h"
 #include "symbolic/dtype.h"
@@ -82,9 +83,8 @@ Outputs stft(Context& ctx) {
   if (!ir::isFloating(ctx.dtypeOf(x))) ctx.fail("stft of a non-floating-point (or complex) signal is not supported");
   std::optional<bool> returnComplex;
   if (hasArg(ctx, normalizedAt + 2)) returnComplex = ctx.boolean(normalizedAt + 2);
-  if (returnComplex.value_or(false))
-    ctx.fail("stft with return_complex=True: ONNX has no complex tensors; call torch.stft(..., "
-             "return_complex=False) (or torch.view_as_real of the result) to export the real view");
+  // lower_complex_to_real_view turns return_complex=True into the real view before conversion.
+  PT2ONNX_ASSERT(!returnComplex.value_or(false), "stft with return_complex=True reached the converter");
   int64_t nFft = ctx.int64(1);
   int64_t hop = hasArg(ctx, 2) ? ctx.int64(2) : nFft / 4;
   int64_t winLength = hasArg(ctx, 3) ? ctx.int64(3) : nFft;
@@ -168,9 +168,8 @@ void checkWindowEnvelope(Context& ctx, const std::vector<double>& window, int64_
 Outputs istft(Context& ctx) {
   Value* x = ctx.tensor(0);
   ir::DType dtype = ctx.dtypeOf(x);
-  if (dtype == ir::DType::Complex64 || dtype == ir::DType::Complex128)
-    ctx.fail("istft of a complex tensor: ONNX has no complex tensors; export the real view, "
-             "torch.istft(torch.view_as_real(spectrum), ...)");
+  PT2ONNX_ASSERT(dtype != ir::DType::Complex64 && dtype != ir::DType::Complex128,
+                 "a complex istft input reached the converter (lower_complex_to_real_view makes it a real view)");
   if (!ir::isFloating(dtype)) ctx.fail("istft of a non-floating-point tensor is not supported");
   int64_t rank = ctx.requireRank(x, "the istft input");
   if ((rank != 3 && rank != 4) || !staticDim(x, rank - 1) || *staticDim(x, rank - 1) != 2)

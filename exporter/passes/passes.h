@@ -136,6 +136,13 @@ bool foldListConstructs(torch::jit::Graph& graph);
 // need_weights, average_attn_weights, use_gelu and norm_first must be constants.
 void decomposeFusedAttention(torch::jit::Graph& graph);
 
+// Complex tensors become their real view, (..., 2), and the ops on them the real ops computing it:
+// stft(return_complex=True), view_as_real/view_as_complex, complex, polar, real, imag, abs, conj,
+// add, sub, mul and div, and istft of the view. Any other use of a complex value (another op, a
+// graph output or input, control flow) is an ExportError naming the node: ONNX has no complex
+// tensors.
+void lowerComplexToRealView(torch::jit::Graph& graph);
+
 // Removes nodes that do nothing in an eval-mode export: dropout with train=False.
 void dropEvalNoops(torch::jit::Graph& graph);
 

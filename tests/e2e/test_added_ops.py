@@ -283,14 +283,39 @@ def test_istft_matches_torch_on_other_frame_counts(opset, center, tmp_path):
                      tmp_path, opset=opset, dynamic_axes={"in_0": {0: "batch", 2: "frames"}})
 
 
-def test_istft_of_a_complex_spectrum_says_how_to_export_it(tmp_path):
-    class ComplexIstft(torch.nn.Module):
+class ComplexEnhancer(torch.nn.Module):
+    """The complex form (return_complex=True, as PyTorch asks for): a magnitude gain, a phase shift
+    through polar, a complex product and conjugate, back through istft; exported as real views."""
+
+    def forward(self, x):
+        window = torch.hann_window(64)
+        spec = torch.stft(x, 64, 16, window=window, return_complex=True)
+        magnitude = spec.abs()
+        shifted = spec * torch.sigmoid(magnitude - 1.0) * torch.polar(torch.ones_like(magnitude), 0.1 * magnitude)
+        mixed = shifted + torch.conj(spec) * 0.01
+        return torch.istft(mixed, 64, 16, window=window, length=x.shape[-1]), mixed.real, torch.view_as_real(mixed * mixed)
+
+
+@pytest.mark.parametrize("script", [False, True])
+def test_complex_spectra_export_as_real_views(script, tmp_path):
+    torch.manual_seed(10)
+    export_and_check(ComplexEnhancer(), (torch.randn(2, 400),), [(torch.randn(3, 1000),), (torch.randn(1, 130),)],
+                     tmp_path, script=script, dynamic_axes={"in_0": {0: "batch", 1: "samples"}})
+
+
+def test_complex_ops_without_a_real_view_form_name_the_node(tmp_path):
+    class Phase(torch.nn.Module):
         def forward(self, x):
-            spec = torch.stft(x, 32, 8, window=torch.hann_window(32), return_complex=True)
-            return torch.istft(spec, 32, 8, window=torch.hann_window(32))
-    with pytest.raises(pt2onnx.ExportError, match="return_complex=False"):
-        pt2onnx.export(ComplexIstft(), (torch.randn(1, 200),), tmp_path / "m.onnx", opset_version=17)
-    assert not (tmp_path / "m.onnx").exists()
+            return torch.stft(x, 32, 8, window=torch.hann_window(32), return_complex=True).angle()
+
+    class ComplexOutput(torch.nn.Module):
+        def forward(self, x):
+            return torch.stft(x, 32, 8, window=torch.hann_window(32), return_complex=True)
+
+    for model, message in ((Phase(), "aten::angle"), (ComplexOutput(), "return torch.view_as_real")):
+        with pytest.raises(pt2onnx.ExportError, match=message):
+            pt2onnx.export(model, (torch.randn(1, 200),), tmp_path / "m.onnx", opset_version=17)
+        assert not (tmp_path / "m.onnx").exists()
 
 
 class ScriptedResynthesis(torch.nn.Module):

@@ -1,0 +1,201 @@
+// Complex tensors as their real view. ONNX has no complex tensors, so each complex value becomes
+// PyTorch's real view of it, (..., 2) = (real, imaginary), and each op on complex values the real
+// ops that compute that view:
+//   stft(return_complex=True)  -> stft(return_complex=False)       (the view itself)
+//   view_as_real(c), view_as_complex(r) -> alias of the view;  complex(re, im) -> stack([re, im], -1)
+//   polar(m, a) -> stack([m cos a, m sin a], -1)
+//   real(c), imag(c) -> select(c, -1, 0 | 1);  abs(c) -> sqrt(sum(c^2, -1))
+//   conj(c) -> c * [1, -1];  resolve_conj / resolve_neg -> c
+//   c1 + c2, c1 - c2 -> on the views;  c * x, c / x (x real: a tensor gets a trailing 1) -> on the view
+//   c1 * c2 -> stack([a c - b d, a d + b c], -1)
+//   istft(c, ...) -> istft of the view (return_complex=False)
+// Any other use of a complex value (another op, a graph output, control flow) is an ExportError
+// naming the node. Complex values are found by where they come from (stft with
+// return_complex=True, view_as_complex, complex, polar, a complex graph input is an error) and
+// followed through the ops above, so scripted graphs without dtypes are handled too.
+#include <set>
+
+#include <ATen/ATen.h>
+
+#include "common/errors.h"
+#include "exporter/jit_util.h"
+#include "exporter/passes/passes.h"
+
+namespace pt2onnx::passes {
+namespace {
+
+using torch::jit::NamedValue;
+using torch::jit::Node;
+using torch::jit::Value;
+
+bool isComplexType(const c10::TypePtr& type) {
+  auto t = type->cast<c10::TensorType>();
+  return t && t->scalarType() && c10::isComplexType(*t->scalarType());
+}
+
+// The real view's type of a complex tensor type: the matching float dtype, sizes + [2].
+c10::TypePtr realViewType(const c10::TypePtr& type) {
+  auto t = type->cast<c10::TensorType>();
+  if (!t) return c10::TensorType::get();
+  c10::TensorTypePtr out = c10::TensorType::get();
+  if (t->scalarType()) out = out->withScalarType(c10::toRealValueType(*t->scalarType()));
+  if (auto sizes = t->sizes().concrete_sizes()) {
+    std::vector<int64_t> dims = *sizes;
+    dims.push_back(2);
+    out = out->withSizes(dims);
+  }
+  return out;
+}
+
+class ComplexLowering {
+ public:
+  explicit ComplexLowering(torch::jit::Graph& graph) : graph_(graph) {}
+
+  void run() {
+    for (Value* in : graph_.inputs())
+      if (isComplexType(in->type()))
+        throw ExportError("model input '" + in->debugName() + "' is a complex tensor: ONNX has no complex tensors; "
+                          "pass torch.view_as_real(x) and call torch.view_as_complex in the model");
+    lowerBlock(graph_.block());
+    for (Value* out : graph_.outputs())
+      if (complex_.count(out))
+        throw ExportError("a model output is a complex tensor (made by " + jit::describeNode(out->node()) +
+                          "): ONNX has no complex tensors; return torch.view_as_real(...) of it");
+  }
+
+ private:
+  void lowerBlock(torch::jit::Block* block) {
+    for (auto it = block->nodes().begin(); it != block->nodes().end();) {
+      Node* n = *it;
+      ++it;  // `n` may be destroyed
+      for (torch::jit::Block* b : n->blocks()) lowerBlock(b);
+      lowerNode(n);
+    }
+  }
+
+  bool readsComplex(Node* n) const {
+    for (Value* in : n->inputs())
+      if (complex_.count(in)) return true;
+    return false;
+  }
+
+  Value* op(c10::Symbol kind, std::vector<NamedValue> args, std::vector<NamedValue> kwargs = {}) {
+    return graph_.insert(kind, args, kwargs);
+  }
+  Value* part(Value* view, int64_t k) { return op(c10::aten::select, {view, -1, k}); }
+  Value* stackParts(Value* re, Value* im) {
+    return op(c10::aten::stack, {graph_.insertNode(graph_.createList(c10::TensorType::get(), {re, im}))->output(), -1});
+  }
+  // A real operand of an elementwise op with a complex one: tensors get a trailing dim of 1.
+  Value* asRealOperand(Value* x) {
+    return x->type()->cast<c10::TensorType>() ? op(c10::aten::unsqueeze, {x, -1}) : x;
+  }
+
+  // Replaces n's output by `view` (the real view of its complex result), inserted before n.
+  void replaceWithView(Node* n, Value* view) {
+    n->output()->replaceAllUsesWith(view);
+    complex_.insert(view);
+    n->destroy();
+  }
+
+  void lowerNode(Node* n) {
+    std::string kind = n->kind().toQualString();
+    bool reads = readsComplex(n);
+    torch::jit::WithInsertPoint guard(n);
+    Node* before = n->prev();
+    auto stamped = [&](Value* v) {
+      for (Node* k = before->next(); k != n; k = k->next()) k->copyMetadata(n);
+      return v;
+    };
+    if (kind == "aten::stft" && !reads) {
+      size_t returnComplexAt = n->inputs().size() - 1;
+      auto returnComplex = torch::jit::toIValue(n->input(returnComplexAt));
+      bool complexOut = returnComplex && returnComplex->isBool() ? returnComplex->toBool() : isComplexType(n->output()->type());
+      if (!complexOut) return;
+      n->replaceInput(returnComplexAt, graph_.insertConstant(false));
+      n->output()->setType(realViewType(n->output()->type()));
+      complex_.insert(n->output());
+      return;
+    }
+    if (kind == "aten::view_as_complex") return replaceWithView(n, stamped(op(c10::aten::alias, {n->input(0)})));
+    if (kind == "aten::complex" && !reads) return replaceWithView(n, stamped(stackParts(n->input(0), n->input(1))));
+    if (kind == "aten::polar" && !reads) {
+      Value* m = n->input(0);
+      Value* a = n->input(1);
+      Value* re = op(c10::aten::mul, {m, op(c10::aten::cos, {a})});
+      Value* im = op(c10::aten::mul, {m, op(c10::aten::sin, {a})});
+      return replaceWithView(n, stamped(stackParts(re, im)));
+    }
+    if (!reads) return;
+    Value* c = n->inputs().empty() ? nullptr : n->input(0);
+    if (kind == "aten::resolve_conj" || kind == "aten::resolve_neg") return replaceWithView(n, c);
+    if (kind == "aten::view_as_real") {  // the view as a value of its own: its readers are real ops
+      Value* view = stamped(op(c10::aten::alias, {c}));
+      n->output()->replaceAllUsesWith(view);
+      n->destroy();
+      return;
+    }
+    if (kind == "aten::real" || kind == "aten::imag") {
+      Value* p = stamped(part(c, kind == "aten::real" ? 0 : 1));
+      n->output()->replaceAllUsesWith(p);
+      n->destroy();
+      return;
+    }
+    if (kind == "aten::abs") {
+      Value* squares = op(c10::aten::mul, {c, c});
+      Value* sum = op(c10::aten::sum, {squares, std::vector<int64_t>{-1}});
+      Value* magnitude = stamped(op(c10::aten::sqrt, {sum}));
+      n->output()->replaceAllUsesWith(magnitude);
+      n->destroy();
+      return;
+    }
+    if (kind == "aten::conj" || kind == "aten::_conj" || kind == "aten::conj_physical") {
+      Value* sign = graph_.insertConstant(at::tensor({1.0f, -1.0f}));
+      return replaceWithView(n, stamped(op(c10::aten::mul, {c, sign})));
+    }
+    if ((kind == "aten::add" || kind == "aten::sub") && n->inputs().size() == 3 && complex_.count(n->input(0)) &&
+        complex_.count(n->input(1))) {
+      Value* sum = op(kind == "aten::add" ? c10::aten::add : c10::aten::sub, {n->input(0), n->input(1)},
+                      {NamedValue("alpha", n->input(2))});
+      return replaceWithView(n, stamped(sum));
+    }
+    if (kind == "aten::mul" && complex_.count(n->input(0)) && complex_.count(n->input(1))) {
+      Value *a = part(n->input(0), 0), *b = part(n->input(0), 1);
+      Value *x = part(n->input(1), 0), *y = part(n->input(1), 1);
+      Value* re = op(c10::aten::sub, {op(c10::aten::mul, {a, x}), op(c10::aten::mul, {b, y})});
+      Value* im = op(c10::aten::add, {op(c10::aten::mul, {a, y}), op(c10::aten::mul, {b, x})});
+      return replaceWithView(n, stamped(stackParts(re, im)));
+    }
+    if ((kind == "aten::mul" || kind == "aten::div") && n->inputs().size() == 2) {
+      bool complexFirst = complex_.count(n->input(0)) > 0;
+      if (kind == "aten::div" && !complexFirst) throw unsupported(n, "dividing by a complex tensor");
+      Value* view = complexFirst ? n->input(0) : n->input(1);
+      Value* other = asRealOperand(complexFirst ? n->input(1) : n->input(0));
+      return replaceWithView(n, stamped(op(kind == "aten::mul" ? c10::aten::mul : c10::aten::div, {view, other})));
+    }
+    if (kind == "aten::istft") {
+      size_t returnComplexAt = n->inputs().size() - 1;
+      auto returnComplex = torch::jit::toIValue(n->input(returnComplexAt));
+      if (!returnComplex || !returnComplex->isBool() || returnComplex->toBool())
+        throw unsupported(n, "istft with return_complex=True");
+      return;  // istft takes the real view as it is
+    }
+    throw unsupported(n, "");
+  }
+
+  static ExportError unsupported(Node* n, const std::string& what) {
+    return ExportError("cannot convert " + jit::describeNode(n) + ": " + (what.empty() ? "it takes a complex tensor" : what) +
+                       ", and ONNX has no complex tensors. pt2onnx exports complex values as their real view through "
+                       "stft/istft, view_as_real/view_as_complex, complex, polar, real, imag, abs, conj, add, sub, "
+                       "mul and div");
+  }
+
+  torch::jit::Graph& graph_;
+  std::set<const Value*> complex_;  // values that hold a complex tensor's real view
+};
+
+}  // namespace
+
+void lowerComplexToRealView(torch::jit::Graph& graph) { ComplexLowering(graph).run(); }
+
+}  // namespace pt2onnx::passes

@@ -1,0 +1,97 @@
+// lower_complex_to_real_view: the real ops compute the real view of what the complex ops compute,
+// checked in the interpreter (complex ops before, their real-view form after); what has no real-view
+// form is an error naming the node.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "common/errors.h"
+#include "exporter/passes/passes.h"
+#include "tests/util/pass_test.h"
+
+namespace pt2onnx::passes {
+namespace {
+
+using testing::countNodes;
+using testing::expectPassPreservesResults;
+using testing::parseGraph;
+
+void run(torch::jit::Graph& g) { lowerComplexToRealView(g); }
+
+// Every supported op on the spectrum of %x, each result made real again (view_as_real, abs, real,
+// imag, istft) so that the graph before the pass returns the same as after it.
+const char* kSpectralGraph = R"IR(
+graph(%x : Tensor, %y : Tensor):
+  %n : int = prim::Constant[value=16]()
+  %hop : int = prim::Constant[value=4]()
+  %one : int = prim::Constant[value=1]()
+  %half : float = prim::Constant[value=0.5]()
+  %false : bool = prim::Constant[value=0]()
+  %true : bool = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %w : Tensor = aten::hann_window(%n, %none, %none, %none, %none)
+  %s : Tensor = aten::stft(%x, %n, %hop, %none, %w, %false, %none, %true)
+  %mag : Tensor = aten::abs(%s)
+  %re : Tensor = aten::real(%s)
+  %im : Tensor = aten::imag(%s)
+  %rot : Tensor = aten::polar(%mag, %re)
+  %pair : Tensor = aten::complex(%im, %re)
+  %prod : Tensor = aten::mul(%s, %rot)
+  %scaled : Tensor = aten::mul(%prod, %half)
+  %masked : Tensor = aten::div(%scaled, %mag)
+  %sum : Tensor = aten::add(%masked, %pair, %one)
+  %diff : Tensor = aten::sub(%sum, %s, %one)
+  %c : Tensor = aten::conj(%diff)
+  %resolved : Tensor = aten::resolve_conj(%c)
+  %back : Tensor = aten::view_as_complex(%y)
+  %mixed : Tensor = aten::mul(%resolved, %back)
+  %view : Tensor = aten::view_as_real(%mixed)
+  %signal : Tensor = aten::istft(%s, %n, %hop, %none, %w, %true, %false, %none, %none, %false)
+  return (%view, %mag, %signal)
+)IR";
+
+TEST(LowerComplexToRealView, RealOpsComputeTheRealViewOfTheComplexOnes) {
+  at::manual_seed(0);
+  std::vector<c10::IValue> inputs = {at::randn({2, 60}), at::randn({2, 9, 12, 2})};
+  auto lowered = expectPassPreservesResults(kSpectralGraph, run, {inputs}, 1e-4);
+  for (const char* complexOp : {"aten::abs", "aten::real", "aten::imag", "aten::polar", "aten::complex", "aten::conj",
+                                "aten::view_as_complex", "aten::view_as_real"})
+    EXPECT_EQ(countNodes(*lowered, complexOp), 0) << complexOp;
+  for (const torch::jit::Node* n : lowered->nodes())
+    if (n->kind() == c10::aten::stft) EXPECT_EQ(torch::jit::toIValue(n->inputs().back())->toBool(), false);
+}
+
+void expectError(const std::string& ir, const std::string& fragment) {
+  auto g = parseGraph(ir);
+  try {
+    run(*g);
+    FAIL() << "expected an ExportError";
+  } catch (const ExportError& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(LowerComplexToRealView, WhatHasNoRealViewFormNamesTheNode) {
+  expectError(R"IR(
+graph(%y : Tensor):
+  %c : Tensor = aten::view_as_complex(%y)
+  %a : Tensor = aten::angle(%c)
+  return (%a)
+)IR",
+              "aten::angle");
+  expectError(R"IR(
+graph(%y : Tensor):
+  %c : Tensor = aten::view_as_complex(%y)
+  return (%c)
+)IR",
+              "a model output is a complex tensor");
+  expectError(R"IR(
+graph(%y : Tensor, %x : Tensor):
+  %c : Tensor = aten::view_as_complex(%y)
+  %d : Tensor = aten::div(%x, %c)
+  return (%d)
+)IR",
+              "dividing by a complex tensor");
+}
+
+}  // namespace
+}  // namespace pt2onnx::passes
