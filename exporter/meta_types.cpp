@@ -15,15 +15,19 @@ using symbolic::Arg;
 
 // Stand-ins for dimensions and numbers unknown at export time. An op whose arguments hold one runs
 // on meta tensors with several probes: an output dim counts as known when every probe that runs
-// gives the same size (it does not depend on the unknowns). Each probe ties numbers to dims, so a
-// size read from a dim fits it again (view(x, [n, -1]), narrow(x, 1, n - 2, 2)); the small one
-// shows a number clamped by a known dim (x[:, :k] with k below it). When fewer than two probes run,
-// the fallback gives ranks only; CPU stand-ins (ops without meta kernels) use the small probe.
+// gives the same size (it does not depend on the unknowns). Each probe but the last ties numbers to
+// dims, so a size read from a dim fits it again (view(x, [n, -1]), narrow(x, 1, n - 2, 2)); the
+// small one shows a number clamped by a known dim (x[:, :k] with k below it). The last gives each
+// unknown number of the op its own value below the dims (3, 4, 5...): with all of them equal,
+// x[a:b] would be empty in every probe and its size taken for a known 0.
+// When fewer than two probes run, the fallback gives ranks only; CPU stand-ins (ops without meta
+// kernels) use the small probe.
 struct Unknowns {
   int64_t dim;
   int64_t number;
+  int64_t numberStep = 0;  // the k-th unknown number is number + k * numberStep
 };
-constexpr Unknowns kProbes[] = {{17, 17}, {23, 23}, {2, 2}};
+constexpr Unknowns kProbes[] = {{17, 17}, {23, 23}, {2, 2}, {19, 3, 1}};
 constexpr Unknowns kRankOnlyFallback = {8, 1};
 
 // How stand-in tensors are made: on the meta device with the argument's shape (nothing computed,
@@ -54,7 +58,7 @@ class MetaStack {
       case Arg::Kind::Int:
         if (a.value) exact_ = false;
         if (t->kind() == c10::TypeKind::TensorType) return tensorFor(a);
-        return c10::IValue(a.value ? unknowns_.number : a.i);
+        return c10::IValue(a.value ? unknowns_.number + unknowns_.numberStep * unknownNumbers_++ : a.i);
       case Arg::Kind::Double:
         if (a.value) exact_ = false;
         if (t->kind() == c10::TypeKind::TensorType) return tensorFor(a);
@@ -125,6 +129,7 @@ class MetaStack {
   StandIn standIn_;
   Unknowns unknowns_;
   bool exact_ = true;
+  int64_t unknownNumbers_ = 0;
 };
 
 std::function<void()>& standInFailureHook() {

@@ -131,6 +131,36 @@ def test_roi_pool_matches_torchvision(tmp_path):
         assert ort.max_rel_error(expected, got) < 1e-6, runtime
 
 
+class PasteMasks(torch.nn.Module):
+    """Mask R-CNN's mask pasting as torchvision traces it (a scripted loop of per-box interpolate,
+    slice and zero-padding to the image), boxes and image size as inputs."""
+
+    def forward(self, masks, boxes, image):
+        from torchvision.models.detection.roi_heads import _onnx_paste_masks_in_image_loop
+        h = torch.scalar_tensor(image.shape[0], dtype=torch.int64)
+        w = torch.scalar_tensor(image.shape[1], dtype=torch.int64)
+        return _onnx_paste_masks_in_image_loop(masks, boxes, h, w)
+
+
+def test_mask_pasting_matches_torch_on_other_boxes_and_image_sizes(tmp_path):
+    """Each box slices the resized mask between bounds read from the box: their size must stay
+    unknown at export time (it was taken for 0 once, which made every pasted mask wrong)."""
+    g = torch.Generator().manual_seed(5)
+    path = tmp_path / "paste.onnx"
+    boxes = torch.tensor([[5, 6, 40, 30], [0, 0, 63, 47], [30, 20, 70, 60]])
+    names = export(PasteMasks(), (torch.rand(3, 1, 28, 28, generator=g), boxes, torch.zeros(48, 64)), path,
+                   dynamic_axes={"in_0": {0: "n"}, "in_1": {0: "n"}, "in_2": {0: "h", 1: "w"}})
+    for masks, boxes, image in ((torch.rand(2, 1, 28, 28, generator=g), torch.tensor([[1, 2, 20, 10], [10, 10, 30, 50]]),
+                                 torch.zeros(40, 50)),
+                                (torch.rand(4, 1, 28, 28, generator=g), torch.tensor([[0, 0, 5, 5], [3, 1, 9, 30],
+                                                                                      [8, 8, 8, 8], [2, 2, 31, 19]]),
+                                 torch.zeros(32, 32))):
+        expected = PasteMasks()(masks, boxes, image).numpy()
+        for runtime, (got,) in run_both(path, {names[0]: masks.numpy(), names[1]: boxes.numpy(),
+                                               names[2]: image.numpy()}).items():
+            assert got.shape == expected.shape and ort.max_rel_error(expected, got) < 1e-5, runtime
+
+
 # ---------------------------------------------------------------- a whole detection model
 
 

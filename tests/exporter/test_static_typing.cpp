@@ -165,5 +165,31 @@ graph(%x : Tensor):
   EXPECT_NE(error.find("random tensor creation is not exported"), std::string::npos) << error;
 }
 
+TEST(StaticTyping, ASliceBetweenTwoNumbersComputedAtRunTimeHasAnUnknownSize) {
+  // x[a:b] with a and b read from a tensor's values: every probe that gives a and b one stand-in
+  // makes the slice empty; its size must stay unknown, not become a known 0 (Mask R-CNN's mask
+  // pasting computed zeros(y0, 0) so).
+  const char* ir = R"IR(
+graph(%x : Tensor, %bounds : Tensor):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %a_t : Tensor = aten::select(%bounds, %zero, %zero)
+  %b_t : Tensor = aten::select(%bounds, %zero, %one)
+  %a : int = aten::Int(%a_t)
+  %b : int = aten::Int(%b_t)
+  %s : Tensor = aten::slice(%x, %one, %a, %b, %one)
+  %n : int = aten::size(%s, %one)
+  %sizes : int[] = prim::ListConstruct(%n, %n)
+  %none : NoneType = prim::Constant()
+  %z : Tensor = aten::zeros(%sizes, %none, %none, %none, %none)
+  return (%s, %z)
+)IR";
+  onnx::ModelProto m = exportModel(ir, {at::randn({3, 10}), at::tensor({2, 7})});
+  EXPECT_EQ(outputDims(m, 0), "3 ? ");
+  EXPECT_EQ(outputDims(m, 1), "? ? ");
+  expectDynamicAxesConvertLikeTorch(ir, {at::randn({3, 10}), at::tensor({2, 7})}, {},
+                                    {{at::randn({3, 10}), at::tensor({1, 9})}, {at::randn({3, 10}), at::tensor({4, 4})}}, 17);
+}
+
 }  // namespace
 }  // namespace pt2onnx
