@@ -411,9 +411,11 @@ std::vector<ir::Attribute> resizeAttributes(Interp mode, bool alignCorners) {
     // torch's nearest: src = floor(dst / scale)
     return {s("mode", "nearest"), s("coordinate_transformation_mode", "asymmetric"),
             s("nearest_mode", "floor")};
+  // torch: src = (dst + 0.5) / scale - 0.5, also for an output length of 1 (the middle), which is
+  // ONNX's half_pixel; pytorch_half_pixel would take element 0 there.
   std::vector<ir::Attribute> attrs = {
       s("mode", mode == Interp::Linear ? "linear" : "cubic"),
-      s("coordinate_transformation_mode", alignCorners ? "align_corners" : "pytorch_half_pixel")};
+      s("coordinate_transformation_mode", alignCorners ? "align_corners" : "half_pixel")};
   if (mode == Interp::Cubic) attrs.push_back(ir::attr::f("cubic_coeff_a", -0.75));
   return attrs;
 }

@@ -482,6 +482,24 @@ graph(%x : Tensor):
   expectConvertsLikeTorchFromOpset(ir, {at::randn({2, 3, 4, 5})}, 11);
 }
 
+TEST(ShapeSymbolics, ResizingToALengthOfOneTakesTheMiddleLikeTorch) {
+  // PyTorch samples the middle of the input for an output length of 1 (half_pixel); ONNX's
+  // pytorch_half_pixel would take the first element (Mask R-CNN pastes masks into 1-pixel boxes).
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %three : int = prim::Constant[value=3]()
+  %size : int[] = prim::ListConstruct(%one, %three)
+  %size_cubic : int[] = prim::ListConstruct(%three, %one)
+  %align : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %y : Tensor = aten::upsample_bilinear2d(%x, %size, %align, %none)
+  %z : Tensor = aten::upsample_bicubic2d(%x, %size_cubic, %align, %none)
+  return (%y, %z)
+)IR";
+  expectConvertsLikeTorchFromOpset(ir, {at::randn({1, 2, 28, 28})}, 11);
+}
+
 TEST(ShapeSymbolics, UpsampleBilinear2dAlignCornersScalesMatchesTorch) {
   const char* ir = R"IR(
 graph(%x : Tensor):
