@@ -257,7 +257,7 @@ def child(tool, name, family, workdir, result_path):
             references = [run[0] for run in detection_check.reference_runs(model, check[0])]
             compared = detection_check.compare(references, dict(zip(keys, got)))
             result.update({k: compared[k] for k in ("detections", "stable", "matched", "swapped", "unexplained",
-                                                     "missing")})
+                                                     "missing", "budget", "budget_unexplained", "budget_missing")})
             result["max_error"] = compared["worst"]
             result["status"] = compared["status"]
             if compared["status"] != "pass":

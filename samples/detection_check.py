@@ -15,8 +15,9 @@ NonMaxSuppression computes in float32 only. So:
   *unexplained* otherwise;
 - PyTorch's own noise sets the budget: each reference run is classified against the others the
   same way; the exported model may have no more swapped + unexplained detections than the worst
-  reference run has, nor more unexplained ones; a detection every reference run has (stable) may be
-  missing only in exchange for one of those; the count lies within the reference runs' counts.
+  reference run has, nor more unexplained ones, nor lack more of the detections all reference runs
+  have (stable) than a reference run lacks of those all the others have; the count lies within
+  the reference runs' counts.
 
 So the exported model passes when it differs from PyTorch no more than PyTorch differs from itself
 under float noise. A converter bug (wrong box decoding, thresholds, scores, masks) gives unexplained
@@ -135,6 +136,18 @@ def _classify(references, got):
     return matched, swapped, unexplained, worst
 
 
+def _stable(references):
+    """The first run's detections that every other run has."""
+    first = references[0]
+    return [k for k in range(len(first["scores"]))
+            if all(any(_matches(first, k, r, j) for j in range(len(r["scores"]))) for r in references[1:])]
+
+
+def _missing_stable(references, got):
+    first = references[0]
+    return sum(1 for k in _stable(references) if not any(_matches(first, k, got, j) for j in range(len(got["scores"]))))
+
+
 def compare(references, got):
     """`references`: the reference runs' results for one image (from reference_runs); `got`: the
     exported model's detections as a dict with boxes, labels, scores (and masks, keypoints, ... as
@@ -142,23 +155,23 @@ def compare(references, got):
     reference_counts, stable, matched, swapped, unexplained, missing, worst (the largest relative
     difference of a matched detection's other outputs), and the noise budget: the most detections
     one reference run has that the others do not have (`budget`), or have not even as a candidate
-    (`budget_unexplained`)."""
-    first = references[0]
+    (`budget_unexplained`), and the most it lacks of those all the others have (`budget_missing`)."""
     n = len(got["scores"])
     counts = [len(r["scores"]) for r in references]
-    stable = [k for k in range(len(first["scores"]))
-              if all(any(_matches(first, k, r, j) for j in range(len(r["scores"]))) for r in references[1:])]
-    missing = sum(1 for k in stable if not any(_matches(first, k, got, j) for j in range(n)))
+    stable = _stable(references)
+    missing = _missing_stable(references, got)
     matched, swapped, unexplained, worst = _classify(references, got)
     # PyTorch against itself: each reference run against the others, the same way.
-    budget = budget_unexplained = 0
+    budget = budget_unexplained = budget_missing = 0
     for i, run in enumerate(references):
-        m, sw, un, _ = _classify(references[:i] + references[i + 1:], run)
+        others = references[:i] + references[i + 1:]
+        _, sw, un, _ = _classify(others, run)
         budget, budget_unexplained = max(budget, sw + un), max(budget_unexplained, un)
+        budget_missing = max(budget_missing, _missing_stable(others, run))
     result = {"detections": n, "reference_counts": [min(counts), max(counts)], "stable": len(stable),
               "matched": matched, "swapped": swapped, "unexplained": unexplained, "missing": missing, "worst": worst,
-              "budget": budget, "budget_unexplained": budget_unexplained}
-    wrong = (swapped + unexplained > budget or unexplained > budget_unexplained or missing > swapped + unexplained
+              "budget": budget, "budget_unexplained": budget_unexplained, "budget_missing": budget_missing}
+    wrong = (swapped + unexplained > budget or unexplained > budget_unexplained or missing > budget_missing
              or not min(counts) <= n <= max(counts))
     result["status"] = "wrong numbers" if wrong else "pass"
     return result
@@ -167,6 +180,6 @@ def compare(references, got):
 def describe(result):
     return (f"{result['detections']} detections (PyTorch {result['reference_counts'][0]}-"
             f"{result['reference_counts'][1]}): {result['matched']} matched, {result['swapped']} swapped for an "
-            f"NMS neighbour, {result['unexplained']} unexplained; PyTorch against itself under float noise: up to "
-            f"{result['budget']} unmatched, {result['budget_unexplained']} unexplained; {result['stable']} stable, "
-            f"{result['missing']} of them missing")
+            f"NMS neighbour, {result['unexplained']} unexplained, {result['missing']} of {result['stable']} stable "
+            f"ones missing; PyTorch against itself under float noise: up to {result['budget']} unmatched, "
+            f"{result['budget_unexplained']} unexplained, {result['budget_missing']} missing")
