@@ -273,6 +273,8 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
   passes.opset = options.opset;
   passes.foldConstants = options.doConstantFolding;
   passes.deduplicateInitializers = options.training == TrainingMode::Eval && !options.gradients;
+  passes.foldInitializers = passes.deduplicateInitializers &&
+                            !options.keepInitializersAsInputs.value_or(options.operatorExportType != OperatorExportType::Onnx);
   passes.moduleFunctions = options.modulesAsFunctions;
   if (passes.moduleFunctions) passes.moduleFunctions->rootTypeName = model.rootModuleType;
   onnx_passes::runOnnxPasses(out, passes, summary.warnings);

@@ -55,10 +55,14 @@ std::optional<std::unordered_map<std::string, runtime::Attribute>> kernelAttribu
 
 }  // namespace
 
-size_t foldConstants(ir::Graph& graph, int opset) {
+size_t foldConstants(ir::Graph& graph, int opset, bool initializers) {
   auto log = logger("pass.fold_constants");
   const runtime::KernelRegistry& kernels = runtime::defaultKernels();
   std::unordered_map<const ir::Value*, at::Tensor> known;
+  if (initializers)
+    for (const ir::Initializer& init : graph.initializers())
+      if (init.data && init.data->data && init.data->nbytes <= kMaxFoldedBytes)
+        if (at::Tensor t = tensorOf(*init.data); t.defined()) known.emplace(init.value, std::move(t));
   size_t folded = 0;
   for (const auto& node : graph.nodes()) {
     ir::Node& n = *node;

@@ -23,8 +23,9 @@ struct ModuleFunctionOptions {
 
 struct OnnxPassOptions {
   int opset = 0;
-  // Fold nodes computed from constants only (do_constant_folding).
+  // Fold nodes computed from constants only (do_constant_folding), and from initializers too.
   bool foldConstants = true;
+  bool foldInitializers = false;
   // Store initializers of identical contents once (eval exports: a training export keeps every
   // parameter, even two that are equal, as its own trainable value).
   bool deduplicateInitializers = true;
@@ -34,9 +35,11 @@ struct OnnxPassOptions {
 
 // Replaces each ai.onnx node whose inputs are all Constant nodes (or folded already) by a Constant
 // holding its result, computed with the builtin runtime's kernel, when the result is small
-// (kMaxFoldedBytes). Random ops and Identity (kept on purpose, e.g. before STFT) are left alone.
-// Returns the number of nodes folded.
-size_t foldConstants(ir::Graph& graph, int opset);
+// (kMaxFoldedBytes). With `initializers`, small initializers count as constants too (eval exports
+// whose initializers are not graph inputs: a training export differentiates through them, and an
+// initializer listed as an input may be fed another value). Random ops and Identity (kept on
+// purpose, e.g. before STFT) are left alone. Returns the number of nodes folded.
+size_t foldConstants(ir::Graph& graph, int opset, bool initializers = false);
 constexpr size_t kMaxFoldedBytes = 64 * 1024;
 
 // Makes every reader of an initializer use the first initializer of identical dtype, dims and

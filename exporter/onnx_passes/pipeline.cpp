@@ -7,7 +7,7 @@ namespace pt2onnx::onnx_passes {
 void runOnnxPasses(ir::Graph& graph, const OnnxPassOptions& options, std::vector<std::string>& warnings) {
   auto log = logger("pass.onnx");
   if (options.foldConstants) {
-    size_t folded = foldConstants(graph, options.opset);
+    size_t folded = foldConstants(graph, options.opset, options.foldInitializers);
     log->debug("fold_constants: {} node(s) folded", folded);
   }
   if (options.deduplicateInitializers) {

@@ -86,6 +86,27 @@ ir::Value* initializer(ir::Graph& g, const std::string& name, std::vector<float>
   return v;
 }
 
+TEST(FoldConstants, NodesOfSmallInitializersFoldInEvalExportsOnly) {
+  for (bool initializers : {false, true}) {
+    ir::Graph g;
+    ir::Value* x = g.addInput("x", floats(2));
+    ir::Value* var = initializer(g, "bn.running_var", {4, 9});
+    ir::Value* scale = g.addNode("Sqrt", {var}, 1)->outputs[0];  // computed from a parameter only
+    g.addOutput(g.addNode("Div", {x, scale}, 1)->outputs[0]);
+    EXPECT_EQ(foldConstants(g, 13, initializers), initializers ? 1u : 0u);
+    eliminateDeadNodes(g);
+    if (!initializers) {
+      EXPECT_EQ(opTypes(g), (std::vector<std::string>{"Sqrt", "Div"}));
+      continue;
+    }
+    EXPECT_EQ(opTypes(g), (std::vector<std::string>{"Constant", "Div"}));
+    EXPECT_TRUE(g.initializers().empty()) << "the folded parameter is no longer stored";
+    const ir::TensorData& data = *g.nodes()[0]->findAttribute("value")->t;
+    EXPECT_EQ(data.elementAsDouble(0), 2.0);
+    EXPECT_EQ(data.elementAsDouble(1), 3.0);
+  }
+}
+
 TEST(DeduplicateInitializers, EqualInitializersAreStoredOnceAndOthersStay) {
   ir::Graph g;
   ir::Value* x = g.addInput("x", floats(2));
