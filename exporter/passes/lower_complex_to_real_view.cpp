@@ -68,7 +68,11 @@ class ComplexLowering {
     for (auto it = block->nodes().begin(); it != block->nodes().end();) {
       Node* n = *it;
       ++it;  // `n` may be destroyed
-      for (torch::jit::Block* b : n->blocks()) lowerBlock(b);
+      for (torch::jit::Block* b : n->blocks()) {
+        lowerBlock(b);
+        for (Value* out : b->outputs())  // an If / Loop output would hold the view untracked
+          if (complex_.count(out)) throw unsupported(n, "a complex value carried out of a block");
+      }
       lowerNode(n);
     }
   }

@@ -91,6 +91,18 @@ graph(%y : Tensor, %x : Tensor):
   return (%d)
 )IR",
               "dividing by a complex tensor");
+  expectError(R"IR(
+graph(%y : Tensor, %cond : bool):
+  %c : Tensor = aten::view_as_complex(%y)
+  %r : Tensor = prim::If(%cond)
+    block0():
+      -> (%c)
+    block1():
+      -> (%c)
+  %m : Tensor = aten::abs(%r)
+  return (%m)
+)IR",
+              "a complex value carried out of a block");
 }
 
 }  // namespace
