@@ -25,17 +25,6 @@ constexpr size_t kConstantNodeMaxBytes = 1024;
 // What the walker binds to the outputs of a node it could not convert (collect mode only).
 const char* const kPoison = "unconvertible";
 
-std::shared_ptr<ir::TensorData> tensorData(const at::Tensor& tensor) {
-  at::Tensor t = tensor.contiguous();
-  auto data = std::make_shared<ir::TensorData>();
-  data->dtype = jit::onnxDType(t.scalar_type());
-  data->dims = t.sizes().vec();
-  data->data = t.data_ptr();
-  data->nbytes = t.nbytes();
-  data->owner = std::shared_ptr<const void>(t.data_ptr(), [keep = t](const void*) {});
-  return data;
-}
-
 // Fills what `t` leaves unknown (its rank; dims without a size or a symbol) from `exact`, the type
 // of the same value computed by PyTorch (meta tensors).
 void refineShape(ir::TensorType& t, const ir::TensorType& exact) {
@@ -93,7 +82,7 @@ Arg GraphConverter::argFromIValue(const c10::IValue& iv) {
   if (iv.isTensor()) {
     Arg a;
     a.kind = Arg::Kind::Tensor;
-    a.constTensor = tensorData(iv.toTensor());
+    a.constTensor = jit::tensorData(iv.toTensor());
     if (a.constTensor->nbytes > kConstantNodeMaxBytes)
       a.value = out_.addInitializer("onnx::Constant_" + std::to_string(constantCounter_++), *a.constTensor);
     return a;
@@ -431,7 +420,7 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
         data.compute = computed->second;
         bound = out.addInitializer(model.paramNames[p], std::move(data));
       } else {
-        bound = out.addInitializer(model.paramNames[p], *tensorData(t.detach()));
+        bound = out.addInitializer(model.paramNames[p], *jit::tensorData(t.detach()));
       }
       if (computed == model.computedParams.end()) written.emplace_back(t, bound);
     }

@@ -89,13 +89,16 @@ std::vector<std::string> finalInputNames(const ModelGraph& model, const ExportOp
   return names;
 }
 
+// torch.onnx: None means False for ONNX and True for the other export types.
+bool keepsInitializersAsInputs(const ExportOptions& options) {
+  return options.keepInitializersAsInputs.value_or(options.operatorExportType != OperatorExportType::Onnx);
+}
+
 writer::WriteOptions writeOptions(const ModelGraph& model, const ExportOptions& options) {
   writer::WriteOptions w;
   w.opset = options.opset;
   w.customOpsets = options.customOpsets;
-  // torch.onnx: None means False for ONNX and True for the other export types.
-  w.keepInitializersAsInputs =
-      options.keepInitializersAsInputs.value_or(options.operatorExportType != OperatorExportType::Onnx);
+  w.keepInitializersAsInputs = keepsInitializersAsInputs(options);
   w.docStrings = options.docStrings;
   w.producerVersion = PT2ONNX_VERSION;
   if (options.externalDataThreshold) w.externalDataThreshold = *options.externalDataThreshold;
@@ -273,8 +276,7 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
   passes.opset = options.opset;
   passes.foldConstants = options.doConstantFolding;
   passes.deduplicateInitializers = options.training == TrainingMode::Eval && !options.gradients;
-  passes.foldInitializers = passes.deduplicateInitializers &&
-                            !options.keepInitializersAsInputs.value_or(options.operatorExportType != OperatorExportType::Onnx);
+  passes.foldInitializers = passes.deduplicateInitializers && !keepsInitializersAsInputs(options);
   passes.moduleFunctions = options.modulesAsFunctions;
   if (passes.moduleFunctions) passes.moduleFunctions->rootTypeName = model.rootModuleType;
   onnx_passes::runOnnxPasses(out, passes, summary.warnings);

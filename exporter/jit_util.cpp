@@ -105,6 +105,17 @@ std::vector<ir::ModuleCall> moduleCalls(const torch::jit::Node* node, std::map<s
   return out;
 }
 
+std::shared_ptr<ir::TensorData> tensorData(const at::Tensor& tensor) {
+  at::Tensor t = tensor.contiguous();
+  auto data = std::make_shared<ir::TensorData>();
+  data->dtype = onnxDType(t.scalar_type());
+  data->dims = t.sizes().vec();
+  data->data = t.data_ptr();
+  data->nbytes = t.nbytes();
+  data->owner = std::shared_ptr<const void>(t.data_ptr(), [keep = t](const void*) {});
+  return data;
+}
+
 std::string qualifiedKind(const torch::jit::Node* node) { return node->kind().toQualString(); }
 
 std::string overloadName(const torch::jit::Node* node) {

@@ -40,6 +40,8 @@ std::string describeNode(const torch::jit::Node* node);
 std::string cleanName(const torch::jit::Value* v, const std::string& fallback);
 
 ir::DType onnxDType(c10::ScalarType t);
+// A tensor's bytes as TensorData, without a copy: the data keeps the (contiguous) tensor alive.
+std::shared_ptr<ir::TensorData> tensorData(const at::Tensor& tensor);
 // The ATen dtype of an ONNX one; nullopt for types ATen has no equivalent of (strings).
 std::optional<at::ScalarType> atenType(ir::DType t);
 // A TensorType from a concrete tensor (dtype and shape).

@@ -42,4 +42,17 @@ int64_t dimIn(const Context& ctx, int64_t dim, int64_t rank) {
   return d;
 }
 
+const ir::TensorData* knownData(const ir::Value* v) {
+  if (!v) return nullptr;
+  const ir::TensorData* t = nullptr;
+  if (v->producer && v->producer->opType == "Constant" && v->producer->domain.empty()) {
+    const ir::Attribute* a = v->producer->findAttribute("value");
+    if (a && a->t) t = a->t.get();
+  } else if (v->isInitializer) {
+    for (const ir::Initializer& init : v->graph->root().initializers())
+      if (init.value == v) t = init.data.get();
+  }
+  return t && t->data ? t : nullptr;
+}
+
 }  // namespace pt2onnx::symbolic

@@ -20,6 +20,8 @@ void requireTensorOverload(const Context& ctx);
 
 // Shape(x) as a 1-D int64 value of known length when x's rank is known.
 ir::Value* shapeOf(Context& ctx, ir::Value* x);
+// The data of a value known at export time: a Constant node's, or an initializer's; null otherwise.
+const ir::TensorData* knownData(const ir::Value* v);
 // The size of x along `dim` when it is known at export time.
 std::optional<int64_t> staticDim(const ir::Value* x, int64_t dim);
 // A dim normalized against `rank` (a 0-d tensor accepts dims -1 and 0, like torch); fails when out of range.

@@ -8,6 +8,7 @@
 
 #include "common/opsets.h"
 #include "symbolic/context.h"
+#include "symbolic/helpers.h"
 #include "writer/node_type_inference.h"
 
 namespace pt2onnx::symbolic {
@@ -26,20 +27,6 @@ using ir::DType;
 using ir::Value;
 using Values = std::vector<Value*>;
 using Attributes = std::vector<ir::Attribute>;
-
-// The data of a value known at export time: a Constant's, or an initializer's.
-const ir::TensorData* knownData(const Value* v) {
-  if (!v) return nullptr;
-  const ir::TensorData* t = nullptr;
-  if (v->producer && v->producer->opType == "Constant" && v->producer->domain.empty()) {
-    const ir::Attribute* a = v->producer->findAttribute("value");
-    if (a && a->t) t = a->t.get();
-  } else if (v->isInitializer) {
-    for (const ir::Initializer& init : v->graph->root().initializers())
-      if (init.value == v) t = init.data.get();
-  }
-  return t && t->data ? t : nullptr;
-}
 
 // The elements of a 0-d or 1-D integer value known at export time: a constant, or shape
 // arithmetic on tensors of static shape (Shape, Gather, Slice, Concat, ...), which symbolics emit

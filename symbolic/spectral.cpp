@@ -123,13 +123,6 @@ Outputs stft(Context& ctx) {
 
 // ---------------------------------------------------------------- istft
 
-// The data of a value known at export time (a Constant node's).
-const ir::TensorData* constantData(const Value* v) {
-  if (!v->producer || v->producer->opType != "Constant" || !v->producer->domain.empty()) return nullptr;
-  const ir::Attribute* a = v->producer->findAttribute("value");
-  return a && a->t && a->t->data ? a->t.get() : nullptr;
-}
-
 // Overlap-add of frames (B, T, m * hop) placed hop apart: (B, (T + m - 1) * hop). Frame j's part
 // [k * hop, (k + 1) * hop) lands at block t + k, so the sum over k of the parts, each padded by k
 // blocks before and m - 1 - k after, is the signal.
@@ -195,7 +188,7 @@ Outputs istft(Context& ctx) {
   if (!windowArg) {
     window = std::vector<double>(nFft, 0.0);
     for (int64_t n = 0; n < winLength; ++n) (*window)[(nFft - winLength) / 2 + n] = 1.0;
-  } else if (const ir::TensorData* w = constantData(*windowArg)) {
+  } else if (const ir::TensorData* w = knownData(*windowArg)) {
     if (w->numel() != winLength) ctx.fail("istft: the window has " + std::to_string(w->numel()) + " samples, win_length is " + std::to_string(winLength));
     window = std::vector<double>(nFft, 0.0);
     for (int64_t n = 0; n < winLength; ++n) (*window)[(nFft - winLength) / 2 + n] = w->elementAsDouble(n);

@@ -5,7 +5,6 @@
 // differing values becoming function attributes the calls set. Bodies of one type that differ in
 // their nodes become functions of their own (Conv2d, Conv2d_1, ...).
 #include <algorithm>
-#include <cassert>
 #include <map>
 #include <optional>
 #include <set>
@@ -13,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/errors.h"
 #include "exporter/onnx_passes/onnx_passes.h"
 
 namespace pt2onnx::onnx_passes {
@@ -71,9 +71,7 @@ class FunctionExtractor {
       calls_.push_back(std::move(call));
     }
     if (!order.empty()) {
-      bool sorted = g.sortTopologically();
-      assert(sorted && "outlined regions were checked not to feed themselves");
-      (void)sorted;
+      PT2ONNX_ASSERT(g.sortTopologically(), "outlined regions were checked not to feed themselves");
     }
     return height;
   }

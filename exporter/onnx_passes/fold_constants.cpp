@@ -1,8 +1,8 @@
-#include <cstring>
 #include <set>
 #include <unordered_map>
 
 #include "common/logging.h"
+#include "exporter/jit_util.h"
 #include "exporter/onnx_passes/onnx_passes.h"
 #include "runtime/kernel.h"
 
@@ -16,17 +16,9 @@ const std::set<std::string> kNeverFolded = {"Identity",          "RandomNormal",
                                             "Multinomial",       "Dropout"};
 
 at::Tensor tensorOf(const ir::TensorData& data) {
-  std::optional<at::ScalarType> type = runtime::atenType(static_cast<int32_t>(data.dtype));
+  std::optional<at::ScalarType> type = jit::atenType(data.dtype);
   if (!type || !data.data) return {};
   return at::from_blob(const_cast<void*>(data.data), data.dims, at::TensorOptions().dtype(*type)).clone();
-}
-
-ir::TensorData dataOf(const at::Tensor& t) {
-  at::Tensor c = t.contiguous();
-  std::vector<uint8_t> bytes(c.nbytes());
-  if (!bytes.empty()) std::memcpy(bytes.data(), c.data_ptr(), bytes.size());
-  return ir::TensorData::fromBytes(static_cast<ir::DType>(runtime::onnxType(c.scalar_type())),
-                                   std::vector<int64_t>(c.sizes().begin(), c.sizes().end()), std::move(bytes));
 }
 
 // The node's attributes as the runtime's kernels read them; nullopt for a graph attribute.
@@ -100,7 +92,7 @@ size_t foldConstants(ir::Graph& graph, int opset, bool initializers) {
     }
     if (!result.defined() || result.nbytes() > kMaxFoldedBytes) continue;
     ir::Value* out = n.outputs[0];
-    ir::TensorData data = dataOf(result);
+    ir::TensorData data = *jit::tensorData(result);
     std::vector<ir::Dim> dims;
     for (int64_t d : data.dims) dims.push_back(ir::Dim::fixed(d));
     out->type = {data.dtype, dims};

@@ -103,8 +103,11 @@ class ComplexLowering {
   }
 
   void lowerNode(Node* n) {
-    std::string kind = n->kind().toQualString();
     bool reads = readsComplex(n);
+    static const std::set<c10::Symbol> kSources = {c10::aten::stft, c10::aten::view_as_complex, c10::aten::complex,
+                                                   c10::aten::polar};
+    if (!reads && !kSources.count(n->kind())) return;  // most nodes: nothing complex in or out
+    std::string kind = n->kind().toQualString();
     torch::jit::WithInsertPoint guard(n);
     Node* before = n->prev();
     auto stamped = [&](Value* v) {
