@@ -13,6 +13,7 @@
 #include "exporter/known_nodes.h"
 #include "exporter/meta_types.h"
 #include "exporter/passes/passes.h"
+#include "symbolic/dtype.h"
 #include "writer/node_type_inference.h"
 
 namespace pt2onnx {
@@ -221,6 +222,8 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
     for (size_t k = 0; k < known->size(); ++k) env_[n->outputs()[k]] = argFromIValue((*known)[k]);
     return;
   }
+  for (const torch::jit::Value* o : n->outputs())
+    if (std::string why = jit::unsupportedDtypeReason(o); !why.empty()) return unconvertible(n, why, false);
   std::vector<ir::TensorType> outputTypes;
   for (const torch::jit::Value* o : n->outputs()) outputTypes.push_back(typeOf(o));
 
@@ -384,6 +387,10 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
   // User inputs, with dynamic axes as dim_params.
   for (size_t i = 0; i < model.numUserInputs; ++i) {
     const torch::jit::Value* v = jitInputs[i];
+    if (model.exampleInputs.at(i).isTensor())
+      if (std::string why = symbolic::unsupportedDtypeReason(int64_t(model.exampleInputs.at(i).toTensor().scalar_type()));
+          !why.empty())
+        throw ExportError("input '" + inputNames[i] + "': " + why);
     ir::TensorType type = userInputType(model, types, i);
     auto axes = options.dynamicAxes.find(inputNames[i]);
     if (axes != options.dynamicAxes.end() && type.shape)

@@ -4,6 +4,8 @@
 #include <regex>
 #include <sstream>
 
+#include "symbolic/dtype.h"
+
 namespace pt2onnx::jit {
 
 std::string sourceLocation(const torch::jit::Node* node) {
@@ -177,6 +179,12 @@ ir::DType onnxDType(c10::ScalarType t) {
     case c10::ScalarType::ComplexDouble: return ir::DType::Complex128;
     default: return ir::DType::Undefined;
   }
+}
+
+std::string unsupportedDtypeReason(const torch::jit::Value* v) {
+  auto t = v->type()->cast<c10::TensorType>();
+  if (!t || !t->scalarType()) return "";
+  return symbolic::unsupportedDtypeReason(static_cast<int64_t>(*t->scalarType()));
 }
 
 ir::TensorType typeOfTensor(const at::Tensor& t) {

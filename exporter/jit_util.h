@@ -40,6 +40,8 @@ std::string describeNode(const torch::jit::Node* node);
 std::string cleanName(const torch::jit::Value* v, const std::string& fallback);
 
 ir::DType onnxDType(c10::ScalarType t);
+// Why a value's dtype (when its type knows one) has no ONNX type pt2onnx writes; "" otherwise.
+std::string unsupportedDtypeReason(const torch::jit::Value* v);
 // A tensor's bytes as TensorData, without a copy: the data keeps the (contiguous) tensor alive.
 std::shared_ptr<ir::TensorData> tensorData(const at::Tensor& tensor);
 // The ATen dtype of an ONNX one; nullopt for types ATen has no equivalent of (strings).

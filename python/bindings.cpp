@@ -134,10 +134,9 @@ bool hasPythonOps(const torch::jit::Block* block) {
 
 // Releases the GIL for the export, unless the graph holds traced autograd.Function calls: their
 // nodes own Python objects, which copying or destroying them (inlining, DCE) touches.
-std::optional<py::gil_scoped_release> releaseGilUnlessPythonOps(const ModelGraph& model) {
-  std::optional<py::gil_scoped_release> release;
-  if (!hasPythonOps(model.graph->block())) release.emplace();
-  return release;
+std::unique_ptr<py::gil_scoped_release> releaseGilUnlessPythonOps(const ModelGraph& model) {
+  if (hasPythonOps(model.graph->block())) return nullptr;
+  return std::make_unique<py::gil_scoped_release>();
 }
 
 // Exports to `target`: a path, or a binary file object the model is streamed into.
@@ -211,13 +210,13 @@ PYBIND11_MODULE(_pt2onnx, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const InvalidArgumentError& e) {
-      invalidArgument(messageOf(e).c_str());
+      py::set_error(invalidArgument, messageOf(e).c_str());
     } catch (const ExportError& e) {
-      exportError(messageOf(e).c_str());
+      py::set_error(exportError, messageOf(e).c_str());
     } catch (const InternalError& e) {
       PyErr_SetString(PyExc_AssertionError, messageOf(e).c_str());
     } catch (const c10::Error& e) {  // a LibTorch error that reached the binding unwrapped
-      exportError(e.what_without_backtrace());
+      py::set_error(exportError, e.what_without_backtrace());
     }
   });
   setStandInFailureHook([] {

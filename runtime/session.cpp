@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 

@@ -9,7 +9,7 @@ void registerElementwiseKernels(KernelRegistry& r);  // elementwise.cpp: arithme
 void registerReductionKernels(KernelRegistry& r);    // reduction.cpp: Reduce*, ArgMax/Min, CumSum, Softmax family
 void registerTensorKernels(KernelRegistry& r);       // tensor.cpp: shape, slicing, gather/scatter, concat, creation
 void registerNnKernels(KernelRegistry& r);           // nn.cpp: Conv, pools, norms, Resize, Dropout
-void registerMatMulKernels(KernelRegistry& r);       // matmul.cpp: Gemm, MatMul, Einsum (oneDNN for float32)
+void registerMatMulKernels(KernelRegistry& r);       // matmul.cpp: Gemm, MatMul, Einsum
 void registerSequenceKernels(KernelRegistry& r);     // sequence.cpp: Sequence*, SplitToSequence, Optional*, Identity
 void registerControlFlowKernels(KernelRegistry& r);  // control_flow.cpp: If, Loop, SequenceMap (subgraphs)
 void registerRecurrentKernels(KernelRegistry& r);    // recurrent.cpp: RNN, GRU, LSTM

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The main job on a shipped sample: export -> run in ONNX Runtime -> compare with PyTorch.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-/usr/bin/python3 samples/demo.py
+source "$(dirname "$0")/env.sh"
+cd "$ROOT"
+"$PYTHON" samples/demo.py

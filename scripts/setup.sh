@@ -1,25 +1,24 @@
 #!/usr/bin/env bash
 # Sets up everything pt2onnx needs on a fresh Debian 12 machine, then builds and installs it.
-# Idempotent: installed packages and an up-to-date build are left alone.
-#   - Debian packages (LibTorch, ONNX, protobuf, spdlog, CLI11, GoogleTest, pybind11, CMake, Ninja, ccache,
-#     OpenBLAS so ATen's matmuls are not the slow reference BLAS, oneDNN headers for the runtime's matmuls)
-#   - ONNX Runtime (onnxruntime-node, pinned by tools/ort/package-lock.json), the test oracle
-#   - build (CMake + Ninja + ccache) into build/, install the `pt2onnx` CLI and the Python package
-#     for /usr/bin/python3
+# Idempotent: installed packages are left alone and the build is incremental.
+#   - Debian packages: the C++ libraries pt2onnx links beside torch (ONNX, protobuf, spdlog, fmt,
+#     CLI11), GoogleTest, ccache, ONNX's conformance data
+#   - a venv (.venv) with torch 2.14.1 + torchvision 0.29.1 and the pinned tools of
+#     requirements/torch-2.14.txt (onnxruntime, the oracle; pytest; scikit-build-core, cmake, ninja)
+#   - pt2onnx built against that torch and installed into the venv by
+#     `pip install --no-build-isolation .` (the `pt2onnx` CLI and `import pt2onnx` from one install),
+#     with the GoogleTest suite in the same build directory (build/main)
+# Another torch: PT2ONNX_VENV=DIR PT2ONNX_BUILD=DIR PT2ONNX_REQUIREMENTS=FILE (scripts/test_torch.sh).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-ROOT=$PWD
+source "$(dirname "$0")/env.sh"
+cd "$ROOT"
+REQUIREMENTS=${PT2ONNX_REQUIREMENTS:-requirements/torch-2.14.txt}
 
 PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config
-  libtorch-dev python3-torch python3-torchvision
-  libonnx-dev python3-onnx libprotobuf-dev protobuf-compiler
-  libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev
-  pybind11-dev python3-dev python3-numpy python3-pytest
-  libopenblas0-pthread libdnnl-dev libonnx-testdata
-  nodejs
+  build-essential ccache pkg-config
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libonnx-testdata
 )
-
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -32,25 +31,30 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# ONNX Runtime from the npm registry, exactly as pinned; the package ships its native library, so
-# its download step is skipped (nothing else is fetched).
-ORT_VERSION=$(node -p "require('./tools/ort/package.json').dependencies['onnxruntime-node']")
-installed=$(node -p "try { require('./tools/ort/node_modules/onnxruntime-node/package.json').version } catch (e) { '' }")
-if [ "$installed" != "$ORT_VERSION" ]; then
-  echo "[setup] installing onnxruntime-node $ORT_VERSION"
-  (cd tools/ort && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error)
+if [ ! -x "$PYTHON" ]; then
+  echo "[setup] creating the venv $VENV"
+  python3 -m venv "$VENV"
 fi
-node -e "require('./tools/ort/node_modules/onnxruntime-node')" \
-  || { echo "[setup] onnxruntime-node does not load" >&2; exit 1; }
+stamp="$VENV/.pt2onnx-requirements"
+if ! cmp -s <(cat "$REQUIREMENTS" requirements/common.txt) "$stamp" 2>/dev/null; then
+  echo "[setup] installing $REQUIREMENTS into $VENV (torch from this machine's files)"
+  start=$(date +%s)
+  "$PYTHON" -m pip install -q -r "$REQUIREMENTS"
+  cat "$REQUIREMENTS" requirements/common.txt > "$stamp"
+  echo "[setup] pip install took $(( $(date +%s) - start )) s"
+fi
 
-echo "[setup] building (build/)"
+echo "[setup] building and installing pt2onnx ($BUILD_DIR)"
 start=$(date +%s)
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "$(nproc)"
-echo "[setup] build took $(( $(date +%s) - start )) s"
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
-$SUDO cmake --install build >/dev/null
-command -v pt2onnx >/dev/null || { echo "[setup] pt2onnx is not on PATH after install" >&2; exit 1; }
-(cd / && /usr/bin/python3 -c "import pt2onnx") || { echo "[setup] pt2onnx does not import in /usr/bin/python3" >&2; exit 1; }
-echo "[setup] ready: $(pt2onnx --version), Python package at $(cd / && /usr/bin/python3 -c 'import pt2onnx, os; print(os.path.dirname(pt2onnx.__file__))')"
+mkdir -p "$BUILD_DIR"
+if ! "$PYTHON" -m pip install --no-build-isolation -v \
+      -Cbuild-dir="$BUILD_DIR" -Ccmake.define.PT2ONNX_BUILD_TESTS=ON . > "$BUILD_DIR/pip-install.log" 2>&1; then
+  grep -E "error|Error|FAILED" "$BUILD_DIR/pip-install.log" | head -40 >&2
+  tail -20 "$BUILD_DIR/pip-install.log" >&2
+  echo "[setup] building pt2onnx failed: $BUILD_DIR/pip-install.log" >&2
+  exit 1
+fi
+echo "[setup] build + install took $(( $(date +%s) - start )) s"
+command -v pt2onnx | grep -q "^$VENV/bin/" || { echo "[setup] pt2onnx is not in $VENV/bin after install" >&2; exit 1; }
+(cd / && "$PYTHON" -c "import pt2onnx") || { echo "[setup] pt2onnx does not import in $PYTHON" >&2; exit 1; }
+echo "[setup] ready: $(pt2onnx --version) in $VENV ($("$PYTHON" -c 'import torch; print("torch", torch.__version__)'))"

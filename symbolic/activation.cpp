@@ -198,9 +198,7 @@ SymbolicFn softmax(const char* onnxOp, bool dtypeIsHalfToFloat) {
     if (ctx.rank(x) == 0) ctx.fail("softmax of a 0-dimensional tensor is not supported");
     int64_t dim = ctx.int64(1);
     if (!dtypeIsHalfToFloat && hasArg(ctx, 2)) {
-      auto dtype = onnxTypeForTorchScalarType(ctx.int64(2));
-      if (!dtype) ctx.fail("softmax: unsupported dtype code " + std::to_string(ctx.int64(2)));
-      x = ctx.cast(x, *dtype);
+      x = ctx.cast(x, requireOnnxType(ctx, ctx.int64(2)));
     } else {
       x = ctx.cast(x, resultDtype(ctx));  // half_to_float
     }

@@ -64,6 +64,40 @@ Context::Context(ir::Graph& graph, int opset, std::string schema, std::vector<Ar
 
 void Context::fail(const std::string& message) const { throw SymbolicError(message); }
 
+std::optional<size_t> Context::argIndex(const std::string& name) const {
+  // "ns::op.overload(Type a, Type b=default, *, Type c=(1, 2)) -> Ret": split the argument list at
+  // top-level commas; each argument's name is the last word before its default.
+  size_t open = schema_.find('(');
+  if (open == std::string::npos) return std::nullopt;
+  size_t position = 0;
+  int depth = 0;
+  bool quoted = false;
+  std::string current;
+  auto finish = [&]() -> bool {
+    std::string decl = current.substr(0, current.find('='));
+    while (!decl.empty() && decl.back() == ' ') decl.pop_back();
+    std::string argName = decl.substr(decl.find_last_of(' ') == std::string::npos ? 0 : decl.find_last_of(' ') + 1);
+    current.clear();
+    if (argName == "*" || argName.empty()) return false;
+    if (argName == name) return true;
+    ++position;
+    return false;
+  };
+  for (size_t i = open + 1; i < schema_.size(); ++i) {
+    char c = schema_[i];
+    if (c == '"' || c == '\'') quoted = !quoted;
+    if (!quoted && (c == '(' || c == '[')) ++depth;
+    if (!quoted && (c == ')' || c == ']') && depth-- == 0) return finish() ? std::optional<size_t>(position) : std::nullopt;
+    if (!quoted && c == ',' && depth == 0) {
+      if (finish()) return position;
+      while (i + 1 < schema_.size() && schema_[i + 1] == ' ') ++i;
+      continue;
+    }
+    current += c;
+  }
+  return std::nullopt;
+}
+
 const Arg& Context::arg(size_t i) const {
   if (i >= args_.size())
     fail("expected at least " + std::to_string(i + 1) + " arguments, got " +

@@ -93,6 +93,9 @@ class Context {
   ir::Value* scalarAsTensor(size_t i, ir::DType dtype);
   // A static Tensor argument's data, when it is known at conversion time.
   const ir::TensorData* constTensor(size_t i) const;
+  // The position of the schema argument called `name` (schemas gain arguments between torch
+  // versions: stft's align_to_window in 2.7), or nullopt when this node's schema has none.
+  std::optional<size_t> argIndex(const std::string& name) const;
 
   // ---- builder ----
   // ai.onnx nodes are written in their opset-13 form (or a newer one) and emitted in the target

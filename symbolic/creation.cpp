@@ -18,11 +18,7 @@ using ir::attr::i;
 
 // ---------------------------------------------------------------- helpers
 
-ir::DType onnxDType(const Context& ctx, int64_t torchCode) {
-  std::optional<ir::DType> t = onnxTypeForTorchScalarType(torchCode);
-  if (!t) ctx.fail("dtype (ScalarType " + std::to_string(torchCode) + ") has no ONNX equivalent");
-  return *t;
-}
+ir::DType onnxDType(const Context& ctx, int64_t torchCode) { return requireOnnxType(ctx, torchCode); }
 
 // The result dtype: the explicit dtype argument, else the traced output type, else `fallback`.
 ir::DType resultDType(const Context& ctx, size_t dtypeArg, ir::DType fallback) {

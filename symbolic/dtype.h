@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "ir/onnx_graph.h"
 
@@ -17,5 +18,13 @@ enum class TorchScalarType : int64_t {
 
 // The ONNX element type for a c10::ScalarType code; nullopt for types ONNX cannot hold.
 std::optional<ir::DType> onnxTypeForTorchScalarType(int64_t code);
+// PyTorch's name of a c10::ScalarType code: "torch.float8_e4m3fn" (newer codes included).
+std::string torchDtypeName(int64_t code);
+// Why a dtype has no ONNX type pt2onnx writes ("torch.float8_e4m3fn: ..."), "" when it has one.
+std::string unsupportedDtypeReason(int64_t code);
+
+class Context;
+// The ONNX element type of a dtype argument; fails naming the dtype and why when there is none.
+ir::DType requireOnnxType(const Context& ctx, int64_t code);
 
 }  // namespace pt2onnx::symbolic

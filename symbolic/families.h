@@ -25,5 +25,6 @@ void registerRecurrentSymbolics(Registry& r);     // recurrent.cpp: lstm, gru, r
 void registerSamplingSymbolics(Registry& r);      // sampling.cpp: grid_sampler, im2col, col2im
 void registerSpectralSymbolics(Registry& r);      // spectral.cpp: stft, hann/hamming/blackman windows
 void registerDetectionSymbolics(Registry& r);     // detection.cpp: torchvision nms, roi_align, roi_pool
+void registerAttentionSymbolics(Registry& r);     // attention.cpp: scaled_dot_product_attention
 
 }  // namespace pt2onnx::symbolic

@@ -1,4 +1,5 @@
 // Normalization: batch_norm, instance_norm, layer_norm / native_layer_norm, group_norm, _weight_norm.
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -6,6 +7,7 @@
 #include "common/opsets.h"
 #include "symbolic/context.h"
 #include "symbolic/families.h"
+#include "symbolic/helpers.h"
 #include "symbolic/registry.h"
 
 namespace pt2onnx::symbolic {
@@ -223,6 +225,25 @@ Outputs weightNorm(Context& ctx) {
   return {ctx.op("Mul", {v, ctx.op("Div", {g, norm})})};
 }
 
+// aten::rms_norm(input, normalized_shape, weight?, eps?): x / sqrt(mean(x^2) + eps) [* weight] over
+// the trailing axes, eps defaulting to the dtype's machine epsilon (torch.finfo(x.dtype).eps), as
+// PyTorch's kernel computes it (half and bfloat16 in float).
+Outputs rmsNorm(Context& ctx) {
+  Value* x0 = ctx.tensor(0);
+  std::vector<int64_t> axes = trailingAxes(ctx, 1);
+  std::optional<Value*> weight = ctx.optTensor(2);
+  DType dtype = elementType(ctx, x0);
+  DType compute = dtype == DType::Float16 || dtype == DType::BFloat16 ? DType::Float : dtype;
+  double eps = hasArg(ctx, 3) ? ctx.float64(3)
+             : compute == DType::Double ? std::numeric_limits<double>::epsilon() : double(std::numeric_limits<float>::epsilon());
+  Value* x = ctx.cast(x0, compute);
+  Value* meanSquare = ctx.op("ReduceMean", {ctx.op("Mul", {x, x})}, {ir::attr::ints("axes", axes), ir::attr::i("keepdims", 1)});
+  Value* rms = ctx.op("Sqrt", {ctx.op("Add", {meanSquare, ctx.constScalar(eps, compute)})});
+  Value* out = ctx.cast(ctx.op("Div", {x, rms}), dtype);
+  if (weight) out = ctx.op("Mul", {out, ctx.cast(*weight, dtype)});
+  return {out};
+}
+
 Outputs groupNorm(Context& ctx) {
   Value* x = ctx.tensor(0);
   int64_t groups = ctx.int64(1);
@@ -254,6 +275,7 @@ void registerNormalizationSymbolics(Registry& r) {
   r.onOp("aten::native_layer_norm", kMinOpset, nativeLayerNormBefore17);
   r.onOp("aten::native_layer_norm", 17, nativeLayerNormOpset17);
   r.onOp("aten::group_norm", kMinOpset, groupNorm);
+  r.onOp("aten::rms_norm", kMinOpset, rmsNorm);
 }
 
 }  // namespace pt2onnx::symbolic

@@ -36,9 +36,7 @@ Value* inputTensor(Context& ctx) {
 Value* reductionInput(Context& ctx, std::optional<size_t> dtypeIndex) {
   Value* x = inputTensor(ctx);
   if (dtypeIndex && hasArg(ctx, *dtypeIndex)) {
-    auto dtype = onnxTypeForTorchScalarType(ctx.int64(*dtypeIndex));
-    if (!dtype) ctx.fail("unsupported dtype code " + std::to_string(ctx.int64(*dtypeIndex)));
-    return ctx.cast(x, *dtype);
+    return ctx.cast(x, requireOnnxType(ctx, ctx.int64(*dtypeIndex)));
   }
   return ctx.cast(x, resultDtype(ctx));
 }

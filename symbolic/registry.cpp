@@ -88,6 +88,7 @@ void registerAllSymbolics(Registry& r) {
   registerSamplingSymbolics(r);
   registerSpectralSymbolics(r);
   registerDetectionSymbolics(r);
+  registerAttentionSymbolics(r);
 }
 
 Registry& defaultRegistry() {

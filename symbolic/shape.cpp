@@ -50,11 +50,7 @@ ir::Value* concatShape(Context& ctx, const std::vector<ir::Value*>& pieces) {
   return ctx.op("Concat", present, {i("axis", 0)});
 }
 
-ir::DType onnxDType(const Context& ctx, int64_t torchCode) {
-  std::optional<ir::DType> t = onnxTypeForTorchScalarType(torchCode);
-  if (!t) ctx.fail("dtype (ScalarType " + std::to_string(torchCode) + ") has no ONNX equivalent");
-  return *t;
-}
+ir::DType onnxDType(const Context& ctx, int64_t torchCode) { return requireOnnxType(ctx, torchCode); }
 
 // x's element type, or the node's output type when x's is unknown.
 ir::DType elementTypeOf(const Context& ctx, const ir::Value* x) {

@@ -71,12 +71,15 @@ Value* stftWindow(Context& ctx, std::optional<Value*> window, int64_t nFft, int6
   return ctx.op("Pad", {w, ctx.constInt64s({left, nFft - winLength - left})});
 }
 
-// stft(self, n_fft, hop_length, win_length, window, normalized, onesided, return_complex) and
-// stft.center(self, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided,
-// return_complex): real (..., L) signals to PyTorch's real view (..., n_fft/2 + 1 or n_fft, frames, 2).
+// stft(self, n_fft, hop_length, win_length, window, normalized, onesided, return_complex
+// [, align_to_window]) and stft.center(self, n_fft, hop_length, win_length, window, center, pad_mode,
+// normalized, onesided, return_complex[, align_to_window]): real (..., L) signals to PyTorch's real
+// view (..., n_fft/2 + 1 or n_fft, frames, 2). Arguments after `window` are found by name.
 Outputs stft(Context& ctx) {
-  bool centerOverload = ctx.numArgs() == 10;
-  size_t normalizedAt = centerOverload ? 7 : 5;
+  std::optional<size_t> centerAt = ctx.argIndex("center");
+  size_t normalizedAt = ctx.argIndex("normalized").value_or(5);
+  if (auto alignAt = ctx.argIndex("align_to_window"); alignAt && hasArg(ctx, *alignAt) && ctx.boolean(*alignAt))
+    ctx.fail("stft with align_to_window=True is not supported");
   Value* x = ctx.tensor(0);
   int64_t rank = ctx.requireRank(x, "the stft signal");
   if (rank != 1 && rank != 2) ctx.fail("stft takes a 1-D or 2-D signal, got rank " + std::to_string(rank));
@@ -94,8 +97,8 @@ Outputs stft(Context& ctx) {
   ir::DType dtype = ctx.dtypeOf(x);
 
   Value* signal = rank == 1 ? ctx.unsqueeze(x, {0}) : x;  // (B, L)
-  if (centerOverload && ctx.boolean(5)) {
-    std::string padMode = ctx.str(6);
+  if (centerAt && ctx.boolean(*centerAt)) {
+    std::string padMode = ctx.str(*centerAt + 1);
     if (padMode != "reflect" && padMode != "constant" && padMode != "replicate")
       ctx.fail("stft: pad_mode \"" + padMode + "\" has no ONNX Pad mode (reflect, constant and replicate do)");
     std::string onnxMode = padMode == "replicate" ? "edge" : padMode;

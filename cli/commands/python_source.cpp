@@ -15,20 +15,35 @@
 namespace py = pybind11;
 
 namespace pt2onnx::cli {
-void addBuildTreePackagePath() {
+// The interpreter whose site-packages hold pt2onnx and its torch: the `python3` beside this
+// executable (pip installs the CLI into the venv's bin/), else the one the CLI was built for. Its
+// path as program_name makes Python find the venv (pyvenv.cfg) whatever python3 is first on PATH.
+static std::string embeddedPythonExecutable() {
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return;
-  auto candidate = exe.parent_path().parent_path() / "python";
-  if (std::filesystem::exists(candidate / "pt2onnx" / "__init__.py")) {
-    py::module_::import("sys").attr("path").attr("insert")(0, candidate.string());
+  if (!ec)
+    for (const char* name : {"python3", "python"})
+      if (std::filesystem::exists(exe.parent_path() / name)) return (exe.parent_path() / name).string();
+  return PT2ONNX_BUILD_PYTHON_EXECUTABLE;
+}
+
+std::unique_ptr<py::scoped_interpreter> startEmbeddedPython() {
+  std::string executable = embeddedPythonExecutable();
+  PyConfig config;
+  PyConfig_InitPythonConfig(&config);
+  config.parse_argv = 0;
+  PyStatus status = PyConfig_SetBytesString(&config, &config.program_name, executable.c_str());
+  if (PyStatus_Exception(status)) {
+    PyConfig_Clear(&config);
+    throw ExportError("cannot configure the embedded Python (" + executable + ")");
   }
+  auto interpreter = std::make_unique<py::scoped_interpreter>(&config);  // clears config
+  return interpreter;
 }
 
 bool runWithPython(const std::function<bool(py::module_)>& body) {
-  py::scoped_interpreter interpreter;
+  auto interpreter = startEmbeddedPython();
   try {
-    addBuildTreePackagePath();
     return body(py::module_::import("pt2onnx.cli_entry"));
   } catch (py::error_already_set& e) {
     std::string type = py::str(e.type().attr("__name__"));

@@ -4,10 +4,11 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include <pybind11/pybind11.h>
+#include <pybind11/embed.h>
 
 #include "cli/commands/model_source.h"
 
@@ -35,11 +36,10 @@ struct PythonConvertRequest {
 
 // Runs the export in an embedded interpreter and prints its summary. Throws ExportError.
 void convertPythonModel(const PythonConvertRequest& request);
-// Puts <source>/python on sys.path when the CLI runs from the build tree (so the package with its
-// fresh extension is used before installing). Needs a running interpreter.
-void addBuildTreePackagePath();
-// Runs `body` in an embedded interpreter (the pt2onnx package importable, from the build tree when
-// the CLI runs there); Python exceptions become one-line ExportErrors.
+// Starts the embedded interpreter of the Python pt2onnx is installed in (the venv's). Throws ExportError.
+std::unique_ptr<pybind11::scoped_interpreter> startEmbeddedPython();
+// Runs `body` in an embedded interpreter (the pt2onnx package importable); Python exceptions
+// become one-line ExportErrors.
 bool runWithPython(const std::function<bool(pybind11::module_)>& body);
 // Prints the unconvertible-op report; returns whether everything converts. Throws ExportError.
 // With `gradients` non-empty: the ops on the differentiable path without a gradient instead.

@@ -4,7 +4,8 @@
 // aten/src/ATen/native/transformers/attention.cpp and transformer.cpp):
 //   q, k, v = (x W_{q,k,v}^T + b_{q,k,v}), q scaled by 1/sqrt(head_dim) after the bias (in float)
 //   weights = softmax(q k^T masked with -inf where mask is true), per head; a fully masked row
-//   gives NaN, as the kernel does; a 2-D mask is a key-padding mask [B, S], a 4-D one is used as is
+//   gives NaN, as the kernel does (still in torch 2.14); mask_type 0 is an (L, L) mask, 1 a
+//   key-padding mask [B, S], 2 a [B, H, L, S] mask; with mask_type unknown, the mask's rank decides
 //   out = concat_heads(weights v) W_out^T + b_out
 //   need_weights: weights [B, H, T, S], or their sum over heads / H when average_attn_weights.
 #include <cmath>
@@ -76,7 +77,7 @@ class Decomposer {
   // Emits the decomposition of attention before `at`; returns (output, weights or nullptr).
   std::pair<Value*, Value*> attention(Node* at, Value* query, Value* key, Value* value, int64_t embed, int64_t heads,
                                       Value* qkvWeight, Value* qkvBias, Value* projWeight, Value* projBias,
-                                      Value* mask, bool needWeights, bool average) {
+                                      Value* mask, int64_t maskType, bool needWeights, bool average) {
     if (heads <= 0 || embed % heads != 0)
       throw ExportError("cannot decompose " + jit::describeNode(at) + ": embed_dim " + std::to_string(embed) +
                         " is not a multiple of num_heads " + std::to_string(heads));
@@ -92,7 +93,8 @@ class Decomposer {
     k = splitHeads(k, heads, headDim);
     v = splitHeads(v, heads, headDim);
     Value* scores = op(c10::aten::matmul, {q, op(c10::aten::transpose, {k, -2, -1})});
-    if (mask) scores = op(c10::aten::masked_fill, {scores, broadcastMask(mask), -std::numeric_limits<double>::infinity()});
+    if (mask)
+      scores = op(c10::aten::masked_fill, {scores, broadcastMask(mask, maskType), -std::numeric_limits<double>::infinity()});
     Value* weights = op(c10::aten::softmax, {scores, -1, c10::IValue()});
     Value* context = op(c10::aten::matmul, {weights, v});
     context = op(c10::aten::flatten, {op(c10::aten::transpose, {context, 1, 2}), -2, -1});
@@ -105,9 +107,18 @@ class Decomposer {
     return {out, weights};
   }
 
-  // The kernel's mask: converted to bool; a 2-D mask [B, S] masks keys, as [B, 1, 1, S].
-  Value* broadcastMask(Value* mask) {
+  // mask_type when it is a constant (0, 1 or 2), else -1.
+  static int64_t maskTypeOf(Node* n, size_t i) {
+    if (i >= n->inputs().size()) return -1;
+    auto v = torch::jit::toIValue(n->input(i));
+    return v && v->isInt() ? v->toInt() : -1;
+  }
+
+  // The kernel's mask: converted to bool; a key-padding mask [B, S] masks keys, as [B, 1, 1, S].
+  Value* broadcastMask(Value* mask, int64_t maskType) {
     Value* asBool = op(c10::aten::to, {mask, static_cast<int64_t>(c10::ScalarType::Bool), false, false, c10::IValue()});
+    if (maskType == 0 || maskType == 2) return asBool;
+    if (maskType == 1) return op(c10::aten::unsqueeze, {op(c10::aten::unsqueeze, {asBool, 1}), 1});
     Value* isPadding = op(c10::aten::eq, {op(c10::aten::dim, {asBool}), 2});
     Node* choose = graph_.insertNode(graph_.create(c10::prim::If, {isPadding}, 1));
     choose->output()->setType(asBool->type());
@@ -135,7 +146,7 @@ class Decomposer {
     torch::jit::WithInsertPoint guard(n);
     Node* before = n->prev();
     auto [out, weights] = attention(n, n->input(0), n->input(1), n->input(2), embed, heads, n->input(5), n->input(6),
-                                    n->input(7), n->input(8), mask, needWeights, average);
+                                    n->input(7), n->input(8), mask, maskTypeOf(n, 12), needWeights, average);
     stamp(before, n);
     n->output(0)->replaceAllUsesWith(out);
     if (weights) n->output(1)->replaceAllUsesWith(weights);
@@ -161,7 +172,8 @@ class Decomposer {
     };
     Value* src = n->input(0);
     Value* x = normFirst ? norm(src, 10) : src;
-    x = attention(n, x, x, x, embed, heads, n->input(3), n->input(4), n->input(5), n->input(6), mask, false, true).first;
+    x = attention(n, x, x, x, embed, heads, n->input(3), n->input(4), n->input(5), n->input(6), mask, maskTypeOf(n, 19),
+                  false, true).first;
     x = op(c10::aten::add, {x, src});
     if (!normFirst) x = norm(x, 10);
     Value* residual = x;

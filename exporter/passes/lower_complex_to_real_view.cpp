@@ -47,6 +47,13 @@ c10::TypePtr realViewType(const c10::TypePtr& type) {
   return out;
 }
 
+// Where stft/istft take return_complex: by name, as the schemas grew (stft's align_to_window).
+size_t returnComplexIndex(const Node* n) {
+  auto at = n->schema().argumentIndexWithName("return_complex");
+  PT2ONNX_ASSERT(at.has_value(), jit::describeNode(n) << " has no return_complex argument");
+  return static_cast<size_t>(*at);
+}
+
 class ComplexLowering {
  public:
   explicit ComplexLowering(torch::jit::Graph& graph) : graph_(graph) {}
@@ -115,7 +122,7 @@ class ComplexLowering {
       return v;
     };
     if (kind == "aten::stft" && !reads) {
-      size_t returnComplexAt = n->inputs().size() - 1;
+      size_t returnComplexAt = returnComplexIndex(n);
       auto returnComplex = torch::jit::toIValue(n->input(returnComplexAt));
       bool complexOut = returnComplex && returnComplex->isBool() ? returnComplex->toBool() : isComplexType(n->output()->type());
       if (!complexOut) return;
@@ -181,7 +188,7 @@ class ComplexLowering {
       return replaceWithView(n, stamped(op(kind == "aten::mul" ? c10::aten::mul : c10::aten::div, {view, other})));
     }
     if (kind == "aten::istft") {
-      size_t returnComplexAt = n->inputs().size() - 1;
+      size_t returnComplexAt = returnComplexIndex(n);
       auto returnComplex = torch::jit::toIValue(n->input(returnComplexAt));
       if (!returnComplex || !returnComplex->isBool() || returnComplex->toBool())
         throw unsupported(n, "istft with return_complex=True");

@@ -3,7 +3,24 @@
     import pt2onnx
     pt2onnx.export(model, (x,), "model.onnx", opset_version=17, dynamic_axes={"x": {0: "batch"}})
 """
-from . import _pt2onnx
+import torch as _torch
+
+from . import _build_info
+
+
+def _check_torch_version():
+    # The extension is compiled against one torch minor version (its C++ ABI and TorchScript IR).
+    running = ".".join(_torch.__version__.split("+")[0].split(".")[:2])
+    if running != _build_info.TORCH_MINOR:
+        raise ImportError(
+            f"pt2onnx was built against torch {_build_info.TORCH_VERSION}, but this Python runs torch "
+            f"{_torch.__version__}: rebuild it for this torch with `pip install --no-build-isolation "
+            f"--force-reinstall --no-deps <pt2onnx source>`")
+
+
+_check_torch_version()
+
+from . import _pt2onnx  # noqa: E402
 from ._pt2onnx import ExportError, MIN_OPSET, MAX_OPSET, DEFAULT_OPSET, __version__
 from .exporter import (TrainingMode, OperatorExportTypes, export, unconvertible_ops, missing_gradients,
                        set_log_level)

@@ -1,50 +1,55 @@
-"""Runs ONNX models in ONNX Runtime (onnxruntime-node, through tools/ort/run.js), the independent
-oracle for pt2onnx's numbers (tests, `pt2onnx verify`). The runner is found through the
-PT2ONNX_ORT_RUNNER environment variable, else in the source tree this package was built from."""
+"""Runs ONNX models in ONNX Runtime (the `onnxruntime` Python package), the independent oracle for
+pt2onnx's numbers (tests, bench, `pt2onnx verify --runtime ort`).
+
+    run(model_path, {name: array}) -> {output name: array}, tensor outputs in model order
+
+Also a command for the C++ converter tests (tests/util/ort_runner.cpp), many models in one process:
+
+    python -m pt2onnx.onnxruntime_oracle --batch JOBS.json [--threads N]
+
+JOBS.json is [[model, in_dir, out_dir], ...]; IN_DIR/manifest.json maps input names to .npy files,
+OUT_DIR/manifest.json is written the same way for every tensor output, or OUT_DIR/error.txt holds
+ONNX Runtime's message when it rejects the model or its inputs.
+"""
 import json
 import os
-import pathlib
-import subprocess
-import tempfile
+import sys
 
 import numpy as np
 
-def runner():
-    """Path of tools/ort/run.js, or None when ONNX Runtime is not installed."""
-    candidates = [os.environ.get("PT2ONNX_ORT_RUNNER"),
-                  pathlib.Path(__file__).resolve().parent.parent.parent / "tools" / "ort" / "run.js"]
+
+def available():
+    """Whether the onnxruntime package imports."""
     try:
-        from . import _build_info  # written by the build: where the sources (and tools/ort) are
-        candidates.append(pathlib.Path(_build_info.SOURCE_DIR) / "tools" / "ort" / "run.js")
+        import onnxruntime  # noqa: F401
     except ImportError:
-        pass
-    for c in candidates:
-        if c and pathlib.Path(c).exists() and (pathlib.Path(c).parent / "node_modules" / "onnxruntime-node").exists():
-            return pathlib.Path(c)
-    return None
+        return False
+    return True
+
+
+def session(model_path, threads=1):
+    import onnxruntime
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    return onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
 
 
 def run(model_path, feeds, threads=1):
-    """feeds: {input name: numpy array}. Returns {output name: numpy array} in model order."""
-    with tempfile.TemporaryDirectory(prefix="pt2onnx-ort-") as d:
-        os.makedirs(f"{d}/in")
-        manifest = {}
-        for k, (name, array) in enumerate(feeds.items()):
-            np.save(f"{d}/in/{k}.npy", np.asarray(array, order="C"))
-            manifest[name] = f"{k}.npy"
-        with open(f"{d}/in/manifest.json", "w") as f:
-            json.dump(manifest, f)
-        path = runner()
-        if path is None:
-            raise RuntimeError("ONNX Runtime is not available: set PT2ONNX_ORT_RUNNER to tools/ort/run.js "
-                               "(installed by scripts/setup.sh)")
-        proc = subprocess.run(["node", str(path), str(model_path), f"{d}/in", f"{d}/out", "--threads", str(threads)],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(proc.stderr.strip())
-        with open(f"{d}/out/manifest.json") as f:
-            out_manifest = json.load(f)
-        return {name: np.load(f"{d}/out/{file}") for name, file in out_manifest.items()}
+    """feeds: {input name: numpy array}. Returns {output name: numpy array} for the tensor outputs
+    in model order (sequence and optional outputs are left out). Raises RuntimeError with ONNX
+    Runtime's message when it rejects the model or the inputs."""
+    if not available():
+        raise RuntimeError("ONNX Runtime is not available: pip install onnxruntime")
+    try:
+        sess = session(model_path, threads)
+        tensor_outputs = [o.name for o in sess.get_outputs() if o.type.startswith("tensor(")]
+        results = sess.run(tensor_outputs, {name: np.asarray(a, order="C") for name, a in feeds.items()})
+    except Exception as e:  # onnxruntime's own exception classes
+        raise RuntimeError(f"onnxruntime: {e}") from e
+    return dict(zip(tensor_outputs, results))
 
 
 def max_rel_error(expected, actual):
@@ -56,3 +61,46 @@ def max_rel_error(expected, actual):
     if expected.size == 0:
         return 0.0
     return float(np.max(np.abs(actual - expected) / (1.0 + np.abs(expected))))
+
+
+def _run_job(model, in_dir, out_dir, threads):
+    with open(os.path.join(in_dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    feeds = {name: np.load(os.path.join(in_dir, file)) for name, file in manifest.items()}
+    os.makedirs(out_dir, exist_ok=True)
+    try:
+        outputs = run(model, feeds, threads)
+    except RuntimeError as e:
+        with open(os.path.join(out_dir, "error.txt"), "w") as f:
+            f.write(str(e))
+        return
+    out_manifest = {}
+    for k, (name, array) in enumerate(outputs.items()):
+        file = f"out_{k}.npy"
+        np.save(os.path.join(out_dir, file), np.asarray(array, order="C"))
+        out_manifest[name] = file
+    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
+        json.dump(out_manifest, f, separators=(",", ":"))
+
+
+def main(argv):
+    threads = 1
+    if "--threads" in argv:
+        at = argv.index("--threads")
+        threads = int(argv[at + 1])
+        argv = argv[:at] + argv[at + 2:]
+    if len(argv) != 2 or argv[0] != "--batch":
+        print("usage: python -m pt2onnx.onnxruntime_oracle --batch JOBS.json [--threads N]", file=sys.stderr)
+        return 2
+    if not available():
+        print("onnxruntime: the onnxruntime package is not installed (pip install onnxruntime)", file=sys.stderr)
+        return 1
+    with open(argv[1]) as f:
+        jobs = json.load(f)
+    for model, in_dir, out_dir in jobs:
+        _run_job(model, in_dir, out_dir, threads)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -97,8 +97,8 @@ def _check_input_set(model, args, onnx_path, proto, rtol, atol):
     nonstandard = sorted({f"{n.domain}::{n.op_type}" for n in proto.graph.node if n.domain not in STANDARD_DOMAINS})
     if nonstandard:
         result["onnxruntime_skipped"] = f"the model has non-standard ops ({', '.join(nonstandard)})"
-    elif onnxruntime_oracle.runner() is None:
-        result["onnxruntime_skipped"] = "ONNX Runtime is not installed (set PT2ONNX_ORT_RUNNER)"
+    elif not onnxruntime_oracle.available():
+        result["onnxruntime_skipped"] = "ONNX Runtime is not installed (pip install onnxruntime)"
     else:
         outputs["onnxruntime"] = lambda: list(onnxruntime_oracle.run(onnx_path, feeds).values())
     for runtime, run in outputs.items():

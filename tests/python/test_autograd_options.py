@@ -295,15 +295,12 @@ def test_thousand_function_calls(tmp_path, capsys):
 
 @pytest.fixture
 def python_cli(cli):
-    """The CLI built with the pt2onnx package under test: the build tree's when the package is
-    imported from python/ (an installed CLI may be older)."""
-    if pathlib.Path(pt2onnx.__file__).resolve().is_relative_to(ROOT / "python") and (ROOT / "build" / "pt2onnx").exists():
-        return str(ROOT / "build" / "pt2onnx")
+    """The CLI installed with the pt2onnx package under test."""
     return cli
 
 
 def test_cli_python_sample(tmp_path, python_cli):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "python")]))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = tmp_path / "cli.onnx"
     subprocess.run([python_cli, "convert", "--python", "samples.autograd_functions:build_mixed", "-o", str(out)],
                    check=True, capture_output=True, cwd=tmp_path, env=env)

@@ -315,7 +315,7 @@ def test_python_op_sample_matches_torch(name, python_op_exports):
 
 FRESH_SCRIPT = textwrap.dedent("""
     import json, sys
-    sys.path[:0] = [{python!r}, {root!r}]
+    sys.path[:0] = [{root!r}]
     import numpy as np
     manifest, result_path = json.load(open(sys.argv[1])), sys.argv[2]
     import pt2onnx
@@ -348,11 +348,11 @@ FRESH_SCRIPT = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def fresh_process_results(python_op_exports):
-    """Runs every exported sample in one fresh /usr/bin/python3 that never imported the samples."""
+    """Runs every exported sample in one fresh Python that never imported the samples."""
     root, cases = python_op_exports
     manifest = [{k: v for k, v in cases[n].items() if k != "torch_model"} for n in sorted(cases)]
     (root / "manifest.json").write_text(json.dumps(manifest))
-    script = FRESH_SCRIPT.format(python=str(ROOT / "python"), root=str(ROOT))
+    script = FRESH_SCRIPT.format(root=str(ROOT))
     proc = subprocess.run([sys.executable, "-c", script, str(root / "manifest.json"), str(root / "results.json")],
                           capture_output=True, text=True, cwd=str(root), timeout=300)
     assert proc.returncode == 0, f"fresh process failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
@@ -915,7 +915,7 @@ def cube_session(name="Cube"):
 
 LOOP_SCRIPT = textwrap.dedent("""
     import json, sys
-    sys.path[:0] = [{python!r}, {root!r}, {here!r}]
+    sys.path[:0] = [{root!r}, {here!r}]
     import numpy as np
     import pt2onnx
     from pt2onnx import python_ops
@@ -950,7 +950,7 @@ def test_ten_thousand_forward_backward_calls(name, tmp_path):
     other tests cannot hide growth): every context released, results right, RSS flat."""
     path = tmp_path / "loop.onnx"
     path.write_bytes(fwd_bwd_bytes(f"runtime_helpers.functions.{name}", "d", [1], [2], [1], [2]))
-    script = LOOP_SCRIPT.format(python=str(ROOT / "python"), root=str(ROOT), here=str(HERE))
+    script = LOOP_SCRIPT.format(root=str(ROOT), here=str(HERE))
     proc = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True,
                           cwd=str(tmp_path), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -1,5 +1,5 @@
 // Converter tests for symbolic/normalization.cpp: batch_norm, instance_norm, layer_norm,
-// native_layer_norm, group_norm.
+// native_layer_norm, group_norm, _weight_norm, rms_norm.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -249,6 +249,32 @@ graph(%v : Tensor, %g : Tensor):
                                                             : std::vector<int64_t>{};
     expectConvertsLikeTorchAllOpsets(ir, {at::randn({4, 3, 5}), at::rand(gShape) + 0.5});
   }
+}
+
+// ---- rms_norm (nn.RMSNorm, torch >= 2.4) ----
+
+TEST(NormalizationSymbolics, RmsNormWithWeightAndEpsMatchesTorch) {
+  const char* ir = R"IR(
+graph(%x : Tensor, %w : Tensor):
+  %shape : int[] = prim::Constant[value=[4, 5]]()
+  %eps : float = prim::Constant[value=0.01]()
+  %y : Tensor = aten::rms_norm(%x, %shape, %w, %eps)
+  return (%y)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 3, 4, 5}), at::randn({4, 5})});
+}
+
+TEST(NormalizationSymbolics, RmsNormDefaultEpsIsTheDtypesEpsilon) {
+  // Inputs near 0 make the default eps (float32's machine epsilon) visible in the result.
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %none : NoneType = prim::Constant()
+  %shape : int[] = prim::Constant[value=[6]]()
+  %y : Tensor = aten::rms_norm(%x, %shape, %none, %none)
+  return (%y)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({3, 6}) * 1e-4});
+  expectConvertsLikeTorch(ir, {at::randn({3, 6}, at::kDouble) * 1e-7}, 17);
 }
 
 }  // namespace

@@ -24,9 +24,9 @@ graph(%x : Tensor, %w : Tensor):
   %true : bool = prim::Constant[value=1]()
   %none : NoneType = prim::Constant()
   %reflect : str = prim::Constant[value="reflect"]()
-  %windowed : Tensor = aten::stft(%x, %n, %hop, %win, %w, %false, %true, %false)
-  %two_sided : Tensor = aten::stft(%x, %n, %none, %none, %none, %true, %false, %false)
-  %centred : Tensor = aten::stft(%x, %n, %hop, %win, %w, %true, %reflect, %false, %none, %false)
+  %windowed : Tensor = aten::stft(%x, %n, %hop, %win, %w, %false, %true, %false, %none)
+  %two_sided : Tensor = aten::stft(%x, %n, %none, %none, %none, %true, %false, %false, %none)
+  %centred : Tensor = aten::stft(%x, %n, %hop, %win, %w, %true, %reflect, %false, %none, %false, %none)
   return (%windowed, %two_sided, %centred)
 )IR";
 
@@ -56,7 +56,7 @@ graph(%x : Tensor):
   %none : NoneType = prim::Constant()
   %false : bool = prim::Constant[value=0]()
   %true : bool = prim::Constant[value=1]()
-  %y : Tensor = aten::stft(%x, %n, %none, %none, %none, %false, %true, %true)
+  %y : Tensor = aten::stft(%x, %n, %none, %none, %none, %false, %true, %true, %none)
   %m : Tensor = aten::abs(%y)
   %r : Tensor = aten::view_as_real(%y)
   return (%r, %m)

@@ -1,4 +1,4 @@
-// Runs ONNX models in ONNX Runtime through tools/ort/run.js (onnxruntime-node).
+// Runs ONNX models in ONNX Runtime (its Python package) through python/pt2onnx/onnxruntime_oracle.py.
 #pragma once
 
 #include <string>

@@ -1,0 +1,139 @@
+// Attention symbolics: aten::scaled_dot_product_attention, in each of its arities
+//   2.0: (q, k, v, attn_mask=None, dropout_p=0., is_causal=False)
+//   2.1: ..., *, scale=None          2.5: ..., enable_gqa=False
+// with the semantics of PyTorch 2.x's math path (aten/src/ATen/native/transformers/attention.cpp):
+//   scores = (q * sqrt(s)) @ (k^T * sqrt(s)), s = scale or 1/sqrt(q.size(-1))
+//   a bool mask keeps where true (-inf elsewhere), a float mask is added; is_causal keeps the lower
+//   triangle of the (L, S) scores, aligned top-left
+//   weights = softmax(scores, -1), and 0 on rows the mask removes entirely (torch's _safe_softmax)
+//   out = weights @ v; enable_gqa repeats each k/v head q.size(-3) / k.size(-3) times (repeat_interleave)
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "common/opsets.h"
+#include "symbolic/context.h"
+#include "symbolic/families.h"
+#include "symbolic/helpers.h"
+#include "symbolic/registry.h"
+
+namespace pt2onnx::symbolic {
+namespace {
+
+using ir::DType;
+using ir::Value;
+namespace attr = ir::attr;
+
+constexpr size_t kMask = 3, kDropout = 4, kIsCausal = 5, kScale = 6, kEnableGqa = 7;
+
+// sqrt(scale) as a 0-d tensor of `dtype`: from the scale argument, or 1/sqrt(E) with E known at
+// export time or read from q's shape at run time.
+Value* sqrtScale(Context& ctx, Value* q, int64_t rank, DType dtype) {
+  if (hasArg(ctx, kScale)) return ctx.constScalar(std::sqrt(ctx.float64(kScale)), dtype);
+  if (auto e = staticDim(q, rank - 1)) return ctx.constScalar(1.0 / std::sqrt(std::sqrt(double(*e))), dtype);
+  Value* e = ctx.op("Gather", {shapeOf(ctx, q), ctx.constInt64(rank - 1)}, {attr::i("axis", 0)});
+  Value* rootE = ctx.op("Sqrt", {ctx.cast(e, dtype)});
+  return ctx.op("Reciprocal", {ctx.op("Sqrt", {rootE})});
+}
+
+// k or v with each of its heads (dim -3) repeated `repeats` times in place: (.., Hk, S, E) ->
+// (.., Hk * repeats, S, E), as repeat_interleave(repeats, dim=-3).
+Value* repeatHeads(Context& ctx, Value* t, int64_t rank, int64_t repeats) {
+  Value* shape = shapeOf(ctx, t);
+  Value* spread = ctx.unsqueeze(t, {rank - 2});  // (.., Hk, 1, S, E)
+  auto slice = [&](int64_t from, int64_t to) {
+    return ctx.op("Slice", {shape, ctx.constInt64s({from}), ctx.constInt64s({to})});
+  };
+  Value* expandedShape = ctx.op("Concat", {slice(0, rank - 2), ctx.constInt64s({repeats}), slice(rank - 2, rank)},
+                                {attr::i("axis", 0)});
+  Value* expanded = ctx.op("Expand", {spread, expandedShape});
+  Value* heads = ctx.op("Mul", {slice(rank - 3, rank - 2), ctx.constInt64s({repeats})});
+  Value* mergedShape = ctx.op("Concat", {slice(0, rank - 3), heads, slice(rank - 2, rank)}, {attr::i("axis", 0)});
+  return ctx.op("Reshape", {expanded, mergedShape});
+}
+
+// The causal mask as a bool (L, S) tensor, true on and below the diagonal: a constant when both
+// lengths are known, else from Range at run time.
+Value* causalKeep(Context& ctx, Value* q, Value* k, int64_t rank) {
+  auto l = staticDim(q, rank - 2), s = staticDim(k, rank - 2);
+  if (l && s) {
+    std::vector<uint8_t> keep(size_t(*l * *s));
+    for (int64_t i = 0; i < *l; ++i)
+      for (int64_t j = 0; j < *s; ++j) keep[size_t(i * *s + j)] = j <= i;
+    return ctx.constant(ir::TensorData::fromBytes(DType::Bool, {*l, *s}, std::move(keep)));
+  }
+  auto length = [&](Value* t) {
+    return ctx.op("Gather", {shapeOf(ctx, t), ctx.constInt64(rank - 2)}, {attr::i("axis", 0)});
+  };
+  Value* rows = ctx.unsqueeze(ctx.op("Range", {ctx.constInt64(0), length(q), ctx.constInt64(1)}), {1});
+  Value* cols = ctx.op("Range", {ctx.constInt64(0), length(k), ctx.constInt64(1)});
+  return ctx.op("Not", {ctx.op("Greater", {cols, rows})});
+}
+
+// aten::scaled_dot_product_attention(q, k, v, attn_mask?, dropout_p, is_causal[, scale?[, enable_gqa]])
+Outputs scaledDotProductAttention(Context& ctx) {
+  Value* q = ctx.tensor(0);
+  Value* k = ctx.tensor(1);
+  Value* v = ctx.tensor(2);
+  int64_t rank = ctx.requireRank(q, "the query");
+  if (rank < 2 || ctx.requireRank(k, "the key") != rank || ctx.requireRank(v, "the value") != rank)
+    ctx.fail("query, key and value must have the same rank (at least 2), got " + std::to_string(rank) + ", " +
+             std::to_string(ctx.rank(k)) + " and " + std::to_string(ctx.rank(v)));
+  std::optional<Value*> mask = ctx.optTensor(kMask);
+  double dropout = hasArg(ctx, kDropout) ? ctx.float64(kDropout) : 0.0;
+  bool isCausal = hasArg(ctx, kIsCausal) && ctx.boolean(kIsCausal);
+  bool enableGqa = hasArg(ctx, kEnableGqa) && ctx.boolean(kEnableGqa);
+  if (dropout != 0.0)
+    ctx.fail("dropout_p=" + std::to_string(dropout) +
+             " drops attention weights at random on every call (scaled_dot_product_attention has no eval mode); "
+             "an ONNX model cannot reproduce it: pass dropout_p=0.0 outside training (e.g. `self.p if self.training "
+             "else 0.0`)");
+  if (isCausal && mask)
+    ctx.fail("attn_mask and is_causal=True together (PyTorch refuses them too)");
+  DType dtype = ctx.dtypeOf(q);
+
+  if (enableGqa) {
+    if (rank < 3) ctx.fail("enable_gqa needs a head dimension (rank >= 3), got rank " + std::to_string(rank));
+    auto qHeads = staticDim(q, rank - 3), kHeads = staticDim(k, rank - 3), vHeads = staticDim(v, rank - 3);
+    if (!qHeads || !kHeads || !vHeads)
+      ctx.fail("enable_gqa needs the numbers of query, key and value heads (dim -3) known at export time");
+    if (*kHeads != *vHeads || *kHeads <= 0 || *qHeads % *kHeads != 0)
+      ctx.fail("enable_gqa: " + std::to_string(*qHeads) + " query heads are not a multiple of " +
+               std::to_string(*kHeads) + " key and " + std::to_string(*vHeads) + " value heads");
+    if (*qHeads != *kHeads) {
+      k = repeatHeads(ctx, k, rank, *qHeads / *kHeads);
+      v = repeatHeads(ctx, v, rank, *qHeads / *kHeads);
+    }
+  }
+
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d) perm.push_back(d);
+  std::swap(perm[size_t(rank - 1)], perm[size_t(rank - 2)]);
+  Value* rootScale = sqrtScale(ctx, q, rank, dtype);
+  Value* kT = ctx.op("Mul", {ctx.op("Transpose", {k}, {attr::ints("perm", perm)}), rootScale});
+  Value* scores = ctx.op("MatMul", {ctx.op("Mul", {q, rootScale}), kT});
+
+  Value* negInf = ctx.constScalar(-std::numeric_limits<double>::infinity(), dtype);
+  Value* zero = ctx.constScalar(0.0, dtype);
+  if (isCausal) scores = ctx.op("Where", {causalKeep(ctx, q, k, rank), scores, negInf});
+  if (mask) {
+    Value* m = *mask;
+    if (ctx.dtypeOf(m) == DType::Bool) scores = ctx.op("Where", {m, scores, negInf});
+    else scores = ctx.op("Add", {scores, ctx.cast(m, dtype)});
+  }
+  Value* weights = ctx.op("Softmax", {scores}, {attr::i("axis", -1)});
+  if (mask) {  // rows the mask removes entirely give 0, not NaN
+    Value* rowMax = ctx.op("ReduceMax", {scores}, {attr::ints("axes", {-1}), attr::i("keepdims", 1)});
+    weights = ctx.op("Where", {ctx.op("Equal", {rowMax, negInf}), zero, weights});
+  }
+  return {ctx.op("MatMul", {weights, v})};
+}
+
+}  // namespace
+
+void registerAttentionSymbolics(Registry& r) {
+  r.onOp("aten::scaled_dot_product_attention", kMinOpset, scaledDotProductAttention);
+}
+
+}  // namespace pt2onnx::symbolic

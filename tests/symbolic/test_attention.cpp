@@ -1,0 +1,122 @@
+// Converter tests for symbolic/attention.cpp: aten::scaled_dot_product_attention in its 6-, 7- and
+// 8-input forms, scale given or not, bool and float masks (rows masked entirely included),
+// is_causal on square and non-square scores, enable_gqa, dynamic lengths, and the errors.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "tests/util/converter_test.h"
+
+namespace {
+
+using pt2onnx::testing::expectConvertsLikeTorch;
+using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
+using pt2onnx::testing::expectDynamicAxesConvertLikeTorch;
+using pt2onnx::testing::exportError;
+
+// (q, k, v, mask?) with the trailing arguments spelled out: `tail` is what follows the mask.
+std::string sdpaGraph(const std::string& tail, bool withMask) {
+  return std::string("graph(%q : Tensor, %k : Tensor, %v : Tensor") + (withMask ? ", %m : Tensor" : "") + R"IR():
+  %none : NoneType = prim::Constant()
+  %zero : float = prim::Constant[value=0.]()
+  %false : bool = prim::Constant[value=0]()
+  %true : bool = prim::Constant[value=1]()
+  %scale : float = prim::Constant[value=0.3]()
+  %y : Tensor = aten::scaled_dot_product_attention(%q, %k, %v, )IR" +
+         (withMask ? "%m" : "%none") + ", " + tail + R"IR()
+  return (%y)
+)IR";
+}
+
+at::Tensor boolMaskWithDeadRow(int64_t l, int64_t s) {
+  at::Tensor m = at::rand({l, s}) > 0.3;
+  m.select(1, 0).fill_(true);  // every row keeps a key ...
+  m.select(0, 1).fill_(false);  // ... but row 1, which keeps none (PyTorch 2.x gives 0 there)
+  return m;
+}
+
+TEST(AttentionSymbolics, SixInputsOfTorch20NoMask) {
+  std::string ir = sdpaGraph("%zero, %false", false);
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 3, 4, 8}), at::randn({2, 3, 6, 8}), at::randn({2, 3, 6, 5})});
+}
+
+TEST(AttentionSymbolics, SevenInputsWithScaleAndBoolMask) {
+  std::string ir = sdpaGraph("%zero, %false, %scale", true);
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 3, 4, 8}), at::randn({2, 3, 6, 8}), at::randn({2, 3, 6, 5}),
+                                        boolMaskWithDeadRow(4, 6)});
+}
+
+TEST(AttentionSymbolics, EightInputsWithFloatMaskAndDefaultScale) {
+  std::string ir = sdpaGraph("%zero, %false, %none, %false", true);
+  at::Tensor mask = at::randn({1, 3, 4, 6});
+  mask.select(2, 2).fill_(-std::numeric_limits<float>::infinity());  // a row masked entirely
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 3, 4, 8}), at::randn({2, 3, 6, 8}), at::randn({2, 3, 6, 5}),
+                                        mask});
+}
+
+TEST(AttentionSymbolics, CausalOnSquareAndNonSquareScores) {
+  std::string ir = sdpaGraph("%zero, %true, %none, %false", false);
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 2, 5, 4}), at::randn({2, 2, 5, 4}), at::randn({2, 2, 5, 4})});
+  expectConvertsLikeTorch(ir, {at::randn({1, 2, 3, 4}), at::randn({1, 2, 7, 4}), at::randn({1, 2, 7, 3})}, 17);
+  expectConvertsLikeTorch(ir, {at::randn({1, 2, 6, 4}), at::randn({1, 2, 3, 4}), at::randn({1, 2, 3, 3})}, 17);
+}
+
+TEST(AttentionSymbolics, ThreeDimensionalInputsWithoutHeads) {
+  std::string ir = sdpaGraph("%zero, %true, %scale", false);
+  expectConvertsLikeTorch(ir, {at::randn({3, 5, 4}), at::randn({3, 5, 4}), at::randn({3, 5, 2})}, 13);
+}
+
+TEST(AttentionSymbolics, GroupedQueryAttentionRepeatsKeyValueHeads) {
+  std::string ir = sdpaGraph("%zero, %false, %none, %true", true);
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 6, 4, 8}), at::randn({2, 2, 5, 8}), at::randn({2, 2, 5, 3}),
+                                        boolMaskWithDeadRow(4, 5)});
+  std::string causal = sdpaGraph("%zero, %true, %none, %true", false);
+  expectConvertsLikeTorch(causal, {at::randn({1, 4, 5, 8}), at::randn({1, 1, 5, 8}), at::randn({1, 1, 5, 8})}, 17);
+  // enable_gqa with as many heads everywhere is plain attention.
+  expectConvertsLikeTorch(causal, {at::randn({1, 2, 5, 8}), at::randn({1, 2, 5, 8}), at::randn({1, 2, 5, 8})}, 17);
+}
+
+TEST(AttentionSymbolics, DynamicLengthsComputeScaleAndCausalMaskAtRunTime) {
+  std::string ir = sdpaGraph("%zero, %true, %none, %false", false);
+  // Length L of q and S of k/v dynamic (the example is square); other lengths at run time.
+  const char* sharedLength = R"IR(
+graph(%x : Tensor, %wk : Tensor):
+  %none : NoneType = prim::Constant()
+  %zero : float = prim::Constant[value=0.]()
+  %false : bool = prim::Constant[value=0]()
+  %true : bool = prim::Constant[value=1]()
+  %k : Tensor = aten::matmul(%x, %wk)
+  %y : Tensor = aten::scaled_dot_product_attention(%x, %k, %x, %none, %zero, %true, %none, %false)
+  return (%y)
+)IR";
+  at::Tensor wk = at::randn({6, 6});
+  expectDynamicAxesConvertLikeTorch(sharedLength, {at::randn({2, 4, 6}), wk}, {{0, "batch"}, {1, "length"}},
+                                    {{at::randn({1, 7, 6}), wk}, {at::randn({3, 1, 6}), wk}}, 17);
+  expectDynamicAxesConvertLikeTorch(sharedLength, {at::randn({2, 4, 6}), wk}, {{1, "length"}},
+                                    {{at::randn({2, 9, 6}), wk}}, 11);
+}
+
+TEST(AttentionSymbolics, ErrorsNameTheArgument) {
+  std::vector<at::Tensor> qkv = {at::randn({1, 2, 3, 4}), at::randn({1, 2, 3, 4}), at::randn({1, 2, 3, 4})};
+  const char* dropout = R"IR(
+graph(%q : Tensor, %k : Tensor, %v : Tensor):
+  %none : NoneType = prim::Constant()
+  %p : float = prim::Constant[value=0.1]()
+  %false : bool = prim::Constant[value=0]()
+  %y : Tensor = aten::scaled_dot_product_attention(%q, %k, %v, %none, %p, %false, %none, %false)
+  return (%y)
+)IR";
+  EXPECT_NE(exportError(dropout, qkv, 17).find("dropout_p=0.1"), std::string::npos) << exportError(dropout, qkv, 17);
+  std::string maskAndCausal = sdpaGraph("%zero, %true, %none, %false", true);
+  std::vector<at::Tensor> withMask = qkv;
+  withMask.push_back(at::ones({3, 3}, at::kBool));
+  EXPECT_NE(exportError(maskAndCausal, withMask, 17).find("is_causal"), std::string::npos);
+  std::string gqa = sdpaGraph("%zero, %false, %none, %true", false);
+  EXPECT_NE(exportError(gqa, {at::randn({1, 3, 3, 4}), at::randn({1, 2, 3, 4}), at::randn({1, 2, 3, 4})}, 17)
+                .find("not a multiple"),
+            std::string::npos);
+}
+
+}  // namespace
