@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Benchmark of training-graph export (docs/gradients.md), issue 10:
 
   * export: time and peak RSS increase of pt2onnx.export(..., gradients="parameters") against the
@@ -8,7 +8,7 @@
     one warm-up, in one process; and both float32 gradients' largest error against float64 eager
     (relative to each gradient's largest magnitude).
 
-    /usr/bin/python3 bench/bench_gradients.py [--models resnet50 transformer12] [--repeat 5]
+    .venv/bin/python bench/bench_gradients.py [--models resnet50 transformer12] [--repeat 5]
 
 Prints a table with ratios. No targets are asserted; the numbers go to bench/README.md.
 """
@@ -38,7 +38,7 @@ def _status_kib(field):
 
 
 def _build(name):
-    sys.path.insert(0, REPO)
+    sys.path.insert(0, REPO)  # samples/; pt2onnx is the package installed in this Python
     import torch
     from samples import models
     builder, mode = MODELS[name]

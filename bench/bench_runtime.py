@@ -2,9 +2,10 @@
 
 Part 1 (latency): exports resnet50 (1x3x224x224) and the 12-layer d768 transformer encoder
 (1x128x768) from samples/models.py with pt2onnx (opset 17), then times the same input on
-pt2onnx.InferenceSession(path, threads=1) and on ONNX Runtime (onnxruntime-node through
-bench/ort_latency.js, intra=inter=1 thread, graphOptimizationLevel 'all'), both single-threaded,
-interleaved in blocks. Prints median / p90 ms, the ratio builtin/ORT against the target "within
+pt2onnx.InferenceSession(path, threads=1) and on ONNX Runtime (the onnxruntime Python package,
+onnxruntime.InferenceSession in this process, intra_op_num_threads = inter_op_num_threads = 1,
+sequential execution, graph_optimization_level ORT_ENABLE_ALL), both single-threaded, interleaved
+in blocks. Prints median / p90 ms, the ratio builtin/ORT against the target "within
 1.5x of ONNX Runtime's latency", and both runtimes' max |a-b|/(1+|a|) against PyTorch. When the
 target is missed, a per-op breakdown (ATen ops inside the builtin runtime, ORT's profiler per op
 type) is printed.
@@ -15,39 +16,38 @@ InferenceSession versus calling Function.apply directly; target "< 20 us per cal
 
 A benchmark: no assertions; missed targets are printed as MISSED.
 
-    /usr/bin/python3 bench/bench_runtime.py [--iterations 30] [--models resnet50 transformer12]
+    .venv/bin/python bench/bench_runtime.py [--iterations 30] [--models resnet50 transformer12]
                                             [--skip-python-op] [--output-json PATH]
 """
 import os
 
-# One thread everywhere, set before torch loads: torch.set_num_threads covers OpenMP (ATen,
-# oneDNN) but not the OpenBLAS (pthread build) that ATen's matmuls call here.
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+# One thread everywhere, set before torch loads: the torch wheel's ATen runs on OpenMP, its matmuls
+# on the MKL it bundles and its 4-D convolutions on its oneDNN; torch.set_num_threads(1) below covers
+# them too, the variables make sure no pool starts wider first. ONNX Runtime has its own pool, sized
+# by intra_op_num_threads.
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
 import datetime  # noqa: E402
 import gc  # noqa: E402
-import glob  # noqa: E402
 import json  # noqa: E402
 import pathlib  # noqa: E402
 import platform  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
 
 import numpy as np  # noqa: E402
+import onnxruntime  # noqa: E402
 import torch  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "python"))
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # samples/; pt2onnx is the package installed in this Python
 import pt2onnx  # noqa: E402
 from samples import models  # noqa: E402
 
-ORT_SCRIPT = ROOT / "bench" / "ort_latency.js"
 LATENCY_TARGET = 1.5      # builtin median <= 1.5 x ORT median
 PYOP_TARGET_US = 20.0     # per-call overhead < 20 us
 CHAIN = 100
@@ -89,61 +89,33 @@ def load_average():
 
 
 # ---------------------------------------------------------------------------------------------
-# ONNX Runtime (node)
+# ONNX Runtime (the onnxruntime package, in this process)
 
 
-class OrtServer:
-    """bench/ort_latency.js in --serve mode: one session, blocks of timed runs on request."""
-
-    def __init__(self, model_path, inputs_json, warmup, out_dir, profile_prefix=None):
-        cmd = ["node", str(ORT_SCRIPT), str(model_path), str(inputs_json), "--warmup", str(warmup),
-               "--iterations", "0", "--threads", "1", "--output", str(out_dir), "--serve"]
-        if profile_prefix:
-            cmd += ["--profile", str(profile_prefix)]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, bufsize=1)
-        self.hello = self._read()
-
-    def _read(self):
-        line = self.proc.stdout.readline()
-        if not line:
-            err = self.proc.stderr.read().strip()
-            self.proc.wait()
-            raise RuntimeError(f"ort_latency.js exited with status {self.proc.returncode}: {err}")
-        return json.loads(line)
-
-    def run(self, n):
-        self.proc.stdin.write(f"run {n}\n")
-        self.proc.stdin.flush()
-        reply = self._read()
-        if "error" in reply:
-            raise RuntimeError(reply["error"])
-        return reply
-
-    def close(self):
-        try:
-            self.proc.stdin.write("quit\n")
-            self.proc.stdin.flush()
-            self.proc.stdin.close()
-            self.proc.wait(timeout=60)
-        except (BrokenPipeError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            self.proc.wait()
+def ort_session(model_path, threads=1, profile_prefix=None):
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    if profile_prefix:
+        options.enable_profiling = True
+        options.profile_file_prefix = str(profile_prefix)
+    return onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
 
 
-def ort_profile(model_path, inputs_json, tmp, runs):
+def ort_profile(model_path, feeds, tmp, runs):
     """ORT's own profiler: ms per run by op type (its kernel times), from a separate session."""
-    prefix = pathlib.Path(tmp) / "ort_profile"
-    proc = subprocess.run(["node", str(ORT_SCRIPT), str(model_path), str(inputs_json), "--warmup", "2",
-                           "--iterations", str(runs), "--threads", "1", "--profile", str(prefix)],
-                          capture_output=True, text=True, cwd=tmp)
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stderr.strip())
-    files = sorted(glob.glob(f"{prefix}*.json"))
-    if not files:
-        raise RuntimeError("ORT wrote no profile file")
-    with open(files[-1]) as f:
-        events = json.load(f)
+    sess = ort_session(model_path, 1, pathlib.Path(tmp) / "ort_profile")
+    for _ in range(2 + runs):  # 2 warm-up runs, then the profiled ones: all are in the trace
+        sess.run(None, feeds)
+    trace = sess.end_profiling()
+    try:
+        with open(trace) as f:
+            events = json.load(f)
+    finally:
+        pathlib.Path(trace).unlink(missing_ok=True)
     per_op = defaultdict(float)
     model_runs = 0
     for e in events:
@@ -204,58 +176,54 @@ def latency(name, a, tmp):
     t0 = time.perf_counter()
     pt2onnx.export(model, args, str(path), opset_version=17, input_names=["x"], output_names=["y"])
     export_s = time.perf_counter() - t0
-    np.save(pathlib.Path(tmp) / f"{name}_x.npy", x_np)
-    inputs_json = pathlib.Path(tmp) / f"{name}_inputs.json"
-    inputs_json.write_text(json.dumps({"x": f"{name}_x.npy"}))
 
-    progress(f"part 1 / {name}: starting ONNX Runtime (node, 1 thread) and the builtin runtime (threads=1)")
-    ort_out = pathlib.Path(tmp) / f"{name}_ort_out"
-    ort = OrtServer(path, inputs_json, a.warmup, ort_out)
-    try:
-        t0 = time.perf_counter()
-        sess = pt2onnx.InferenceSession(str(path), threads=1)
-        builtin_session_s = time.perf_counter() - t0
-        torch.set_num_threads(1)
-        feeds = {"x": x_np}
-        for _ in range(a.warmup):
-            builtin_out = sess.run(None, feeds)
+    progress(f"part 1 / {name}: creating the ONNX Runtime session (1 thread) and the builtin runtime's (threads=1)")
+    torch.set_num_threads(1)
+    feeds = {"x": x_np}
+    t0 = time.perf_counter()
+    ort = ort_session(path, threads=1)
+    ort_session_s = time.perf_counter() - t0
+    for _ in range(a.warmup):
+        ort_out = ort.run(["y"], feeds)
+    ort_out = ort.run(["y"], feeds)
+    t0 = time.perf_counter()
+    sess = pt2onnx.InferenceSession(str(path), threads=1)
+    builtin_session_s = time.perf_counter() - t0
+    for _ in range(a.warmup):
         builtin_out = sess.run(None, feeds)
-        eager = None
-        if not a.skip_eager:
-            def eager():
-                with torch.no_grad():
-                    model(x)
-            for _ in range(a.warmup):
-                eager()
+    builtin_out = sess.run(None, feeds)
+    eager = None
+    if not a.skip_eager:
+        def eager():
+            with torch.no_grad():
+                model(x)
+        for _ in range(a.warmup):
+            eager()
 
-        progress(f"part 1 / {name}: {a.iterations} timed runs each, in {a.rounds} interleaved blocks "
-                 f"(load average {load_average():.2f})")
-        res = {"builtin": [], "ort": [], "eager": [], "builtin_cpu": [], "ort_cpu": [], "eager_cpu": []}
-        gc.collect()
-        gc.disable()
-        try:
-            for n in blocks_of(a.iterations, a.rounds):
-                reply = ort.run(n)
-                res["ort"] += reply["times_ms"]
-                res["ort_cpu"] += reply["cpu_ms"]
-                times, cpu = timed_block(lambda: sess.run(None, feeds), n)
-                res["builtin"] += times
-                res["builtin_cpu"] += cpu
-                if eager is not None:
-                    times, cpu = timed_block(eager, n)
-                    res["eager"] += times
-                    res["eager_cpu"] += cpu
-        finally:
-            gc.enable()
-        ort_session_ms = ort.hello["session_ms"]
+    progress(f"part 1 / {name}: {a.iterations} timed runs each, in {a.rounds} interleaved blocks "
+             f"(load average {load_average():.2f})")
+    res = {"builtin": [], "ort": [], "eager": [], "builtin_cpu": [], "ort_cpu": [], "eager_cpu": []}
+    gc.collect()
+    gc.disable()
+    try:
+        for n in blocks_of(a.iterations, a.rounds):
+            times, cpu = timed_block(lambda: ort.run(None, feeds), n)
+            res["ort"] += times
+            res["ort_cpu"] += cpu
+            times, cpu = timed_block(lambda: sess.run(None, feeds), n)
+            res["builtin"] += times
+            res["builtin_cpu"] += cpu
+            if eager is not None:
+                times, cpu = timed_block(eager, n)
+                res["eager"] += times
+                res["eager_cpu"] += cpu
     finally:
-        ort.close()
+        gc.enable()
 
-    manifest = json.loads((ort_out / "manifest.json").read_text())
-    ort_y = np.load(ort_out / manifest["y"])
+    ort_y = ort_out[0]
     r = {
         "model": name, "input_shape": list(x.shape), "export_s": export_s,
-        "builtin_session_s": builtin_session_s, "ort_session_s": ort_session_ms / 1000.0,
+        "builtin_session_s": builtin_session_s, "ort_session_s": ort_session_s,
         "builtin": stats(res["builtin"]), "ort": stats(res["ort"]),
         "eager": stats(res["eager"]) if res["eager"] else None,
         "builtin_cpu": stats(res["builtin_cpu"]), "ort_cpu": stats(res["ort_cpu"]),
@@ -278,10 +246,10 @@ def latency(name, a, tmp):
         gc.collect()
         r["builtin_profile"] = builtin_profile(sess, feeds, a.profile_runs)
         try:
-            r["ort_profile"], _ = ort_profile(path, inputs_json, tmp, a.profile_runs)
-        except RuntimeError as e:
-            r["ort_profile_error"] = str(e)
-    sess = model = eager = None  # free the weights before the next model
+            r["ort_profile"], _ = ort_profile(path, feeds, tmp, a.profile_runs)
+        except Exception as e:  # noqa: BLE001 -- onnxruntime's own error classes; reported
+            r["ort_profile_error"] = f"{type(e).__name__}: {e}"
+    sess = ort = model = eager = None  # free the weights before the next model
     gc.collect()
     path.unlink(missing_ok=True)
     return r
@@ -529,10 +497,10 @@ def main():
 
     started = datetime.datetime.now()
     print(f"pt2onnx runtime benchmark, {started.isoformat(timespec='seconds')}, {platform.node()}, "
-          f"{os.cpu_count()} CPUs, torch {torch.__version__}, pt2onnx {pt2onnx.__version__}, "
-          f"load average {load_average():.2f}", flush=True)
+          f"{os.cpu_count()} CPUs, torch {torch.__version__}, onnxruntime {onnxruntime.__version__}, "
+          f"pt2onnx {pt2onnx.__version__}, load average {load_average():.2f}", flush=True)
     out = {"started": started.isoformat(timespec="seconds"), "argv": sys.argv, "torch": torch.__version__,
-           "pt2onnx": pt2onnx.__version__, "cpus": os.cpu_count(), "load_average_start": load_average(),
+           "onnxruntime": onnxruntime.__version__, "pt2onnx": pt2onnx.__version__, "cpus": os.cpu_count(), "load_average_start": load_average(),
            "latency": [], "python_op": None}
     with tempfile.TemporaryDirectory(prefix="pt2onnx-bench-runtime-") as tmp:
         for name in a.models:

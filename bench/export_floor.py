@@ -1,9 +1,9 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Benchmark: pt2onnx's export from a TorchScript archive against the serialization floor.
 
-    /usr/bin/python3 bench/export_floor.py                      # resnet50 transformer12 vit_b_16 r3d_18
-    /usr/bin/python3 bench/export_floor.py --models resnet50 --repeat 5
-    /usr/bin/python3 bench/bench_export.py --floor              # the same, from bench_export.py
+    .venv/bin/python bench/export_floor.py                      # resnet50 transformer12 vit_b_16 r3d_18
+    .venv/bin/python bench/export_floor.py --models resnet50 --repeat 5
+    .venv/bin/python bench/bench_export.py --floor              # the same, from bench_export.py
 
 Each model is traced, saved with torch.jit.save and loaded back (loading excluded from every time),
 as `pt2onnx convert` and `torch.jit.load` + export see it: no recorded types, so nothing but static
@@ -16,11 +16,13 @@ typing can type it. Then, best of --repeat, wall time (perf_counter), one thread
               by page, which bounds any in-memory export from below.
 Printed: each export as a ratio to its floor (goal <= 1.5x), BytesIO / path (goal <= 1.2x), and
 `pt2onnx convert` of resnet50 archives traced at 224x224 and 448x448 (its "export" seconds: the
-time must not grow with the input, goal within 10%). No timing assertions; exit status 0.
+time must not grow with the input, goal within 10%); the CLI is the `pt2onnx` installed beside the
+running Python (.venv/bin/pt2onnx). No timing assertions; exit status 0.
 """
 import argparse
 import io
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -28,8 +30,7 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-sys.path.insert(0, os.path.join(REPO, "python"))
+sys.path.insert(0, REPO)  # samples/; pt2onnx is the package installed in this Python
 
 import onnx  # noqa: E402
 import torch  # noqa: E402
@@ -110,10 +111,12 @@ def cli_export_seconds(side, workdir, repeat):
     model, args = build("resnet50", side)
     pt = os.path.join(workdir, f"resnet50_{side}.pt")
     archive(model, args, pt)
-    cli = os.path.join(REPO, "build", "pt2onnx")
+    cli = pathlib.Path(sys.executable).parent / "pt2onnx"  # installed with the package (pip install .)
+    if not cli.exists():
+        raise SystemExit(f"{cli} not found: install pt2onnx into this Python (bash scripts/setup.sh), or --skip-cli")
     best = None
     for _ in range(repeat):
-        out = subprocess.run([cli, "convert", pt, "-o", os.path.join(workdir, f"resnet50_{side}.onnx"),
+        out = subprocess.run([str(cli), "convert", pt, "-o", os.path.join(workdir, f"resnet50_{side}.onnx"),
                               "--input-shape", f"x:1x3x{side}x{side}"], check=True, capture_output=True, text=True)
         seconds = float(re.search(r"export ([0-9.e-]+) s", out.stdout).group(1))
         best = seconds if best is None else min(best, seconds)

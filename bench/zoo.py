@@ -1,8 +1,11 @@
-"""The torchvision 0.14 zoo: every classification, segmentation, video and optical-flow model exported
-with pt2onnx and with torch.onnx.export (TorchScript path) in one run, each run in ONNX Runtime on an
-input other than the export example and compared with PyTorch.
+"""The torchvision zoo (the torchvision the venv holds: 0.29 with torch 2.14): every classification,
+segmentation, video and optical-flow model exported with pt2onnx, with torch.onnx.export's TorchScript
+path (dynamo=False) and with its torch.export path (dynamo=True, onnxscript) in one run, each export
+run in ONNX Runtime (the onnxruntime Python package) on an input other than the export example and
+compared with PyTorch.
 
-Tiers: `default` is the 84 models of the four families but the 10 largest; `large` is those 10
+Tiers: `default` is the models of the four families but the 10 largest (87 with torchvision 0.29:
+torchvision 0.14's 84 and swin3d_t/s/b); `large` is those 10
 (vit_h_14, regnet_y_128gf, vit_l_16/32, convnext_large, regnet_y_32gf, vgg16/19(_bn)), exported with
 their weights as external data in one side file; `detection` is the 12 detection and keypoint
 models, traced on a list of one 320x320 image as torchvision's ONNX tests do, untrained but with
@@ -13,11 +16,18 @@ detection must be one PyTorch gives, or a candidate its NMS dropped for a near-t
 the parent prints one line per run and a table with the totals (--markdown writes it for
 bench/README.md). A benchmark, not a test: it exits 0 whatever fails.
 
-    /usr/bin/python3 bench/zoo.py                          # the 84, both tools (about 1-2 h on 2 cores)
-    /usr/bin/python3 bench/zoo.py --tier large             # the 10 largest (needs ~20 GiB, about 1 h)
-    /usr/bin/python3 bench/zoo.py --tier detection         # the 12 detection models (about 15 min)
-    /usr/bin/python3 bench/zoo.py --models swin_t raft_small --skip-torch-onnx
-    /usr/bin/python3 bench/zoo.py --output-json z.json --resume z.json   # finish an interrupted run
+Tools (--tools, default all three): `pt2onnx`; `torchscript` = torch.onnx.export(..., dynamo=False)
+at the same opset as pt2onnx; `dynamo` = torch.onnx.export(..., dynamo=True) at opset 18 (or --opset
+when higher), the lowest its op library (onnxscript's torchlib) writes. Every tool exports the same
+static shapes. dynamo=True rejects ScriptModules: a scripted model is reported as
+"n/a: rejects ScriptModules" for it, not run.
+
+    .venv/bin/python bench/zoo.py                          # the default tier, all three tools (hours on 2 cores)
+    .venv/bin/python bench/zoo.py --tier large             # the 10 largest (needs ~20 GiB, about 1 h per tool)
+    .venv/bin/python bench/zoo.py --tier detection         # the 12 detection models
+    .venv/bin/python bench/zoo.py --models swin_t raft_small --skip-torch-onnx     # pt2onnx only
+    .venv/bin/python bench/zoo.py --models resnet18 --tools pt2onnx dynamo
+    .venv/bin/python bench/zoo.py --output-json z.json --resume z.json   # finish an interrupted run
 """
 import argparse
 import json
@@ -28,10 +38,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-# The pt2onnx package to run (default: the tree's python/). Point it at a copy to keep rebuilding
-# the tree while a long run goes on.
-PYTHON_DIR = os.environ.get("PT2ONNX_PYTHON_DIR", os.path.join(ROOT, "python"))
+ROOT = os.path.dirname(HERE)  # for samples/ (pt2onnx itself is the one installed in the running Python)
 LARGEST = ["regnet_y_128gf", "vit_h_14", "vit_l_32", "vit_l_16", "convnext_large", "regnet_y_32gf",
            "vgg19_bn", "vgg19", "vgg16_bn", "vgg16"]
 FAMILIES = ["classification", "segmentation", "video", "optical_flow", "detection"]
@@ -39,12 +46,22 @@ FAMILIES = ["classification", "segmentation", "video", "optical_flow", "detectio
 # the output's scale: untrained models give outputs as small as 1e-20, where |a - b| / (1 + |a|)
 # would pass anything.
 TOLERANCE = 1e-3
-# The ai.onnx opset both tools export to (--opset; children read it from the environment).
+# The ai.onnx opset pt2onnx and torch.onnx (dynamo=False) export to (--opset; children read it from
+# the environment); torch.onnx (dynamo=True) exports to at least DYNAMO_MIN_OPSET.
 OPSET = int(os.environ.get("PT2ONNX_ZOO_OPSET", "17"))
+DYNAMO_MIN_OPSET = 18
+# --tools keys -> the names the tables print.
+TOOLS = {"pt2onnx": "pt2onnx", "torchscript": "torch.onnx (dynamo=False)", "dynamo": "torch.onnx (dynamo=True)"}
+# Results of runs before dynamo=True was measured name the TorchScript path "torch.onnx".
+OLD_TOOL_KEYS = {"torch.onnx": "torchscript"}
+
+
+def dynamo_opset(opset):
+    return max(opset, DYNAMO_MIN_OPSET)
 
 
 def zoo():
-    """{model name: family} for the four families, as torchvision 0.14 lists them."""
+    """{model name: family} for the four families, as the installed torchvision lists them."""
     import torchvision.models as M
     modules = {"segmentation": M.segmentation, "video": M.video, "optical_flow": M.optical_flow}
     named = {n: f for f, mod in modules.items() for n in M.list_models(module=mod)}
@@ -198,10 +215,8 @@ def reset_peak_rss():
 
 
 def child(tool, name, family, workdir, result_path):
-    sys.path[:0] = [PYTHON_DIR, ROOT]
+    sys.path.insert(0, ROOT)
     import torch
-    import torchvision.models as M
-    from samples import ort
     result = {"tool": tool, "model": name, "family": family, "status": "error"}
 
     def save():
@@ -222,14 +237,24 @@ def child(tool, name, family, workdir, result_path):
         large = name in LARGEST
         if not reset_peak_rss():
             result["peak_rss_note"] = "VmHWM could not be reset: the peak includes building the model"
+        if tool == "dynamo" and isinstance(model, torch.jit.ScriptModule):
+            result.update(status="n/a", error="n/a: rejects ScriptModules")
+            return save()
+        # Modules imported before the clock starts: export time is the export call alone.
+        if tool == "pt2onnx":
+            import pt2onnx
+        elif tool == "dynamo":
+            import onnxscript  # noqa: F401
+            import torch.onnx._internal.exporter._core  # noqa: F401
         start = time.perf_counter()
         try:
             if tool == "pt2onnx":
-                import pt2onnx
                 extra = {"external_data_threshold": 0} if large else {}
                 pt2onnx.export(model, example, path, opset_version=OPSET, **extra)
-            else:
-                torch.onnx.export(model, example, path, opset_version=OPSET)
+            elif tool == "torchscript":
+                torch.onnx.export(model, example, path, opset_version=OPSET, dynamo=False)
+            else:  # torch.export + onnxscript; weights always go to a side file (external_data=True)
+                torch.onnx.export(model, example, path, opset_version=dynamo_opset(OPSET), dynamo=True)
         except Exception as e:  # noqa: BLE001 - the error is the result
             result.update(status="export failed", error=" ".join(str(e).split())[:300])
             return save()
@@ -242,7 +267,8 @@ def child(tool, name, family, workdir, result_path):
         names = [i.name for i in proto.graph.input if i.name not in {t.name for t in proto.graph.initializer}]
         feeds = {n: a.numpy() for n, a in zip(names, flat_outputs(check))}
         try:
-            got = list(ort.run(path, feeds).values())
+            from pt2onnx import onnxruntime_oracle as ort
+            got = list(ort.run(path, feeds).values())  # 1 intra-op thread
         except Exception as e:  # noqa: BLE001
             result.update(status="ORT failed", error=" ".join(str(e).split())[:300])
             return save()
@@ -303,6 +329,8 @@ def run_one(tool, name, family, timeout):
 def cell(r):
     if r is None:
         return "—", "", "", ""
+    if r["status"] == "n/a":
+        return r.get("error", "n/a"), "", "", ""
     status = "pass" if r["status"] == "pass" else f"**{r['status']}**"
     err = f"{r['max_error']:.1e}" if r.get("max_error") is not None else ""
     t = f"{r['export_s']:.1f}" if r.get("export_s") is not None else ""
@@ -314,9 +342,14 @@ def table(models, results, tools):
     head = "| model | family |"
     rule = "|---|---|"
     for tool in tools:
-        head += f" {tool} | error | export s | peak MiB |"
+        head += f" {TOOLS[tool]} | error | export s | peak MiB |"
         rule += "---|---|---|---|"
-    lines = [f"ai.onnx opset {os.environ.get('PT2ONNX_ZOO_OPSET', OPSET)}", "", head, rule]
+    opset = int(os.environ.get("PT2ONNX_ZOO_OPSET", OPSET))
+    title = f"ai.onnx opset {opset}"
+    if "dynamo" in tools and dynamo_opset(opset) != opset:
+        title += (f" (torch.onnx (dynamo=True): opset {dynamo_opset(opset)}, the lowest it exports; "
+                  "dynamo=True rejects ScriptModules)")
+    lines = [title, "", head, rule]
     for name, family in models.items():
         row = f"| {name} | {family} |"
         for tool in tools:
@@ -324,22 +357,26 @@ def table(models, results, tools):
         lines.append(row)
     lines.append("")
     for tool in tools:
-        rs = [results[(tool, n)] for n in models if (tool, n) in results]
+        rs = [results[(tool, n)] for n in models if (tool, n) in results and results[(tool, n)]["status"] != "n/a"]
         passed = sum(r["status"] == "pass" for r in rs)
         times = [r["export_s"] for r in rs if r["status"] == "pass"]
-        lines.append(f"- **{tool}: {passed} of {len(rs)} pass**; export time of the passing ones "
-                     f"{sum(times):.0f} s in total")
-    if len(tools) == 2:
-        both = [n for n in models if all(results.get((t, n), {}).get("status") == "pass" for t in tools)]
-        if both:
-            ratio = sum(results[(tools[1], n)]["export_s"] for n in both) / sum(results[(tools[0], n)]["export_s"] for n in both)
-            lines.append(f"- on the {len(both)} models both export: torch.onnx takes {ratio:.1f}x pt2onnx's export time")
-    failures = [r for r in results.values() if r["status"] != "pass"]
+        skipped = sum(1 for n in models if results.get((tool, n), {}).get("status") == "n/a")
+        lines.append(f"- **{TOOLS[tool]}: {passed} of {len(rs)} pass**; export time of the passing ones "
+                     f"{sum(times):.0f} s in total" + (f"; {skipped} not applicable" if skipped else ""))
+    if "pt2onnx" in tools:
+        for other in (t for t in tools if t != "pt2onnx"):
+            both = [n for n in models if all(results.get((t, n), {}).get("status") == "pass" for t in ("pt2onnx", other))]
+            if both:
+                ratio = (sum(results[(other, n)]["export_s"] for n in both)
+                         / sum(results[("pt2onnx", n)]["export_s"] for n in both))
+                lines.append(f"- on the {len(both)} models both export: {TOOLS[other]} takes {ratio:.1f}x pt2onnx's "
+                             "export time")
+    failures = [r for r in results.values() if r["status"] not in ("pass", "n/a")]
     if failures:
         lines.append("")
         lines.append("Errors:")
         for r in failures:
-            lines.append(f"- {r['tool']} / {r['model']}: {r['status']}: {r.get('error', '')}")
+            lines.append(f"- {TOOLS.get(r['tool'], r['tool'])} / {r['model']}: {r['status']}: {r.get('error', '')}")
     return "\n".join(lines)
 
 
@@ -347,16 +384,21 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 2)[2])
     ap.add_argument("--tier", choices=["default", "large", "detection", "all"], default="default",
-                    help="default: the 84 models but the 10 largest; large: the 10 largest (external data); "
+                    help="default: the four families but the 10 largest (87 models); large: the 10 largest (external data); "
                          "detection: the 12 detection and keypoint models")
     ap.add_argument("--models", nargs="+", metavar="NAME", help="only these models (any tier)")
-    ap.add_argument("--skip-torch-onnx", action="store_true", help="run pt2onnx only")
+    ap.add_argument("--tools", nargs="+", choices=list(TOOLS), default=list(TOOLS), metavar="TOOL",
+                    help="pt2onnx, torchscript (torch.onnx.export dynamo=False), dynamo (torch.onnx.export "
+                         "dynamo=True, opset >= 18); default: all three")
+    ap.add_argument("--skip-torch-onnx", action="store_true", help="run pt2onnx only (= --tools pt2onnx)")
     ap.add_argument("--timeout", type=float, default=1800, metavar="SECONDS", help="per (tool, model) run")
     ap.add_argument("--output-json", metavar="PATH", help="write every result as JSON (after each run)")
     ap.add_argument("--resume", metavar="PATH", help="take the results of an earlier --output-json and run only "
                     "the (tool, model) pairs it lacks or that crashed or errored")
     ap.add_argument("--markdown", metavar="PATH", help="write the table as Markdown")
-    ap.add_argument("--opset", type=int, default=OPSET, help="ai.onnx opset for both tools (default %(default)s)")
+    ap.add_argument("--opset", type=int, default=OPSET,
+                    help="ai.onnx opset for pt2onnx and torch.onnx (dynamo=False) (default %(default)s); "
+                         f"torch.onnx (dynamo=True) uses max(--opset, {DYNAMO_MIN_OPSET})")
     args = ap.parse_args(argv)
     os.environ["PT2ONNX_ZOO_OPSET"] = str(args.opset)
     models = zoo()
@@ -372,19 +414,21 @@ def main(argv):
         models = {m: f for m, f in models.items() if f == "detection"}
     elif args.tier == "large":
         models = {m: models[m] for m in LARGEST}
-    tools = ["pt2onnx"] + ([] if args.skip_torch_onnx else ["torch.onnx"])
+    tools = ["pt2onnx"] if args.skip_torch_onnx else [t for t in TOOLS if t in args.tools]
     results = {}
     if args.resume:
         with open(args.resume) as f:
-            earlier = {(r["tool"], r["model"]): r for r in json.load(f) if r["status"] not in ("crashed", "error")}
-        results = {k: r for k, r in earlier.items() if k[1] in models and k[0] in tools}
+            earlier = [r for r in json.load(f) if r["status"] not in ("crashed", "error")]
+        for r in earlier:
+            r["tool"] = OLD_TOOL_KEYS.get(r["tool"], r["tool"])
+        results = {(r["tool"], r["model"]): r for r in earlier if r["model"] in models and r["tool"] in tools}
     total = len(models) * len(tools)
     for name, family in models.items():
         for tool in tools:
             if (tool, name) in results:
                 continue
             done = len(results) + 1
-            print(f"[{done}/{total}] {tool} {name} ...", end="", flush=True)
+            print(f"[{done}/{total}] {TOOLS[tool]} {name} ...", end="", flush=True)
             r = run_one(tool, name, family, args.timeout)
             results[(tool, name)] = r
             extra = f" err {r['max_error']:.1e}" if r.get("max_error") is not None else f" {r.get('error', '')[:120]}"
