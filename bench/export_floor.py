@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # samples/; pt2onnx is the package installed in this Python
@@ -130,6 +131,8 @@ def main(argv=None):
     ap.add_argument("--skip-cli", action="store_true", help="skip the 224 vs 448 `pt2onnx convert` comparison")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
+    # torch 2.x deprecates torch.jit.save / load (FutureWarning); archives are what is measured here.
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.jit")
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-floor-") as workdir:
         for name in args.models:
