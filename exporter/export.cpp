@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/serialization/import.h>
 
@@ -324,6 +325,58 @@ ModelGraph fromScriptModule(torch::jit::Module module) {
   return model;
 }
 
+namespace {
+
+// What an archive says about who wrote it. torch.jit.save records no torch version: it writes the file
+// format version (at least 3, raised to the highest operator-version change among the ops the code
+// calls, caffe2/serialize/versions.h), .data/serialization_id since torch 2.1 (pytorch#100994) and, in
+// extra/, the files a user passed as _extra_files. Empty when the zip itself cannot be read.
+std::string archiveProvenance(std::istream& in) {
+  try {
+    in.clear();
+    in.seekg(0);
+    caffe2::serialize::PyTorchStreamReader reader(&in);
+    std::string s = "the archive does not record which torch wrote it: file format version " +
+                    std::to_string(reader.version()) +
+                    (reader.hasRecord(".data/serialization_id") ? ", a serialization id (written by torch 2.1 and later)"
+                                                                : ", no serialization id (torch 2.1 and later write one)");
+    std::string extra;
+    for (const std::string& name : reader.getAllRecords())
+      if (name.rfind("extra/", 0) == 0) extra += (extra.empty() ? "" : ", ") + name;
+    return extra.empty() ? s : s + ", extra files " + extra;
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+// LibTorch's load error in one line. Archive code that calls an op this LibTorch does not know (or
+// does not know with those arguments: an archive of a newer torch) names the op and where the call is.
+std::string loadErrorMessage(const std::string& what, const std::string& provenance) {
+  std::string detail = withoutBacktrace(what);
+  std::smatch m;
+  std::string where;
+  if (std::regex_search(detail, m, std::regex(R"re(File "([^"]+)", line ([0-9]+))re")))
+    where = " (" + m[1].str() + ", line " + m[2].str() + ")";
+  const std::string libtorch = std::string("LibTorch ") + PT2ONNX_TORCH_VERSION_STRING;
+  std::string message;
+  if (std::regex_search(detail, m, std::regex(R"re(Unknown builtin op: ([A-Za-z0-9_]+::[A-Za-z0-9_]+))re"))) {
+    message = "the TorchScript archive calls " + m[1].str() + where + ", an op " + libtorch + " does not know";
+  } else if (detail.find("Arguments for call are not valid") != std::string::npos &&
+             std::regex_search(detail, m, std::regex(R"re(\n\s*([A-Za-z0-9_]+::[A-Za-z0-9_]+)[.(])re"))) {
+    message = "the TorchScript archive calls " + m[1].str() + where + " with arguments that no schema of " +
+              libtorch + " accepts";
+  } else {
+    std::istringstream lines(detail);
+    std::string first;
+    while (first.find_first_not_of(" \t") == std::string::npos && std::getline(lines, first)) {
+    }
+    message = "not a readable TorchScript archive: " + first + where;
+  }
+  return provenance.empty() ? message : message + "; " + provenance;
+}
+
+}  // namespace
+
 ModelGraph loadTorchScript(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ExportError("cannot open TorchScript archive '" + path + "'");
@@ -335,9 +388,7 @@ ModelGraph loadTorchScript(std::istream& in) {
   try {
     module = torch::jit::load(in);
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    auto nl = what.find('\n');
-    throw ExportError("not a readable TorchScript archive: " + what.substr(0, nl));
+    throw ExportError(loadErrorMessage(e.what(), archiveProvenance(in)));
   }
   return fromScriptModule(std::move(module));
 }
