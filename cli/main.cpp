@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands/commands.h"
+#include "exporter/torch_compat.h"
 #include "common/errors.h"
 #include "common/opsets.h"
 #include "common/logging.h"
@@ -14,7 +15,8 @@ int main(int argc, char** argv) {
                "-" + std::to_string(kMaxOpset) + ")"};
   app.require_subcommand(1);
   app.fallthrough();  // -v/-q work after the subcommand too
-  app.set_version_flag("--version", std::string("pt2onnx ") + PT2ONNX_VERSION);
+  app.set_version_flag("--version", std::string("pt2onnx ") + PT2ONNX_VERSION + " (torch " +
+                                        torch_compat::torchVersion() + ")");
   int verbose = 0;
   bool quiet = false;
   auto* v = app.add_flag("-v,--verbose", verbose, "More logging (-v info, -vv debug, -vvv trace with graph dumps)");

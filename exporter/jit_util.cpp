@@ -181,6 +181,15 @@ ir::DType onnxDType(c10::ScalarType t) {
   }
 }
 
+void runOperation(const torch::jit::Node* n, torch::jit::Stack& stack) {
+  if (n->kind() == c10::aten::istft && !stack.empty() && stack.front().isTensor() &&
+      !stack.front().toTensor().is_complex()) {
+    const at::Tensor& view = stack.front().toTensor();
+    stack.front() = at::view_as_complex(view.is_meta() ? view : view.contiguous());
+  }
+  n->getOperation()(stack);
+}
+
 std::string unsupportedDtypeReason(const torch::jit::Value* v) {
   auto t = v->type()->cast<c10::TensorType>();
   if (!t || !t->scalarType()) return "";

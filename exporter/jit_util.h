@@ -40,6 +40,10 @@ std::string describeNode(const torch::jit::Node* node);
 std::string cleanName(const torch::jit::Value* v, const std::string& fallback);
 
 ir::DType onnxDType(c10::ScalarType t);
+// Runs `n`'s operator on `stack` (its inputs), as the lowered graph means it: istft, which
+// lower_complex_to_real_view hands the real view of a complex spectrum, gets the complex tensor
+// torch 2.x's kernel requires.
+void runOperation(const torch::jit::Node* n, torch::jit::Stack& stack);
 // Why a value's dtype (when its type knows one) has no ONNX type pt2onnx writes; "" otherwise.
 std::string unsupportedDtypeReason(const torch::jit::Value* v);
 // A tensor's bytes as TensorData, without a copy: the data keeps the (contiguous) tensor alive.

@@ -153,7 +153,7 @@ std::vector<ir::TensorType> runOnStandIns(const torch::jit::Node* n, const std::
   }
   if (sawUnknown) *sawUnknown = !builder.exact();
   try {
-    n->getOperation()(stack);
+    jit::runOperation(n, stack);
   } catch (const c10::NotImplementedError&) {
     if (standInFailureHook()) standInFailureHook()();
     return {};  // no kernel for the stand-ins

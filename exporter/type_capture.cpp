@@ -61,7 +61,7 @@ void runNode(const torch::jit::Node* n, torch::jit::Stack& stack) {
       stack.insert(stack.end(), elems.begin(), elems.end());
       return;
     }
-    default: n->getOperation()(stack);
+    default: jit::runOperation(n, stack);
   }
 }
 

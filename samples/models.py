@@ -2,8 +2,15 @@
 
 Each builder returns (model, example_args) with seeded random weights (no downloads), in eval mode.
 """
+import importlib
+
 import torch
-import torchvision
+
+
+def _vision_models():
+    """torchvision.models, imported when a torchvision model is built (the torch 2.13 test tier has no
+    torchvision: the other samples stay usable there)."""
+    return importlib.import_module("torchvision.models")
 
 
 def _seeded(seed=0):
@@ -25,24 +32,24 @@ def _calibrated(model, shape):
 
 def resnet18():
     _seeded()
-    return _calibrated(torchvision.models.resnet18(), (4, 3, 224, 224)), (torch.randn(1, 3, 224, 224),)
+    return _calibrated(_vision_models().resnet18(), (4, 3, 224, 224)), (torch.randn(1, 3, 224, 224),)
 
 
 def resnet50():
     _seeded()
-    return _calibrated(torchvision.models.resnet50(), (4, 3, 224, 224)), (torch.randn(1, 3, 224, 224),)
+    return _calibrated(_vision_models().resnet50(), (4, 3, 224, 224)), (torch.randn(1, 3, 224, 224),)
 
 
 def mobilenet_v3_small():
     _seeded()
-    return _calibrated(torchvision.models.mobilenet_v3_small(), (4, 3, 224, 224)), (torch.randn(1, 3, 224, 224),)
+    return _calibrated(_vision_models().mobilenet_v3_small(), (4, 3, 224, 224)), (torch.randn(1, 3, 224, 224),)
 
 
 def inception_v3():
     _seeded()
     # PyTorch's default init (not torchvision's truncated normal): its float32 rounding noise is
     # 2e-5 against float64, where init_weights=True gives 1.6e-4, above the 1e-4 check.
-    model = torchvision.models.inception_v3(aux_logits=False, init_weights=False)
+    model = _vision_models().inception_v3(aux_logits=False, init_weights=False)
     return _calibrated(model, (4, 3, 299, 299)), (torch.randn(1, 3, 299, 299),)
 
 

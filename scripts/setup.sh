@@ -45,6 +45,8 @@ if ! cmp -s <(cat "$REQUIREMENTS" requirements/common.txt) "$stamp" 2>/dev/null;
 fi
 
 echo "[setup] building and installing pt2onnx ($BUILD_DIR)"
+# ccache keys on paths relative to the checkout, so another clone of the same sources hits the cache.
+export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
 start=$(date +%s)
 mkdir -p "$BUILD_DIR"
 if ! "$PYTHON" -m pip install --no-build-isolation -v \

@@ -50,7 +50,14 @@ Value* repeatHeads(Context& ctx, Value* t, int64_t rank, int64_t repeats) {
   Value* expanded = ctx.op("Expand", {spread, expandedShape});
   Value* heads = ctx.op("Mul", {slice(rank - 3, rank - 2), ctx.constInt64s({repeats})});
   Value* mergedShape = ctx.op("Concat", {slice(0, rank - 3), heads, slice(rank - 2, rank)}, {attr::i("axis", 0)});
-  return ctx.op("Reshape", {expanded, mergedShape});
+  Value* merged = ctx.op("Reshape", {expanded, mergedShape});
+  // ONNX inference cannot read the computed shape's rank; the opset < 13 Softmax form needs it.
+  ir::TensorType type = ctx.typeOf(t);
+  if (!type.shape) type.shape = std::vector<ir::Dim>(size_t(rank));
+  ir::Dim& headDim = (*type.shape)[size_t(rank - 3)];
+  headDim = headDim.isStatic() ? ir::Dim::fixed(headDim.size * repeats) : ir::Dim{};
+  ctx.setType(merged, type);
+  return merged;
 }
 
 // The causal mask as a bool (L, S) tensor, true on and below the diagonal: a constant when both

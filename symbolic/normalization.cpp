@@ -236,10 +236,11 @@ Outputs rmsNorm(Context& ctx) {
   DType compute = dtype == DType::Float16 || dtype == DType::BFloat16 ? DType::Float : dtype;
   double eps = hasArg(ctx, 3) ? ctx.float64(3)
              : compute == DType::Double ? std::numeric_limits<double>::epsilon() : double(std::numeric_limits<float>::epsilon());
-  Value* x = ctx.cast(x0, compute);
+  Value* x = compute == dtype ? x0 : ctx.cast(x0, compute);
   Value* meanSquare = ctx.op("ReduceMean", {ctx.op("Mul", {x, x})}, {ir::attr::ints("axes", axes), ir::attr::i("keepdims", 1)});
   Value* rms = ctx.op("Sqrt", {ctx.op("Add", {meanSquare, ctx.constScalar(eps, compute)})});
-  Value* out = ctx.cast(ctx.op("Div", {x, rms}), dtype);
+  Value* out = ctx.op("Div", {x, rms});
+  if (compute != dtype) out = ctx.cast(out, dtype);
   if (weight) out = ctx.op("Mul", {out, ctx.cast(*weight, dtype)});
   return {out};
 }

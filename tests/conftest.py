@@ -18,3 +18,33 @@ def cli():
     path = str(beside) if beside.exists() else shutil.which("pt2onnx")
     assert path and os.path.exists(path), "pt2onnx CLI not found: run scripts/setup.sh"
     return path
+
+
+# The torch 2.13 tier (scripts/test_torch.sh 2.13) runs without torchvision, which does not import
+# beside PyPI's torch 2.13.0: there, and only there (PT2ONNX_WITHOUT_TORCHVISION=1), a test or test
+# module that fails because torchvision is missing is reported as skipped, with that reason. Every
+# other failure stays a failure, and without the variable a missing torchvision fails the suite.
+WITHOUT_TORCHVISION = os.environ.get("PT2ONNX_WITHOUT_TORCHVISION") == "1"
+NEEDS_TORCHVISION = "needs torchvision (not installed in this tier)"
+
+
+def _torchvision_missing(error):
+    return isinstance(error, ModuleNotFoundError) and (error.name or "").split(".")[0] == "torchvision"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if WITHOUT_TORCHVISION and report.failed and call.excinfo and _torchvision_missing(call.excinfo.value):
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, NEEDS_TORCHVISION)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    report = outcome.get_result()
+    if WITHOUT_TORCHVISION and report.failed and "No module named 'torchvision'" in str(report.longrepr):
+        report.outcome = "skipped"
+        report.longrepr = (str(collector.path), 0, NEEDS_TORCHVISION)

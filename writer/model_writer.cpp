@@ -1,5 +1,6 @@
 #include "writer/model_writer.h"
 
+#include <cstdlib>
 #include <unistd.h>
 
 #include <cstdio>
@@ -228,6 +229,11 @@ void validate(const Encoded& enc) {
     onnx::ShapeInferenceOptions strict(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
     onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(), strict);
   } catch (const std::exception& e) {
+    // For converter development (docs/testing.md): the rejected model, to read what is wrong.
+    if (const char* dump = std::getenv("PT2ONNX_DUMP_INVALID_MODEL")) {
+      std::ofstream out(dump, std::ios::binary);
+      enc.model.SerializeToOstream(&out);
+    }
     throw ExportError(std::string("the exported model is not valid ONNX (onnx checker / shape "
                                   "inference): ") + e.what());
   }

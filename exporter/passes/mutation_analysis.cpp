@@ -324,6 +324,21 @@ bool Analysis::mayObserve(const Node* mutation, const Value* w, const Node* use)
   return pu > pm && pd < pm && !exclusive(mutation, use);
 }
 
+// Whether every output of `n` is a tensor it allocates (a schema without alias annotations on its
+// returns, e.g. zeros_like): no value defined before `n` runs can be that object.
+static bool allocatesFreshOutputs(const Node* n) {
+  const c10::FunctionSchema* schema = n->maybeSchema();
+  if (!schema || !n->blocks().empty()) return false;
+  for (const c10::Argument& r : schema->returns())
+    if (r.alias_info()) return false;
+  return true;
+}
+
+int Analysis::definitionPosition(const Value* v) const {
+  auto after = definedAt_.find(v->node());
+  return after != definedAt_.end() ? after->second : position_.at(v->node());
+}
+
 void Analysis::checkFollowable() const {
   AliasSets& sets = *sets_;
   // Members of each set, and the container sets holding each element set.
@@ -340,6 +355,9 @@ void Analysis::checkFollowable() const {
     Value* mutated = m->input(0);
     if (!isMutable(mutated)) continue;
     Value* root = rootOf(mutated);
+    // A root allocated by its node is a new object each time that node runs: values defined earlier
+    // (an If output merging it with other values in one alias set) never hold it.
+    int rootAllocatedAt = allocatesFreshOutputs(root->node()) ? position_.at(root->node()) : -1;
     // The sets whose values may see the mutation: the mutated one and those containing it.
     std::vector<int> pending = {sets.of(mutated)};
     std::set<int> seen;
@@ -350,6 +368,7 @@ void Analysis::checkFollowable() const {
       for (int c : containers[set]) pending.push_back(c);
       for (Value* w : members[set]) {
         if (rootOf(w) == root) continue;  // the rewrite tracks it
+        if (definitionPosition(w) < rootAllocatedAt) continue;
         for (const torch::jit::Use& use : w->uses()) {
           if (use.user == m || !mayObserve(m, w, use.user)) continue;
           std::string readAt = jit::whereIs(use.user);

@@ -53,6 +53,8 @@ class Analysis {
   void numberBlock(const torch::jit::Block* block, int& counter);
   void analyzeBlock(torch::jit::Block* block, AliasSets& sets);
   bool mayObserve(const torch::jit::Node* mutation, const torch::jit::Value* w, const torch::jit::Node* use) const;
+  // Where `v` comes into existence in program order (after the blocks, for If/Loop outputs).
+  int definitionPosition(const torch::jit::Value* v) const;
 
   std::unordered_map<const torch::jit::Value*, torch::jit::Value*> objectOf_;
   std::unordered_map<const torch::jit::Value*, torch::jit::Value*> viewParent_;

@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 import torch
 
-from . import arguments, exporter, onnxruntime_oracle
+from . import _compat, arguments, exporter, onnxruntime_oracle
 from .runtime import InferenceSession
 
 STANDARD_DOMAINS = ("", "ai.onnx")
@@ -186,7 +186,7 @@ def cli_verify(archive, python_spec, onnx_path, input_shapes, input_files, opset
         names = arguments.input_names_of(model, len(args))
         by_name = dict(zip(names, args))
     else:
-        model = torch.jit.load(archive).eval()
+        model = _compat.load_archive(archive).eval()
         names = [a.name for a in model.forward.schema.arguments[1:]]
         torch.manual_seed(0)
         by_name = {}

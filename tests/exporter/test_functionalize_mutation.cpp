@@ -321,6 +321,42 @@ TEST(FunctionalizeMutation, MutationInOneBranchAndAnAliasReadInTheOtherIsFine) {
   expectPassPreservesResults(ir, run, {{randn({2, 2}), true}, {randn({2, 2}), false}});
 }
 
+TEST(FunctionalizeMutation, AFreshTensorFilledInPlaceIsNotTheIfOutputDefinedBeforeIt) {
+  // torch 2.x's F._canonical_mask, applied twice (TransformerEncoder, then its layer):
+  //   m = zeros_like(m, dtype).masked_fill_(m, -inf) if not m.is_floating_point() else m
+  // The first If's output merges a filled fresh tensor with the input mask in one alias set; the
+  // second fill mutates another fresh tensor, which the earlier If output can never be.
+  const char* ir = R"IR(
+    graph(%x : Tensor, %mask : Tensor):
+      %none : NoneType = prim::Constant()
+      %inf : float = prim::Constant[value=-100.]()
+      %one : int = prim::Constant[value=1]()
+      %dtype : int = prim::dtype(%x)
+      %float1 : bool = aten::is_floating_point(%mask)
+      %not1 : bool = aten::__not__(%float1)
+      %m1 : Tensor = prim::If(%not1)
+        block0():
+          %z1 : Tensor = aten::zeros_like(%mask, %dtype, %none, %none, %none, %none)
+          %f1 : Tensor = aten::masked_fill_(%z1, %mask, %inf)
+          -> (%f1)
+        block1():
+          -> (%mask)
+      %float2 : bool = aten::is_floating_point(%m1)
+      %not2 : bool = aten::__not__(%float2)
+      %m2 : Tensor = prim::If(%not2)
+        block0():
+          %z2 : Tensor = aten::zeros_like(%m1, %dtype, %none, %none, %none, %none)
+          %f2 : Tensor = aten::masked_fill_(%z2, %m1, %inf)
+          -> (%f2)
+        block1():
+          -> (%m1)
+      %r : Tensor = aten::add(%x, %m1, %one)
+      %s : Tensor = aten::add(%r, %m2, %one)
+      return (%s))IR";
+  at::Tensor keep = at::rand({2, 3}) > 0.5;
+  expectPassPreservesResults(ir, run, {{randn({2, 3}), keep}, {randn({2, 3}), randn({2, 3})}});
+}
+
 TEST(FunctionalizeMutation, MutatingAViewMadeByAnotherOpAndReadingTheBaseIsAnError) {
   std::string error = passError(R"IR(
     graph(%x : Tensor):

@@ -1,6 +1,8 @@
-// Converter tests for symbolic/attention.cpp: aten::scaled_dot_product_attention in its 6-, 7- and
-// 8-input forms, scale given or not, bool and float masks (rows masked entirely included),
-// is_causal on square and non-square scores, enable_gqa, dynamic lengths, and the errors.
+// Converter tests for symbolic/attention.cpp: aten::scaled_dot_product_attention as code of each
+// torch generation calls it (2.0: 6 arguments, 2.1: + scale, 2.5: + enable_gqa; torch 2.13+ fills
+// the defaults of the arguments a call leaves out, so the node always has 8 inputs here), scale given
+// or not, bool and float masks (rows masked entirely included), is_causal on square and non-square
+// scores, enable_gqa, dynamic lengths, and the errors.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -37,18 +39,18 @@ at::Tensor boolMaskWithDeadRow(int64_t l, int64_t s) {
   return m;
 }
 
-TEST(AttentionSymbolics, SixInputsOfTorch20NoMask) {
-  std::string ir = sdpaGraph("%zero, %false", false);
+TEST(AttentionSymbolics, Torch20CallNoMask) {
+  std::string ir = sdpaGraph("%zero, %false, %none, %false", false);
   expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 3, 4, 8}), at::randn({2, 3, 6, 8}), at::randn({2, 3, 6, 5})});
 }
 
-TEST(AttentionSymbolics, SevenInputsWithScaleAndBoolMask) {
-  std::string ir = sdpaGraph("%zero, %false, %scale", true);
+TEST(AttentionSymbolics, Torch21CallWithScaleAndBoolMask) {
+  std::string ir = sdpaGraph("%zero, %false, %scale, %false", true);
   expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 3, 4, 8}), at::randn({2, 3, 6, 8}), at::randn({2, 3, 6, 5}),
                                         boolMaskWithDeadRow(4, 6)});
 }
 
-TEST(AttentionSymbolics, EightInputsWithFloatMaskAndDefaultScale) {
+TEST(AttentionSymbolics, Torch25CallWithFloatMaskAndDefaultScale) {
   std::string ir = sdpaGraph("%zero, %false, %none, %false", true);
   at::Tensor mask = at::randn({1, 3, 4, 6});
   mask.select(2, 2).fill_(-std::numeric_limits<float>::infinity());  // a row masked entirely
@@ -64,7 +66,7 @@ TEST(AttentionSymbolics, CausalOnSquareAndNonSquareScores) {
 }
 
 TEST(AttentionSymbolics, ThreeDimensionalInputsWithoutHeads) {
-  std::string ir = sdpaGraph("%zero, %true, %scale", false);
+  std::string ir = sdpaGraph("%zero, %true, %scale, %false", false);
   expectConvertsLikeTorch(ir, {at::randn({3, 5, 4}), at::randn({3, 5, 4}), at::randn({3, 5, 2})}, 13);
 }
 

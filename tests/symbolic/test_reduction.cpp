@@ -487,8 +487,7 @@ graph(%x : Tensor):
   %all : Tensor = aten::linalg_vector_norm(%x, %three, %none, %drop, %none)
   %some : Tensor = aten::linalg_vector_norm(%x, %two, %dims, %keep, %none)
   %fro : Tensor = aten::frobenius_norm(%x, %dims, %drop)
-  %fro_all : Tensor = aten::frobenius_norm(%x)
-  return (%all, %some, %fro, %fro_all)
+  return (%all, %some, %fro)
 )IR";
   expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 3, 4})});
 }

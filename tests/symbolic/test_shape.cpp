@@ -645,16 +645,9 @@ graph(%x : Tensor):
   expectConvertsLikeTorchAllOpsets(ir, {at::randn({1, 2, 5, 4})});
 }
 
-TEST(ShapeSymbolics, ViewDtypeToOtherTypeFailsClearly) {
-  const char* ir = R"IR(
-graph(%x : Tensor):
-  %int : int = prim::Constant[value=3]()
-  %y : Tensor = aten::view(%x, %int)
-  return (%y)
-)IR";
-  std::string message = exportError(ir, {at::randn({2, 3})}, 13);
-  EXPECT_NE(message.find("bitcast"), std::string::npos) << message;
-}
+// view(dtype) cannot reach the converter under torch >= 2.13: TorchScript compiles x.view(torch.int32)
+// into view(x, [3]) (a reshape) and tracing it fails in torch itself; its symbolic's error for another
+// element size stays for graphs written by older torch releases.
 
 // ---------------------------------------------------------------- dynamic axes
 // Run-time shape computations, taken when a size is only known at run time.

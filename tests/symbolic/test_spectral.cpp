@@ -88,7 +88,9 @@ graph(%x : Tensor):
 }  // namespace
 
 // istft(self, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex)
-// of PyTorch's real view (..., bins, frames, 2), on spectra that are not an stft's (istft takes any).
+// of complex spectra (view_as_complex of (..., bins, frames, 2): torch 2.x's istft takes complex input
+// only; lower_complex_to_real_view hands the converter the real view), on spectra that are not an
+// stft's (istft takes any).
 const char* kIstftGraph = R"IR(
 graph(%s : Tensor, %two_sided : Tensor):
   %n : int = prim::Constant[value=10]()
@@ -102,10 +104,12 @@ graph(%s : Tensor, %two_sided : Tensor):
   %hann : Tensor = aten::hann_window(%n, %none, %none, %none, %none)
   %short_hamming : Tensor = aten::hamming_window(%win, %none, %none, %none, %none)
   %hamming : Tensor = aten::hamming_window(%n, %none, %none, %none, %none)
-  %centred : Tensor = aten::istft(%s, %n, %hop, %win, %short_hamming, %true, %false, %none, %short_len, %false)
-  %uncentred : Tensor = aten::istft(%s, %n, %hop, %none, %hamming, %false, %true, %none, %none, %false)
-  %rectangular : Tensor = aten::istft(%s, %n, %none, %none, %none, %true, %false, %true, %len, %false)
-  %full : Tensor = aten::istft(%two_sided, %n, %hop, %none, %hann, %true, %false, %false, %none, %false)
+  %c : Tensor = aten::view_as_complex(%s)
+  %two_sided_c : Tensor = aten::view_as_complex(%two_sided)
+  %centred : Tensor = aten::istft(%c, %n, %hop, %win, %short_hamming, %true, %false, %none, %short_len, %false)
+  %uncentred : Tensor = aten::istft(%c, %n, %hop, %none, %hamming, %false, %true, %none, %none, %false)
+  %rectangular : Tensor = aten::istft(%c, %n, %none, %none, %none, %true, %false, %true, %len, %false)
+  %full : Tensor = aten::istft(%two_sided_c, %n, %hop, %none, %hann, %true, %false, %false, %none, %false)
   return (%centred, %uncentred, %rectangular, %full)
 )IR";
 
@@ -133,8 +137,9 @@ graph(%s : Tensor):
   %frames : int = aten::size(%s, %two)
   %hops : int = aten::mul(%frames, %hop)
   %len : int = aten::add(%hops, %three)
-  %y : Tensor = aten::istft(%s, %n, %hop, %none, %hann, %true, %false, %none, %len, %false)
-  %plain : Tensor = aten::istft(%s, %n, %hop, %none, %hann, %true, %false, %none, %none, %false)
+  %c : Tensor = aten::view_as_complex(%s)
+  %y : Tensor = aten::istft(%c, %n, %hop, %none, %hann, %true, %false, %none, %len, %false)
+  %plain : Tensor = aten::istft(%c, %n, %hop, %none, %hann, %true, %false, %none, %none, %false)
   return (%y, %plain)
 )IR";
   expectDynamicAxesConvertLikeTorch(ir, {at::randn({2, 9, 11, 2})}, {{0, "batch"}, {2, "frames"}},
@@ -150,7 +155,8 @@ graph(%s : Tensor):
   %false : bool = prim::Constant[value=0]()
   %none : NoneType = prim::Constant()
   %hann : Tensor = aten::hann_window(%n, %none, %none, %none, %none)
-  %y : Tensor = aten::istft(%s, %n, %hop, %none, %hann, %false, %false, %none, %none, %false)
+  %c : Tensor = aten::view_as_complex(%s)
+  %y : Tensor = aten::istft(%c, %n, %hop, %none, %hann, %false, %false, %none, %none, %false)
   return (%y)
 )IR";
   std::string error = exportError(ir, {at::randn({6, 7, 2})}, 17);

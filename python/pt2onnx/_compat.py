@@ -1,0 +1,23 @@
+"""The Python side's one place that knows how torch versions differ (the C++ side's is
+exporter/torch_compat.h)."""
+import contextlib
+import warnings
+
+# torch >= 2.11 marks torch.jit.* deprecated with FutureWarnings ("`torch.jit.load` is deprecated...").
+# When pt2onnx calls them for the user (verify loading an archive), the warning is torch's, not the
+# user's code: it is not shown as if it were theirs.
+_TORCHSCRIPT_DEPRECATION = r"`torch\.jit\.[A-Za-z_]+` is deprecated"
+
+
+@contextlib.contextmanager
+def torchscript_deprecation_silenced():
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_TORCHSCRIPT_DEPRECATION, category=FutureWarning)
+        yield
+
+
+def load_archive(path):
+    """torch.jit.load, without torch's deprecation warning."""
+    import torch
+    with torchscript_deprecation_silenced():
+        return torch.jit.load(path)

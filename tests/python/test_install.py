@@ -1,0 +1,106 @@
+"""The installed pt2onnx beside the torch wheel: torch, onnx, onnxruntime and pt2onnx import in every
+order in one process and an export runs after each (two copies of the ONNX protobuf schema in one
+libprotobuf abort at import; a second oneDNN or pybind11 internals of another version break later);
+the binaries link torch's CPU libraries only, no second oneDNN, and find them through their RPATH;
+pt2onnx refuses to import under a torch minor version other than the one it was built for."""
+import itertools
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import pt2onnx
+from pt2onnx import _build_info
+
+MODULES = ["torch", "onnx", "onnxruntime", "pt2onnx"]
+
+ORDER_SCRIPT = """
+import sys, tempfile, os
+for name in sys.argv[1:]:
+    __import__(name)
+import numpy as np, onnx, onnxruntime, torch, pt2onnx
+model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 5)).eval()
+x = torch.randn(2, 3, 8, 8)
+with tempfile.TemporaryDirectory() as d:
+    path = os.path.join(d, "m.onnx")
+    pt2onnx.export(model, (x,), path, input_names=["x"], dynamic_axes={"x": {0: "n"}})
+    onnx.checker.check_model(onnx.load(path), full_check=True)
+    y = torch.randn(5, 3, 8, 8)
+    (got,) = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": y.numpy()})
+    (ours,) = pt2onnx.InferenceSession(path).run(None, {"x": y.numpy()})
+    with torch.no_grad():
+        expected = model(y).numpy()
+    assert np.abs(got - expected).max() < 1e-4 and np.abs(ours - expected).max() < 1e-4
+print("ok")
+"""
+
+
+def test_imports_in_every_order_then_export():
+    orders = list(itertools.permutations(MODULES))
+    assert len(orders) == 24
+    failures = []
+    # Two at a time: each process imports torch (a few seconds).
+    for pair in range(0, len(orders), 2):
+        procs = [(order, subprocess.Popen([sys.executable, "-c", ORDER_SCRIPT, *order], stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True))
+                 for order in orders[pair:pair + 2]]
+        for order, proc in procs:
+            out, err = proc.communicate(timeout=300)
+            if proc.returncode != 0 or out.strip() != "ok":
+                failures.append(f"{' -> '.join(order)}: exit {proc.returncode}: {err.strip()[-400:]}")
+    assert not failures, "\n".join(failures)
+
+
+def _needed(binary):
+    out = subprocess.run(["readelf", "-d", str(binary)], capture_output=True, text=True, check=True).stdout
+    return [line.split("[")[1].rstrip("]") for line in out.splitlines() if "(NEEDED)" in line]
+
+
+def _binaries():
+    extension = next(pathlib.Path(pt2onnx.__file__).parent.glob("_pt2onnx*.so"))
+    cli = pathlib.Path(sys.executable).parent / "pt2onnx"
+    assert cli.exists(), f"the CLI is not installed beside {sys.executable}"
+    return [extension, cli]
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["extension", "cli"])
+def test_binaries_link_torch_cpu_libraries_and_no_second_onednn(which):
+    binary = _binaries()[which]
+    needed = _needed(binary)
+    assert "libtorch_cpu.so" in needed and "libc10.so" in needed, needed
+    assert "libtorch_cuda.so" not in needed and "libtorch.so" not in needed, needed
+    assert not any("dnnl" in n or "mkldnn" in n for n in needed), needed
+    # Every library resolves (RPATH to the wheel's torch/lib; libpython for the CLI), without
+    # LD_LIBRARY_PATH.
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    ldd = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, env=env).stdout
+    assert "not found" not in ldd, ldd
+    torch_lib = pathlib.Path(torch.__file__).parent / "lib"
+    assert str(torch_lib / "libtorch_cpu.so") in ldd, ldd
+    assert "libdnnl.so" not in ldd, ldd  # Debian's oneDNN 2.x never enters the process
+
+
+def test_cli_runs_outside_an_activated_venv(tmp_path):
+    # The embedded interpreter is the venv's python3 (beside the CLI), whatever python3 is on PATH.
+    cli = _binaries()[1]
+    env = dict(os.environ, PATH="/usr/bin:/bin")
+    env.pop("VIRTUAL_ENV", None)
+    (tmp_path / "mod.py").write_text(
+        "import torch\n"
+        "def build():\n"
+        "    return torch.nn.Linear(3, 2).eval(), (torch.randn(1, 3),)\n")
+    proc = subprocess.run([str(cli), "convert", "--python", "mod:build", "-o", str(tmp_path / "m.onnx")],
+                          capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "m.onnx").exists()
+    version = subprocess.run([str(cli), "--version"], capture_output=True, text=True, env=env).stdout
+    assert f"torch {torch.__version__.split('+')[0]}" in version, version
+
+
+def test_import_under_another_torch_minor_is_refused(monkeypatch):
+    monkeypatch.setattr(_build_info, "TORCH_MINOR", "2.99")
+    with pytest.raises(ImportError, match=r"built against torch .* but this Python runs torch"):
+        pt2onnx._check_torch_version()
