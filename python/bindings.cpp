@@ -15,6 +15,7 @@
 #include "python/file_object_stream.h"
 #include "python/symbolic_bridge.h"
 #include "runtime/session.h"
+#include "writer/model_writer.h"
 #include "runtime_ops/python/python_ops.h"
 
 namespace py = pybind11;
@@ -228,6 +229,9 @@ PYBIND11_MODULE(_pt2onnx, m) {
   m.attr("DEFAULT_OPSET") = kDefaultOpset;
   m.attr("DEFAULT_GRADIENT_OPSET") = kDefaultGradientOpset;
   m.attr("__version__") = PT2ONNX_VERSION;
+
+  m.def("check_model", [](const py::bytes& model) { return py::bytes(writer::checkModelBytes(std::string(model))); },
+        "onnx::checker + strict shape inference with the com.microsoft schemas pt2onnx writes (serialized in and out).");
 
   m.def("export_graph",
         [](std::shared_ptr<torch::jit::Graph> graph, size_t numUserInputs, std::vector<std::string> userInputNames,

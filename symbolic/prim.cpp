@@ -105,6 +105,14 @@ Outputs dtypeOf(Context& ctx) {
   ctx.fail(std::string("tensor of element type ") + ir::dtypeName(t) + " has no PyTorch dtype");
 }
 
+// aten::is_floating_point / is_complex(Tensor) -> bool, from the element type (torch 2.x's
+// F._canonical_mask asks before turning a bool mask into an additive one).
+Outputs elementTypeTest(Context& ctx, bool (*test)(ir::DType)) {
+  ir::DType t = ctx.dtypeOf(ctx.tensor(0));
+  if (t == ir::DType::Undefined) ctx.fail("the tensor's element type is not known at export time");
+  return {Arg::ofBool(test(t))};
+}
+
 Outputs deviceOf(Context& ctx) {
   Arg a;
   a.kind = Arg::Kind::Device;
@@ -128,6 +136,10 @@ void registerPrimSymbolics(Registry& r) {
   r.onOp("aten::__is__", kMinOpset, [](Context& ctx) { return identityTest(true, ctx); });
   r.onOp("aten::__isnot__", kMinOpset, [](Context& ctx) { return identityTest(false, ctx); });
   r.onOp("prim::dtype", kMinOpset, dtypeOf);
+  r.onOp("aten::is_floating_point", kMinOpset, [](Context& ctx) { return elementTypeTest(ctx, ir::isFloating); });
+  r.onOp("aten::is_complex", kMinOpset, [](Context& ctx) {
+    return elementTypeTest(ctx, [](ir::DType t) { return t == ir::DType::Complex64 || t == ir::DType::Complex128; });
+  });
   r.onOp("prim::device", kMinOpset, deviceOf);
 }
 

@@ -239,6 +239,24 @@ void validate(const Encoded& enc) {
   }
 }
 
+}  // namespace
+
+std::string checkModelBytes(const std::string& modelBytes) {
+  registerTrainingSchemas();
+  onnx::ModelProto model;
+  if (!model.ParseFromString(modelBytes)) throw ExportError("not a serialized ONNX model");
+  try {
+    checkModel(model);
+    onnx::ShapeInferenceOptions strict(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), strict);
+  } catch (const std::exception& e) {
+    throw ExportError(std::string("the model is not valid ONNX (onnx checker / shape inference): ") + e.what());
+  }
+  return model.SerializeAsString();
+}
+
+namespace {
+
 void writeVarint(std::ostream& os, uint64_t v) {
   while (v >= 0x80) {
     os.put(static_cast<char>((v & 0x7f) | 0x80));

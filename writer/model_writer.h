@@ -44,4 +44,10 @@ void streamModelTo(const ir::Graph& graph, const WriteOptions& options, std::ost
 std::string serializeModel(const ir::Graph& graph, const WriteOptions& options,
                            std::vector<std::string>* warnings = nullptr);
 
+// The checks every export ends with (onnx::checker, then strict shape inference), with the
+// com.microsoft schemas pt2onnx writes (PythonOp, PythonOpGrad, ...: the onnx Python package does
+// not know them), on a serialized model; returns it with the inferred value_info, serialized.
+// Throws ExportError with ONNX's message.
+std::string checkModelBytes(const std::string& modelBytes);
+
 }  // namespace pt2onnx::writer

@@ -23,7 +23,7 @@ _check_torch_version()
 from . import _pt2onnx  # noqa: E402
 from ._pt2onnx import ExportError, MIN_OPSET, MAX_OPSET, DEFAULT_OPSET, __version__
 from .exporter import (TrainingMode, OperatorExportTypes, export, unconvertible_ops, missing_gradients,
-                       set_log_level)
+                       set_log_level, check_model)
 from .symbolic_registry import (register_custom_op_symbolic, unregister_custom_op_symbolic,
                                 register_autograd_function_symbolic, unregister_autograd_function_symbolic)
 from . import autograd as _autograd
@@ -42,6 +42,6 @@ __all__ = [
     "export", "unconvertible_ops", "missing_gradients", "InferenceSession", "SessionOptions", "RunOptions",
     "GraphOptimizationLevel", "ExecutionMode", "ModelMetadata", "get_available_providers", "Fail",
     "InvalidArgument", "NoSuchFile", "InvalidGraph", "ExportError", "TrainingMode", "OperatorExportTypes",
-    "set_log_level", "register_custom_op_symbolic", "unregister_custom_op_symbolic",
+    "set_log_level", "check_model", "register_custom_op_symbolic", "unregister_custom_op_symbolic",
     "register_autograd_function_symbolic", "unregister_autograd_function_symbolic", "MIN_OPSET", "MAX_OPSET", "DEFAULT_OPSET", "__version__",
 ]

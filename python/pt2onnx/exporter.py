@@ -364,3 +364,13 @@ def missing_gradients(model, args, gradients="all", training=TrainingMode.EVAL, 
 def set_log_level(level):
     """Sets the C++ exporter's log level: "trace", "debug", "info", "warn", "err", "off"."""
     _pt2onnx.set_log_level(level)
+
+
+def check_model(model):
+    """`onnx.checker.check_model(model, full_check=True)` that also knows the com.microsoft ops
+    pt2onnx writes (PythonOp, PythonOpGrad, ...), whose schemas the onnx package lacks: the checker,
+    then strict shape inference. `model`: a ModelProto or its serialized bytes. Returns the model with
+    the inferred value_info; raises ExportError with ONNX's message."""
+    import onnx
+    data = model.SerializeToString() if hasattr(model, "SerializeToString") else bytes(model)
+    return onnx.ModelProto.FromString(_pt2onnx.check_model(data))

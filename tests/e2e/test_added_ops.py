@@ -14,13 +14,7 @@ import torch.nn.functional as F
 import pt2onnx
 from samples import ort
 
-TOLERANCE = 1e-4
-
-
-def flatten(outputs):
-    if isinstance(outputs, torch.Tensor):
-        return [outputs]
-    return [t for o in outputs for t in flatten(o)]
+from tests.e2e.roundtrip_checks import TOLERANCE, check_runs
 
 
 def export_and_check(model, example, runs, tmp_path, opset=17, dynamic_axes=None, script=False):
@@ -34,17 +28,7 @@ def export_and_check(model, example, runs, tmp_path, opset=17, dynamic_axes=None
         pt2onnx.export(exported, example, path, opset_version=opset, input_names=names,
                        dynamic_axes=dynamic_axes or {})
     onnx.checker.check_model(str(path), full_check=True)
-    session = pt2onnx.InferenceSession(str(path))
-    for args in runs:
-        with torch.no_grad():
-            expected = flatten(model(*args))
-        feeds = {n: a.numpy() for n, a in zip(names, args)}
-        for runtime, got in (("ort", list(ort.run(path, feeds).values())), ("builtin", session.run(None, feeds))):
-            assert len(got) == len(expected), runtime
-            for k, (e, g) in enumerate(zip(expected, got)):
-                assert tuple(g.shape) == tuple(e.shape), f"{runtime} output {k}: shape {g.shape} vs {tuple(e.shape)}"
-                err = ort.max_rel_error(e.numpy(), g)
-                assert err < TOLERANCE, f"{runtime} output {k}: {err}"
+    check_runs(model, path, names, runs)
 
 
 # ---------------------------------------------------------------- grid_sample
@@ -252,9 +236,8 @@ class Denoiser(torch.nn.Module):
         spec = torch.stft(x, n_fft=64, hop_length=16, window=window, return_complex=False)  # (B, 33, T, 2)
         magnitude = spec.pow(2).sum(-1, keepdim=True).sqrt()
         masked = spec * torch.sigmoid(magnitude - 1.0) * self.gain
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # istft of the real view is deprecated in PyTorch, not removed
-            return torch.istft(masked, n_fft=64, hop_length=16, window=window, length=x.shape[-1])
+        # torch 2.x's istft takes complex spectra only: the real view goes back through view_as_complex
+        return torch.istft(torch.view_as_complex(masked), n_fft=64, hop_length=16, window=window, length=x.shape[-1])
 
 
 def test_stft_mask_istft_matches_torch_on_other_lengths(tmp_path):
@@ -268,10 +251,9 @@ class Resynthesis(torch.nn.Module):
         super().__init__()
         self.center = center
 
-    def forward(self, spec):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return torch.istft(spec, n_fft=32, hop_length=12, window=torch.hamming_window(32), center=self.center)
+    def forward(self, spec):  # spec: the real view (..., 17, frames, 2)
+        return torch.istft(torch.view_as_complex(spec), n_fft=32, hop_length=12, window=torch.hamming_window(32),
+                           center=self.center)
 
 
 @pytest.mark.parametrize("opset", [9, 11, 17])
@@ -320,7 +302,7 @@ def test_complex_ops_without_a_real_view_form_name_the_node(tmp_path):
 
 class ScriptedResynthesis(torch.nn.Module):
     def forward(self, spec, n: int):
-        y = torch.istft(spec, n_fft=32, hop_length=8, window=torch.hann_window(32), length=n)
+        y = torch.istft(torch.view_as_complex(spec), n_fft=32, hop_length=8, window=torch.hann_window(32), length=n)
         if n > 100:  # an If on the length, taken one way by the example and the other by a run
             y = y * 2
         return y

@@ -6,22 +6,13 @@ encoder/decoder stacks with masks, nn.RMSNorm, std/var with a Scalar correction,
 dtypes ONNX cannot hold as clear errors."""
 import warnings
 
-import numpy as np
 import onnx
 import pytest
 import torch
 import torch.nn.functional as F
 
 import pt2onnx
-from samples import ort
-
-TOLERANCE = 1e-4
-
-
-def flatten(outputs):
-    if isinstance(outputs, torch.Tensor):
-        return [outputs]
-    return [t for o in outputs for t in flatten(o)]
+from tests.e2e.roundtrip_checks import TOLERANCE, check_runs
 
 
 def export_and_check(model, example, runs, tmp_path, opset=17, dynamic_axes=None, script=False, no_grad=False,
@@ -42,20 +33,7 @@ def export_and_check(model, example, runs, tmp_path, opset=17, dynamic_axes=None
                            dynamic_axes=dynamic_axes or {})
     proto = onnx.load(str(path))
     onnx.checker.check_model(proto, full_check=True)
-    session = pt2onnx.InferenceSession(str(path))
-    for args in runs:
-        with torch.no_grad():
-            expected = flatten(model(*args))
-        feeds = {n: a.numpy() for n, a in zip(names, args)}
-        for runtime, got in (("ort", list(ort.run(path, feeds).values())), ("builtin", session.run(None, feeds))):
-            assert len(got) == len(expected), runtime
-            for k, (e, g) in enumerate(zip(expected, got)):
-                assert tuple(g.shape) == tuple(e.shape), f"{runtime} output {k}: shape {g.shape} vs {tuple(e.shape)}"
-                if e.dtype == torch.bool:
-                    assert np.array_equal(e.numpy(), g), f"{runtime} output {k}"
-                    continue
-                err = ort.max_rel_error(e.numpy(), g)
-                assert err < tolerance, f"{runtime} output {k}: {err}"
+    check_runs(model, path, names, runs, tolerance)
     return proto
 
 

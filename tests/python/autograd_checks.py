@@ -47,7 +47,7 @@ def export(model, args, path, **kwargs):
         warnings.simplefilter("always")
         summary = pt2onnx.export(model, args, path, **kwargs)
     proto = onnx.load(str(path))
-    onnx.checker.check_model(proto, full_check=True)
+    pt2onnx.check_model(proto)  # onnx's checker with the com.microsoft schemas
     summary["caught"] = [str(w.message) for w in caught]
     return proto, summary
 
@@ -103,8 +103,9 @@ def python_op_attrs(name, convention, in_types, in_ranks, out_types, out_ranks, 
 
 def value_types(proto):
     """{value name: (elem_type, rank)} after ONNX shape inference (pt2onnx writes no value_info for
-    intermediate values; the inference runs the PythonOp schema pt2onnx registered)."""
-    inferred = onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
+    intermediate values; pt2onnx.check_model runs the PythonOp schema pt2onnx registers, which the
+    onnx package does not have)."""
+    inferred = pt2onnx.check_model(proto)
     out = {}
     for v in list(inferred.graph.value_info) + list(inferred.graph.output):
         t = v.type.tensor_type
