@@ -34,8 +34,9 @@ struct GraphParameters {
 // (tensors: parameters and buffers) or a constant (other attributes), then removes `self`.
 LiftedParameters liftParameters(torch::jit::Graph& graph, const torch::jit::Module& module);
 
-// pad_packed_sequence's total_length when it is `batch_sizes.size(0)` (no total_length given)
-// becomes -1 ("the longest length"): packed sequences are kept padded, where that size is the batch.
+// Packed sequences are kept padded, with their lengths as batch_sizes: pad_packed_sequence's
+// total_length when it is `batch_sizes.size(0)` (no total_length given) becomes -1 ("the longest
+// length"), and `batch_sizes[0]` (the batch, torch 2.x's initial-state size) becomes batch_sizes.size(0).
 bool dropPackedTotalLength(torch::jit::Graph& graph);
 
 // Removes autograd.Function calls whose results are unused. The tracer records a Function called

@@ -1,5 +1,6 @@
 // packed_sequence_lengths: pad_packed_sequence's implicit total_length (batch_sizes.size(0)) becomes
-// -1, "the longest length", for packed sequences kept padded; a total_length the caller gave stays.
+// -1, "the longest length", for packed sequences kept padded; a total_length the caller gave stays;
+// batch_sizes[0] (torch 2.x's initial-state batch) becomes batch_sizes.size(0).
 #include <gtest/gtest.h>
 
 #include "exporter/passes/passes.h"
@@ -48,6 +49,25 @@ TEST(DropPackedTotalLength, GivenTotalLengthAndOtherSizesStay) {
       return (%y, %y2))IR");
   EXPECT_FALSE(dropPackedTotalLength(*g));  // 7 is the caller's; data.size(0) is not batch_sizes'
   EXPECT_EQ(totalLength(*g), 7);
+}
+
+TEST(DropPackedTotalLength, FirstBatchSizeOfAPackedSequenceBecomesTheBatch) {
+  // torch 2.x's nn.GRU on a packed sequence: max_batch_size = batch_sizes[0] sizes the zero state.
+  auto g = testing::parseGraph(R"IR(
+    graph(%x : Tensor, %lengths : Tensor):
+      %true : bool = prim::Constant[value=1]()
+      %zero : int = prim::Constant[value=0]()
+      %data : Tensor, %batch_sizes : Tensor = aten::_pack_padded_sequence(%x, %lengths, %true)
+      %first : Tensor = aten::select(%batch_sizes, %zero, %zero)
+      %batch : int = aten::Int(%first)
+      %other : Tensor = aten::select(%lengths, %zero, %zero)
+      return (%batch, %other))IR");
+  EXPECT_TRUE(dropPackedTotalLength(*g));
+  g->lint();
+  const torch::jit::Node* batch = g->outputs()[0]->node()->input(0)->node();  // aten::Int's input
+  ASSERT_EQ(batch->kind(), c10::prim::NumToTensor);
+  EXPECT_EQ(batch->input(0)->node()->kind(), c10::aten::size);
+  EXPECT_EQ(g->outputs()[1]->node()->kind(), c10::aten::select);  // not a packed sequence's batch_sizes
 }
 
 }  // namespace
