@@ -31,8 +31,11 @@ def export(model, example, path, opset=17, dynamic_axes=None, names=None):
 
 
 def run_both(path, feeds):
-    """{runtime: outputs} for ONNX Runtime and the builtin runtime."""
-    session = pt2onnx.InferenceSession(str(path))
+    """{runtime: outputs} for ONNX Runtime and the builtin runtime (both on 1 thread, as the
+    reference runs' first)."""
+    one_thread = pt2onnx.SessionOptions()
+    one_thread.intra_op_num_threads = 1
+    session = pt2onnx.InferenceSession(str(path), one_thread)
     return {"ort": list(ort.run(path, feeds).values()), "builtin": session.run(None, feeds)}
 
 
@@ -184,13 +187,23 @@ def test_faster_rcnn_detections_match_torch_on_other_images_and_sizes(tmp_path):
     names = export(model, ([torch.rand(3, 320, 320)],), path, names=["image"],
                    dynamic_axes={"image": {1: "height", 2: "width"}})
     g = torch.Generator().manual_seed(4)
+    two_threads = pt2onnx.SessionOptions()
+    two_threads.intra_op_num_threads = 2
     for shape in ((3, 320, 320), (3, 280, 410)):
         image = torch.rand(*shape, generator=g)
         references = [run[0] for run in detection_check.reference_runs(model, [image])]
         assert len(references[0]["scores"]) > 0
-        for runtime, (boxes, labels, scores) in run_both(path, {names[0]: image.numpy()}).items():
+        feeds = {names[0]: image.numpy()}
+        for runtime, (boxes, labels, scores) in run_both(path, feeds).items():
             result = detection_check.compare(references, {"boxes": boxes, "labels": labels, "scores": scores})
             assert result["status"] == "pass", f"{runtime} {shape}: {detection_check.describe(result)}"
+        # With 2 threads the builtin runtime sums in another order than PyTorch's runs: at 280x410 it
+        # keeps 2 of 100 detections' near-tied NMS neighbours instead (torch 2.14, this seed), which
+        # none of PyTorch's own noisy runs does. Every difference must be such a swap.
+        boxes, labels, scores = pt2onnx.InferenceSession(str(path), two_threads).run(None, feeds)
+        result = detection_check.compare(references, {"boxes": boxes, "labels": labels, "scores": scores})
+        assert result["unexplained"] == 0 and result["missing"] <= result["swapped"], (
+            f"builtin, 2 threads, {shape}: {detection_check.describe(result)}")
 
 
 def test_detection_check_finds_a_shifted_box_and_a_wrong_score():
