@@ -13,15 +13,18 @@
 set(PT2ONNX_TORCH_MIN_VERSION 2.13)        # oldest minor the suite runs on
 set(PT2ONNX_TORCH_BELOW_VERSION 2.15)      # first minor not yet tested
 
+# The interpreter asked about torch: the one pt2onnx is built for (a test points it elsewhere).
+set(PT2ONNX_TORCH_PYTHON "${Python3_EXECUTABLE}" CACHE FILEPATH "The Python whose torch pt2onnx builds against")
 execute_process(
-  COMMAND ${Python3_EXECUTABLE} -c
+  COMMAND ${PT2ONNX_TORCH_PYTHON} -c
     "import os, torch; print(torch.__version__.split('+')[0]); print(os.path.dirname(torch.__file__)); print(int(torch._C._GLIBCXX_USE_CXX11_ABI))"
   OUTPUT_VARIABLE _torch_probe ERROR_VARIABLE _torch_error RESULT_VARIABLE _torch_status
   OUTPUT_STRIP_TRAILING_WHITESPACE)
 if(NOT _torch_status EQUAL 0)
   string(REGEX REPLACE ".*\n([^\n]+)\n?$" "\\1" _torch_error "${_torch_error}")
   message(FATAL_ERROR "pt2onnx needs torch >= ${PT2ONNX_TORCH_MIN_VERSION}, < ${PT2ONNX_TORCH_BELOW_VERSION} "
-    "in ${Python3_EXECUTABLE}, which cannot import torch (${_torch_error})")
+    "in ${PT2ONNX_TORCH_PYTHON}, which cannot import torch (${_torch_error}); install torch there first, and "
+    "build with pip install --no-build-isolation so that pip does not build in an environment without it")
 endif()
 string(REPLACE "\n" ";" _torch_probe "${_torch_probe}")
 list(GET _torch_probe 0 PT2ONNX_TORCH_VERSION)
@@ -30,7 +33,7 @@ list(GET _torch_probe 2 _torch_cxx11_abi)
 if(PT2ONNX_TORCH_VERSION VERSION_LESS PT2ONNX_TORCH_MIN_VERSION
    OR NOT PT2ONNX_TORCH_VERSION VERSION_LESS PT2ONNX_TORCH_BELOW_VERSION)
   message(FATAL_ERROR "pt2onnx needs torch >= ${PT2ONNX_TORCH_MIN_VERSION}, < ${PT2ONNX_TORCH_BELOW_VERSION}; "
-    "found torch ${PT2ONNX_TORCH_VERSION} at ${_torch_dir} (${Python3_EXECUTABLE})")
+    "found torch ${PT2ONNX_TORCH_VERSION} at ${_torch_dir} (${PT2ONNX_TORCH_PYTHON})")
 endif()
 string(REGEX MATCH "^[0-9]+\\.[0-9]+" PT2ONNX_TORCH_MINOR "${PT2ONNX_TORCH_VERSION}")
 set(PT2ONNX_TORCH_LIB_DIR "${_torch_dir}/lib")

@@ -106,3 +106,19 @@ def test_import_under_another_torch_minor_is_refused(monkeypatch):
     monkeypatch.setattr(_build_info, "TORCH_MINOR", "2.99")
     with pytest.raises(ImportError, match=r"built against torch .* but this Python runs torch"):
         pt2onnx._check_torch_version()
+
+
+@pytest.mark.parametrize("version", ["2.12.1", "2.15.0"])
+def test_cmake_refuses_a_torch_outside_the_supported_range_in_one_line(version, tmp_path):
+    root = pathlib.Path(__file__).resolve().parents[2]
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\nprintf '{version}\\n/opt/fake/torch\\n1\\n'\n")
+    fake.chmod(0o755)
+    cmake = pathlib.Path(sys.executable).parent / "cmake"
+    proc = subprocess.run([str(cmake), "-S", str(root), "-B", str(tmp_path / "build"), "-G", "Ninja",
+                           f"-DPython3_EXECUTABLE={sys.executable}", f"-DPT2ONNX_TORCH_PYTHON={fake}"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    errors = [line for line in proc.stderr.splitlines() if "pt2onnx needs torch" in line]
+    assert len(errors) == 1, proc.stderr
+    assert f"found torch {version} at /opt/fake/torch" in errors[0] and ">= 2.13, < 2.15" in errors[0], errors[0]
