@@ -1,6 +1,7 @@
 // The export pipeline: validate options -> lower -> pre-flight support check -> capture types ->
 // convert -> write (checker + shape inference inside the writer).
 #include "exporter/export.h"
+#include "exporter/torch_compat.h"
 
 #include <algorithm>
 #include <chrono>
@@ -357,7 +358,7 @@ std::string loadErrorMessage(const std::string& what, const std::string& provena
   std::string where;
   if (std::regex_search(detail, m, std::regex(R"re(File "([^"]+)", line ([0-9]+))re")))
     where = " (" + m[1].str() + ", line " + m[2].str() + ")";
-  const std::string libtorch = std::string("LibTorch ") + PT2ONNX_TORCH_VERSION_STRING;
+  const std::string libtorch = std::string("LibTorch ") + torch_compat::torchVersion();
   std::string message;
   if (std::regex_search(detail, m, std::regex(R"re(Unknown builtin op: ([A-Za-z0-9_]+::[A-Za-z0-9_]+))re"))) {
     message = "the TorchScript archive calls " + m[1].str() + where + ", an op " + libtorch + " does not know";
