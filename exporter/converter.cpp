@@ -21,6 +21,11 @@ namespace {
 
 using symbolic::Arg;
 
+std::string rejectedInputsMessage(const torch::jit::Node* n, const std::string& pytorchError) {
+  return jit::describeNode(n) + ": PyTorch rejects the inputs this node gets (check the example inputs' shapes "
+         "and dtypes): " + pytorchError;
+}
+
 // Tensor constants larger than this become initializers instead of Constant nodes.
 constexpr size_t kConstantNodeMaxBytes = 1024;
 // What the walker binds to the outputs of a node it could not convert (collect mode only).
@@ -227,6 +232,11 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
   std::vector<ir::TensorType> outputTypes;
   for (const torch::jit::Value* o : n->outputs()) outputTypes.push_back(typeOf(o));
 
+  // ONNX inference does not check what PyTorch does (a conv's channels, a Linear's in_features): with
+  // every input known, PyTorch's kernels are asked first, so a wrong example shape is an error here,
+  // not a model that fails when it runs.
+  if (typing_ == Typing::Static && entry)
+    if (auto rejected = pytorchRejection(n, args)) throw ExportError(rejectedInputsMessage(n, *rejected));
   setLocation(n);
   symbolic::Context ctx(*current_, options_.opset, jit::schemaText(n), args, outputTypes);
   ctx.setSourceNode(n);
@@ -260,9 +270,7 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
     } catch (const ExportError& e) {  // ONNX type inference rejected a node the symbolic built
       // Usually because PyTorch itself would reject these inputs (wrong example shapes): then that
       // is the one error, of the export and of a support report alike (no op is unsupported).
-      if (auto rejected = pytorchRejection(n, args))
-        throw ExportError(jit::describeNode(n) + ": PyTorch rejects the inputs this node gets (check the example "
-                          "inputs' shapes and dtypes): " + *rejected);
+      if (auto rejected = pytorchRejection(n, args)) throw ExportError(rejectedInputsMessage(n, *rejected));
       return unconvertible(n, e.what(), false);
     }
   }
@@ -353,6 +361,10 @@ ir::TensorType userInputType(const ModelGraph& model, const TypeMap& types, size
   if (example.isInt()) return {ir::DType::Int64, std::vector<ir::Dim>{}};
   if (example.isDouble()) return {ir::DType::Double, std::vector<ir::Dim>{}};  // a Python float is a double
   if (example.isBool()) return {ir::DType::Bool, std::vector<ir::Dim>{}};
+  if (example.isIntList() || example.isDoubleList() || example.isBoolList()) {  // a 1-D input
+    ir::DType dtype = example.isIntList() ? ir::DType::Int64 : example.isDoubleList() ? ir::DType::Double : ir::DType::Bool;
+    return {dtype, std::vector<ir::Dim>{ir::Dim::fixed(static_cast<int64_t>(example.toListRef().size()))}};
+  }
   auto it = types.find(v);
   if (it != types.end()) return it->second;
   if (example.isTensor()) return jit::typeOfTensor(example.toTensor());
@@ -363,6 +375,7 @@ Arg userInputArg(const c10::IValue& example, ir::Value* in) {
   if (example.isInt()) return Arg::dynamicNumber(Arg::Kind::Int, in);
   if (example.isDouble()) return Arg::dynamicNumber(Arg::Kind::Double, in);
   if (example.isBool()) return Arg::dynamicNumber(Arg::Kind::Bool, in);
+  if (example.isIntList() || example.isDoubleList() || example.isBoolList()) return Arg::dynamicList(in);
   return Arg(in);
 }
 

@@ -126,28 +126,36 @@ void bindNoneInputs(ModelGraph& model) {
 // Tuple arguments (a scripted `forward(x, state: Tuple[Tensor, Tensor])`) become one input per
 // element, in order, named <arg>.0, <arg>.1 (nested tuples too), as torch.onnx flattens them; the
 // graph rebuilds the tuple for the code that reads it, and lowering folds the unpacking away.
+// A List[Tensor] argument likewise, one input per element of its example (the list's length is
+// fixed by the example, as torch.onnx fixes it). Lists of numbers stay one 1-D input.
 void flattenTupleInputs(ModelGraph& model) {
   for (size_t i = model.numUserInputs; i-- > 0;) {
     torch::jit::Value* in = model.graph->inputs()[i];
     auto tuple = in->type()->cast<c10::TupleType>();
-    if (!tuple) continue;
+    auto list = in->type()->cast<c10::ListType>();
+    bool tensorList = list && list->getElementType()->kind() == c10::TypeKind::TensorType;
+    if (!tuple && !tensorList) continue;
     std::string base = i < model.userInputNames.size() ? model.userInputNames[i] : "input_" + std::to_string(i);
     const c10::IValue example = model.exampleInputs.at(i);
-    size_t n = tuple->elements().size();
-    if (!example.isTuple() || example.toTupleRef().elements().size() != n)
+    if (tensorList && !example.isTensorList())
+      throw ExportError("forward() argument '" + base + "' is a " + list->str() + ": its example must be a list of tensors");
+    size_t n = tuple ? tuple->elements().size() : example.toTensorList().size();
+    if (tuple && (!example.isTuple() || example.toTupleRef().elements().size() != n))
       throw ExportError("forward() argument '" + base + "' is a " + tuple->str() + ": its example must be a tuple of " +
                         std::to_string(n) + " values");
     std::vector<torch::jit::Value*> elements;
     for (size_t k = 0; k < n; ++k) {
       torch::jit::Value* e = model.graph->insertInput(i + 1 + k);
-      e->setType(tuple->elements()[k]);
+      e->setType(tuple ? tuple->elements()[k] : list->getElementType());
       elements.push_back(e);
     }
     torch::jit::WithInsertPoint guard(*model.graph->nodes().begin());
-    in->replaceAllUsesWith(model.graph->insertNode(model.graph->createTuple(elements))->output());
+    torch::jit::Node* rebuilt = tuple ? model.graph->createTuple(elements)
+                                      : model.graph->createList(list->getElementType(), elements);
+    in->replaceAllUsesWith(model.graph->insertNode(rebuilt)->output());
     model.graph->eraseInput(i);
     auto at = [i](auto& v) { return v.begin() + static_cast<std::ptrdiff_t>(i); };
-    std::vector<c10::IValue> values = example.toTupleRef().elements().vec();
+    std::vector<c10::IValue> values = tuple ? example.toTupleRef().elements().vec() : example.toListRef().vec();
     model.exampleInputs.erase(at(model.exampleInputs));
     model.exampleInputs.insert(at(model.exampleInputs), values.begin(), values.end());
     if (i < model.userInputNames.size()) {
@@ -231,8 +239,13 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
     if (v->type()->kind() != c10::TypeKind::NoneType) known.insert(outputName(v, k++, options));
   std::vector<std::set<int64_t>> dynamicAxes(model.numUserInputs);
   for (const auto& [name, axes] : options.dynamicAxes) {
-    if (!known.count(name))
-      summary.warnings.push_back("dynamic_axes names '" + name + "', which is not an input or output of the model");
+    if (!known.count(name)) {
+      std::string all;
+      for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
+      std::string message = "dynamic_axes names '" + name + "', which is not an input or output of the model (" + all + ")";
+      if (options.unknownDynamicAxisIsError) throw ExportError(message);
+      summary.warnings.push_back(message);
+    }
     for (size_t i = 0; i < inputNames.size(); ++i)
       if (inputNames[i] == name)
         for (const auto& [axis, dim] : axes) {
@@ -317,6 +330,8 @@ ModelGraph fromScriptModule(torch::jit::Module module) {
   model.graph = method->graph()->copy();
   for (size_t i = 1; i < model.graph->inputs().size(); ++i)
     model.userInputNames.push_back(cleanInputName(model.graph->inputs()[i]->debugName(), i - 1));
+  const auto& schemaArgs = method->function().getSchema().arguments();
+  model.forwardArguments.assign(schemaArgs.begin() + (schemaArgs.empty() ? 0 : 1), schemaArgs.end());
   torch::jit::Inline(*model.graph);
   passes::LiftedParameters lifted = passes::liftParameters(*model.graph, module);
   model.numUserInputs = model.graph->inputs().size() - lifted.names.size();
@@ -347,6 +362,18 @@ std::string archiveProvenance(std::istream& in) {
     return extra.empty() ? s : s + ", extra files " + extra;
   } catch (const std::exception&) {
     return "";
+  }
+}
+
+// A torch.save() zip: data.pkl without the code/ and constants.pkl a TorchScript archive has.
+bool isPickledObject(std::istream& in) {
+  try {
+    in.clear();
+    in.seekg(0);
+    caffe2::serialize::PyTorchStreamReader reader(&in);
+    return reader.hasRecord("data.pkl") && !reader.hasRecord("constants.pkl");
+  } catch (const std::exception&) {
+    return false;
   }
 }
 
@@ -389,6 +416,12 @@ ModelGraph loadTorchScript(std::istream& in) {
   try {
     module = torch::jit::load(in);
   } catch (const std::exception& e) {
+    if (isPickledObject(in))
+      throw ExportError("this is a torch.save() file (a pickled Python object: an nn.Module or a state_dict), not a "
+                        "TorchScript archive; it holds no code pt2onnx can read without the Python classes. Save a "
+                        "TorchScript archive with torch.jit.save(torch.jit.script(model), PATH) (or torch.jit.trace), "
+                        "or export from Python: pt2onnx.export(model, args, PATH) or pt2onnx convert --python "
+                        "MODULE:FUNCTION");
     throw ExportError(loadErrorMessage(e.what(), archiveProvenance(in)));
   }
   return fromScriptModule(std::move(module));

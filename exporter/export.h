@@ -68,6 +68,9 @@ struct ExportOptions {
   // export_modules_as_functions: the calls of these nn.Module types become model-local ONNX
   // functions (opset 15 or later). Unset: none.
   std::optional<onnx_passes::ModuleFunctionOptions> modulesAsFunctions;
+  // A dynamic_axes name that is no input or output: torch.onnx warns; the CLI makes it an error
+  // (a typo in -d would otherwise export a static axis with exit status 0).
+  bool unknownDynamicAxisIsError = false;
 };
 
 // A graph ready for export: its first `numUserInputs` inputs are the model's inputs, the rest are
@@ -76,6 +79,7 @@ struct ModelGraph {
   std::shared_ptr<torch::jit::Graph> graph;
   size_t numUserInputs = 0;
   std::vector<std::string> userInputNames;   // from forward()'s argument names
+  std::vector<c10::Argument> forwardArguments;  // forward()'s schema without self (types, defaults)
   std::vector<std::string> paramNames;       // state_dict keys, in graph-input order
   std::vector<at::Tensor> paramValues;        // a meta tensor (shape, dtype) for a computed one
   // Which parameters are trainable (requires_grad; buffers are not), one per paramNames entry.

@@ -6,6 +6,7 @@
 #include <torch/csrc/jit/runtime/operator.h>
 
 #include "common/errors.h"
+#include "exporter/data_dependent_types.h"
 #include "exporter/jit_util.h"
 
 namespace pt2onnx {
@@ -36,10 +37,13 @@ constexpr Unknowns kRankOnlyFallback = {8, 1};
 // dimension 1 (promotion depends on dtypes and ranks only).
 // Small CPU stand-ins are made twice, filled differently: where the output shapes differ, they depend
 // on the data (nonzero, masked_select, unique) and only ranks are reported.
-enum class StandIn { Meta, SmallCpuOnes, SmallCpuRamp };
+// A rejection on meta tensors is confirmed on CPU zeros of the real shapes (CpuZeros, up to
+// kMaxConfirmElements): a meta kernel written in Python may refuse what the CPU kernel accepts.
+enum class StandIn { Meta, SmallCpuOnes, SmallCpuRamp, CpuZeros };
 
 // Elements of a CPU stand-in given its real shape; larger ones get dimensions of 1.
 constexpr int64_t kMaxRealSizeElements = 1 << 16;
+constexpr int64_t kMaxConfirmElements = 1 << 24;
 
 class MetaStack {
  public:
@@ -100,13 +104,15 @@ class MetaStack {
       sizes.push_back(d.isStatic() ? d.size : unknowns_.dim);
       numel *= sizes.back();
     }
-    if (standIn_ != StandIn::Meta && numel > kMaxRealSizeElements) {
+    if (standIn_ == StandIn::CpuZeros && numel > kMaxConfirmElements) return std::nullopt;
+    if ((standIn_ == StandIn::SmallCpuOnes || standIn_ == StandIn::SmallCpuRamp) && numel > kMaxRealSizeElements) {
       sizes.assign(sizes.size(), 1);
       exact_ = false;
     }
     at::Tensor t;
     if (standIn_ == StandIn::Meta) t = at::empty(sizes, at::TensorOptions().dtype(*dtype).device(at::kMeta));
     else if (standIn_ == StandIn::SmallCpuOnes) t = at::ones(sizes, at::TensorOptions().dtype(*dtype));
+    else if (standIn_ == StandIn::CpuZeros) t = at::zeros(sizes, at::TensorOptions().dtype(*dtype));
     else t = at::arange(at::ones(sizes).numel()).remainder(3).reshape(sizes).to(*dtype);
     // torch promotes a Python number wrapped into a tensor like a number, not like a 0-d tensor.
     if (!a.value && !a.constTensor) t.unsafeGetTensorImpl()->set_wrapped_number(true);
@@ -191,6 +197,7 @@ void keepSharedDims(std::vector<ir::TensorType>& types, const std::vector<ir::Te
 }  // namespace
 
 std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std::vector<Arg>& args) {
+  if (auto rule = dataDependentOutputTypes(n, args)) return *rule;  // never run on made-up data
   bool sawUnknown = false;
   std::vector<ir::TensorType> types = runOnStandIns(n, args, StandIn::Meta, kProbes[0], &sawUnknown, true);
   if (!types.empty() && !sawUnknown) return types;  // nothing unknown: exact
@@ -216,11 +223,15 @@ std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std
 }
 
 std::optional<std::string> pytorchRejection(const torch::jit::Node* n, const std::vector<Arg>& args) {
+  if (hasDataDependentOutputs(n)) return std::nullopt;
   bool sawUnknown = false;
   std::string error;
   runOnStandIns(n, args, StandIn::Meta, kProbes[0], &sawUnknown, true, &error);
   if (error.empty() || sawUnknown) return std::nullopt;  // with unknowns the stand-ins may be wrong
-  return error;
+  std::string cpuError;
+  if (!runOnStandIns(n, args, StandIn::CpuZeros, kProbes[0], nullptr, true, &cpuError).empty())
+    return std::nullopt;  // the CPU kernel takes them: a limit of the meta kernel, not of the inputs
+  return cpuError.empty() ? error : cpuError;
 }
 
 void setStandInFailureHook(std::function<void()> hook) { standInFailureHook() = std::move(hook); }

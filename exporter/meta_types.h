@@ -27,7 +27,8 @@ std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std
 void setStandInFailureHook(std::function<void()> hook);
 
 // PyTorch's own error when `n`'s op rejects these arguments (a 2-D input to a 2-D convolution),
-// found by running it on meta tensors; nullopt when it accepts them or when something is unknown.
+// found by running it on meta tensors and confirmed on CPU zeros of the same shapes; nullopt when it
+// accepts them, when something is unknown, or for ops whose output sizes depend on data.
 std::optional<std::string> pytorchRejection(const torch::jit::Node* n, const std::vector<symbolic::Arg>& args);
 
 }  // namespace pt2onnx

@@ -1,15 +1,18 @@
 // The pt2onnx._pt2onnx extension: the Python front end traces the model and hands the
 // torch._C.Graph, its parameters and example inputs to the C++ exporter in the same process.
+#include <algorithm>
 #include <optional>
 #include <set>
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/jit/python/pybind.h>
+#include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include "common/errors.h"
 #include "common/logging.h"
+#include "exporter/example_arguments.h"
 #include "exporter/export.h"
 #include "exporter/meta_types.h"
 #include "python/file_object_stream.h"
@@ -106,8 +109,28 @@ c10::IValue exampleValue(const py::handle& item) {
     for (const py::handle& e : item) elements.push_back(exampleValue(e));
     return c10::ivalue::Tuple::create(std::move(elements));
   }
+  if (py::isinstance<py::list>(item)) {  // List[Tensor] (flattened into inputs) or List[int|float|bool] (1-D)
+    std::vector<c10::IValue> elements;
+    for (const py::handle& e : item) elements.push_back(exampleValue(e));
+    auto all = [&elements](bool (c10::IValue::*is)() const) {
+      return std::all_of(elements.begin(), elements.end(), [is](const c10::IValue& v) { return (v.*is)(); });
+    };
+    bool numbers = std::all_of(elements.begin(), elements.end(),
+                               [](const c10::IValue& v) { return v.isInt() || v.isDouble(); });
+    c10::TypePtr elem = all(&c10::IValue::isTensor) ? c10::TensorType::get()
+                        : all(&c10::IValue::isBool) ? c10::BoolType::get()
+                        : all(&c10::IValue::isInt)  ? c10::IntType::get()
+                        : numbers                   ? c10::FloatType::get()
+                                                    : nullptr;
+    if (!elem)
+      throw ExportError("an example input is a list of mixed values: pass a list of tensors or a list of numbers");
+    if (elem == c10::FloatType::get())
+      for (c10::IValue& e : elements) e = c10::IValue(e.isInt() ? static_cast<double>(e.toInt()) : e.toDouble());
+    for (const c10::IValue& e : elements) list.push_back(e);
+    return list;
+  }
   throw ExportError("an example input is a " + std::string(py::str(item.get_type().attr("__name__"))) +
-                    ": pass tensors, Python numbers, None or tuples of them");
+                    ": pass tensors, Python numbers, None, or tuples and lists of them");
 }
 
 py::dict summaryToDict(const ExportSummary& s) {
@@ -254,6 +277,19 @@ PYBIND11_MODULE(_pt2onnx, m) {
           return runExport(model, options, target);
         },
         py::arg("module"), py::arg("example_inputs"), py::arg("options"), py::arg("target"));
+
+  // The CLI's argument specs (-i) read against a ScriptModule's forward(): the arguments as a tuple.
+  m.def("example_arguments",
+        [](const torch::jit::Module& module, const std::vector<std::string>& specs, uint64_t seed) {
+          ModelGraph model = fromScriptModule(module);
+          std::vector<ArgumentSpec> parsed;
+          for (const auto& s : specs) parsed.push_back(parseArgumentSpec(s));
+          py::tuple out(model.forwardArguments.size());
+          std::vector<c10::IValue> values = exampleArguments(model.forwardArguments, parsed, seed);
+          for (size_t k = 0; k < values.size(); ++k) out[k] = torch::jit::toPyObject(values[k]);
+          return out;
+        },
+        py::arg("module"), py::arg("specs"), py::arg("seed") = 0);
 
   m.def("check_graph_support",
         [](std::shared_ptr<torch::jit::Graph> graph, size_t numUserInputs, std::vector<std::string> paramNames,

@@ -99,6 +99,7 @@ void runConvert(ConvertOptions o) {
   ExportOptions options;
   options.opset = o.source.opset;
   options.dynamicAxes = dynamicAxesOf(o.source);
+  options.unknownDynamicAxisIsError = true;
   options.inputNames = o.inputNames;
   options.outputNames = o.outputNames;
   options.exportParams = !o.noExportParams;

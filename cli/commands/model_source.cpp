@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cli/commands/input_spec.h"
+#include "exporter/example_arguments.h"
 #include "common/errors.h"
 #include "common/logging.h"
 
@@ -17,8 +18,11 @@ void addModelSourceOptions(CLI::App& cmd, ModelSourceOptions& opts) {
                  "Python is embedded and the model traced and converted in this process (the way to export "
                  "models with torch.autograd.Functions, which archives cannot hold)");
   cmd.add_option("--input-shape,-i", opts.inputShapes,
-                 "Shape (and dtype) of a forward() input: NAME:1x3x224x224[:float32]; repeat per input. "
-                 "Floats are filled with seeded random normals, integers with zeros.")
+                 "A forward() argument, read against its TorchScript type; repeat per argument (docs/cli.md). "
+                 "Tensors: NAME:1x3x224x224[:float32] (floats seeded random normals, integers and bools zeros) or "
+                 "NAME=FILE.npy; numbers and bools: n=3, scale=0.5, flag=true; lists and tuples: sizes=[2,3], "
+                 "xs:[2x3,2x3], state:(1x4,1x4); Optional: omit it (or NAME=none) for None. Arguments with a "
+                 "default may be omitted. `pt2onnx convert MODEL.pt` without -i lists what forward() takes.")
       ->take_all();
   cmd.add_option("--dynamic-axis,-d", opts.dynamicAxes,
                  "Mark an axis of an input or output as dynamic: NAME:AXIS=DIM_NAME, e.g. x:0=batch; repeatable")
@@ -42,9 +46,9 @@ ModelGraph loadModel(const ModelSourceOptions& opts) {
     throw ExportError("model file '" + opts.modelPath + "' does not exist or is not a file");
   logger("cli")->info("loading {}", opts.modelPath);
   ModelGraph model = loadTorchScript(opts.modelPath);
-  std::vector<InputSpec> specs;
-  for (const auto& s : opts.inputShapes) specs.push_back(parseInputShape(s));
-  model.exampleInputs = exampleInputs(specs, model.userInputNames);
+  std::vector<ArgumentSpec> specs;
+  for (const auto& s : opts.inputShapes) specs.push_back(parseArgumentSpec(s));
+  model.exampleInputs = exampleArguments(model.forwardArguments, specs);
   return model;
 }
 

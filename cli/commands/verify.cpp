@@ -4,7 +4,6 @@
 #include <pybind11/stl.h>
 
 #include "cli/commands/commands.h"
-#include "cli/commands/input_spec.h"
 #include "cli/commands/model_source.h"
 #include "cli/commands/python_source.h"
 #include "common/errors.h"
@@ -24,30 +23,41 @@ struct VerifyOptions {
   double atol = 1e-5;
   std::string format = "text";
   std::string autogradFunctions = "auto";
+  std::string runtime = "both";
+  std::vector<std::string> tolerances;  // OUTPUT=ATOL,RTOL
+  uint64_t seed = 0;
 };
+
+// "NAME=FILE.npy" options as {NAME: FILE}.
+std::map<std::string, std::string> parseFiles(const std::string& option, const std::vector<std::string>& specs) {
+  std::map<std::string, std::string> files;
+  for (const auto& spec : specs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) throw ExportError("bad " + option + " '" + spec + "': expected NAME=FILE.npy");
+    files[spec.substr(0, eq)] = spec.substr(eq + 1);
+  }
+  return files;
+}
+
+// --tolerance NAME=ATOL,RTOL as {NAME: (atol, rtol)}.
+std::map<std::string, std::pair<double, double>> parseTolerances(const std::vector<std::string>& specs) {
+  std::map<std::string, std::pair<double, double>> out;
+  for (const auto& spec : specs) {
+    auto eq = spec.find('=');
+    auto comma = spec.find(',', eq == std::string::npos ? 0 : eq);
+    try {
+      if (eq == std::string::npos || eq == 0 || comma == std::string::npos) throw std::invalid_argument(spec);
+      out[spec.substr(0, eq)] = {std::stod(spec.substr(eq + 1, comma - eq - 1)), std::stod(spec.substr(comma + 1))};
+    } catch (const std::exception&) {
+      throw ExportError("bad --tolerance '" + spec + "': expected OUTPUT=ATOL,RTOL, e.g. logits=1e-4,1e-3");
+    }
+  }
+  return out;
+}
 
 bool runVerify(const VerifyOptions& o) {
   if (o.source.modelPath.empty() == o.source.python.empty())
     throw ExportError("give either a TorchScript archive or --python MODULE:FUNCTION (exactly one)");
-  std::map<std::string, std::pair<std::vector<int64_t>, std::string>> shapes;
-  for (const auto& s : o.source.inputShapes) {
-    InputSpec spec = parseInputShape(s);
-    std::string dtype = c10::toString(spec.dtype);  // "Float", "Long", ...
-    static const std::map<std::string, std::string> names = {
-        {"Float", "float32"}, {"Double", "float64"}, {"Half", "float16"}, {"Long", "int64"}, {"Int", "int32"},
-        {"Short", "int16"}, {"Char", "int8"}, {"Byte", "uint8"}, {"Bool", "bool"}};
-    shapes[spec.name] = {spec.shape, names.at(dtype)};
-  }
-  auto parseFiles = [](const std::string& option, const std::vector<std::string>& specs) {
-    std::map<std::string, std::string> files;
-    for (const auto& spec : specs) {
-      auto eq = spec.find('=');
-      if (eq == std::string::npos || eq == 0)
-        throw ExportError("bad " + option + " '" + spec + "': expected NAME=FILE.npy");
-      files[spec.substr(0, eq)] = spec.substr(eq + 1);
-    }
-    return files;
-  };
   std::map<std::string, std::string> files = parseFiles("--input", o.inputs);
   std::vector<std::map<std::string, std::string>> sets;
   for (const auto& set : o.inputSets) {
@@ -61,10 +71,25 @@ bool runVerify(const VerifyOptions& o) {
     sets.push_back(parseFiles("--input-set", specs));
   }
   if (o.random < 0) throw ExportError("--random must be 0 or more");
+  auto tolerances = parseTolerances(o.tolerances);
   return runWithPython([&](py::module_) {
-    py::tuple result = py::module_::import("pt2onnx.verify").attr("cli_verify")(
-        o.source.modelPath, o.source.python, o.onnx.empty() ? py::object(py::none()) : py::object(py::str(o.onnx)),
-        shapes, files, o.source.opset, o.rtol, o.atol, o.format, o.autogradFunctions, sets, o.random);
+    py::dict kwargs;
+    kwargs["archive"] = o.source.modelPath;
+    kwargs["python_spec"] = o.source.python;
+    kwargs["onnx_path"] = o.onnx.empty() ? py::object(py::none()) : py::object(py::str(o.onnx));
+    kwargs["input_specs"] = o.source.inputShapes;
+    kwargs["input_files"] = files;
+    kwargs["opset"] = o.source.opset;
+    kwargs["rtol"] = o.rtol;
+    kwargs["atol"] = o.atol;
+    kwargs["output_format"] = o.format;
+    kwargs["autograd_functions"] = o.autogradFunctions;
+    kwargs["input_sets"] = sets;
+    kwargs["random"] = o.random;
+    kwargs["seed"] = o.seed;
+    kwargs["runtime"] = o.runtime;
+    kwargs["tolerances"] = tolerances;
+    py::tuple result = py::module_::import("pt2onnx.verify").attr("cli_verify")(**kwargs);
     std::cout << result[0].cast<std::string>();
     return result[1].cast<bool>();
   });
@@ -87,10 +112,21 @@ void addVerifyCommand(CLI::App& app, int& exitCode) {
                   "inputs not named keep the first set's value; repeatable")
       ->take_all();
   cmd->add_option("--random", opts->random,
-                  "Also check N random input sets shaped like the first (floats N(0,1), ints in the first set's range)")
+                  "Also check N new random input sets shaped like the first: floats N(0,1); integer tensors in the "
+                  "first set's range; int arguments 0..max(2n,4) (loop counts); floats and bools varied too. The "
+                  "report says what was varied")
+      ->capture_default_str();
+  cmd->add_option("--seed", opts->seed, "Seed of the example tensors and of --random")->capture_default_str();
+  cmd->add_option("--runtime", opts->runtime,
+                  "Which runtimes run the ONNX model: builtin (pt2onnx's), ort (ONNX Runtime; standard ops only), "
+                  "or both (ORT skipped, and said so, when the model has non-standard ops)")
+      ->check(CLI::IsMember({"builtin", "ort", "both"}))
       ->capture_default_str();
   cmd->add_option("--rtol", opts->rtol, "Relative tolerance")->capture_default_str();
   cmd->add_option("--atol", opts->atol, "Absolute tolerance")->capture_default_str();
+  cmd->add_option("--tolerance", opts->tolerances,
+                  "Tolerances of one output: OUTPUT=ATOL,RTOL (e.g. logits=1e-4,1e-3); repeatable")
+      ->take_all();
   cmd->add_option("--format", opts->format, "Output format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   cmd->add_option("--autograd-functions", opts->autogradFunctions, "As for convert (--python models)")
       ->check(CLI::IsMember({"auto", "inline", "python_op"}))

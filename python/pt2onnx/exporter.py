@@ -58,13 +58,15 @@ def _normalize_script_args(model, args):
     def allowed(value, nested=False):
         if isinstance(value, tuple):  # Tuple[...] arguments: flattened into inputs as torch.onnx does
             return all(allowed(v, True) for v in value)
+        if isinstance(value, list):  # List[Tensor]: flattened; List[int|float|bool]: a 1-D input
+            return all(isinstance(v, (torch.Tensor, bool, int, float)) for v in value)
         return (value is None and not nested) or isinstance(value, (torch.Tensor, bool, int, float))
 
     for i, (a, value) in enumerate(zip(schema_args, bound)):
         if not allowed(value):
             raise _pt2onnx.ExportError(
                 f"argument {i} ('{a.name}') is a {type(value).__name__}: pt2onnx exports scripted models whose "
-                "inputs are tensors, Python numbers, None or tuples of them")
+                "inputs are tensors, Python numbers, None, tuples of them, and lists of tensors or of numbers")
     return tuple(bound)
 
 

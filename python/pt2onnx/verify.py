@@ -9,15 +9,21 @@ import numpy as np
 import onnx
 import torch
 
-from . import _compat, arguments, exporter, onnxruntime_oracle
+from . import _compat, _pt2onnx, arguments, exporter, onnxruntime_oracle
 from .runtime import InferenceSession
 
 STANDARD_DOMAINS = ("", "ai.onnx")
 
 
 def _flatten(outputs):
-    if isinstance(outputs, torch.Tensor):
+    """The outputs as export flattens them: tensors and Python numbers in order, through tuples, lists
+    and dict values (insertion order); None and strings are not outputs."""
+    if isinstance(outputs, (torch.Tensor, bool, int, float)):
         return [outputs]
+    if outputs is None or isinstance(outputs, str):
+        return []
+    if isinstance(outputs, dict):
+        outputs = list(outputs.values())
     flat = []
     for o in outputs:
         flat.extend(_flatten(o))
@@ -39,7 +45,13 @@ def _compare(expected, actual, rtol, atol):
     excess = np.where(finite, diff - atol, 0)
     min_rtol = float(np.max(np.where(excess > 0, excess / np.maximum(np.abs(e), np.finfo(np.float64).tiny), 0),
                             initial=0))
-    return {"pass": ok, "max_abs": float(np.max(np.where(finite, diff, 0), initial=0)),
+    worst = {}
+    if e.size:  # the element furthest outside the tolerance (or closest to it when all pass)
+        excess_all = np.where(finite, diff - (atol + rtol * np.abs(e)), np.where(same_nonfinite, -np.inf, np.inf))
+        k = int(np.argmax(excess_all))
+        index = [int(i) for i in np.unravel_index(k, e.shape)]
+        worst = {"index": index, "expected": float(e.flat[k]), "actual": float(a.flat[k])}
+    return {"pass": ok, "max_abs": float(np.max(np.where(finite, diff, 0), initial=0)), "worst": worst,
             "max_rel": float(np.max(np.where(finite, rel, 0), initial=0)),
             "min_atol": float("inf") if mismatched_nonfinite else
             float(np.max(np.where(finite, diff - rtol * np.abs(e), 0), initial=0)),
@@ -57,19 +69,60 @@ def _as_array(value):
     return np.array(value, dtype=np.float64)
 
 
-def _random_like(args, generator):
-    """Arguments shaped like `args` with new values: floats from N(0, 1), integer tensors drawn from
-    the example's own range (token ids stay valid ids); Python numbers and None are kept."""
-    out = []
-    for a in args:
-        if isinstance(a, torch.Tensor) and a.is_floating_point():
-            out.append(torch.randn(a.shape, generator=generator, dtype=a.dtype))
-        elif isinstance(a, torch.Tensor) and a.dtype != torch.bool and a.numel():
-            low, high = int(a.min()), int(a.max())
-            out.append(torch.randint(low, high + 1, a.shape, generator=generator, dtype=a.dtype))
-        else:
-            out.append(a)
-    return tuple(out)
+def _random_value(a, generator, name, varied):
+    """A new value shaped like `a`: floats from N(0, 1); integer tensors drawn from the example's own
+    range (token ids stay valid ids); an int argument from 0..max(2n, 4) (a loop count takes other
+    trip counts); a float scaled by 0.5..1.5; a bool drawn. Records what it varied in `varied`."""
+    def draw(low, high):
+        return int(torch.randint(low, high + 1, (), generator=generator))
+    if isinstance(a, torch.Tensor) and a.is_floating_point():
+        varied.append(f"{name}: N(0,1)")
+        return torch.randn(a.shape, generator=generator, dtype=a.dtype)
+    if isinstance(a, torch.Tensor) and a.dtype == torch.bool:
+        varied.append(f"{name}: random bools")
+        return torch.randint(0, 2, a.shape, generator=generator).bool()
+    if isinstance(a, torch.Tensor) and a.numel():
+        low, high = int(a.min()), int(a.max())
+        if low == high:
+            return a  # nothing says which other values are valid (indices, lengths)
+        varied.append(f"{name}: integers {low}..{high}")
+        return torch.randint(low, high + 1, a.shape, generator=generator, dtype=a.dtype)
+    if isinstance(a, bool):
+        varied.append(f"{name}: bool")
+        return bool(draw(0, 1))
+    if isinstance(a, int):
+        high = max(2 * abs(a), 4)
+        varied.append(f"{name}: int 0..{high}")
+        return draw(0, high)
+    if isinstance(a, float):
+        varied.append(f"{name}: float x0.5..1.5")
+        return a * (0.5 + float(torch.rand((), generator=generator)))
+    if isinstance(a, (tuple, list)):
+        values = [_random_value(v, generator, f"{name}.{k}", varied) for k, v in enumerate(a)]
+        return tuple(values) if isinstance(a, tuple) else values
+    return a
+
+
+def _random_like(args, generator, names=None):
+    """New arguments shaped like `args` and what was varied (a list of "name: how")."""
+    names = names or [f"input_{k}" for k in range(len(args))]
+    varied = []
+    return tuple(_random_value(a, generator, n, varied) for a, n in zip(args, names)), varied
+
+
+def _scripted_inputs(value):
+    """A scripted model's argument as export makes it inputs: None is none, tuples and lists of
+    tensors one input per element, a list of numbers one 1-D input."""
+    if value is None:
+        return []
+    if isinstance(value, tuple) or (isinstance(value, list) and any(isinstance(v, (torch.Tensor, tuple, list))
+                                                                    for v in value)):
+        return [x for v in value for x in _scripted_inputs(v)]
+    if isinstance(value, list):
+        dtype = np.float64 if any(isinstance(v, float) for v in value) else \
+            np.bool_ if value and all(isinstance(v, bool) for v in value) else np.int64
+        return [np.array(value, dtype=dtype)]
+    return [_as_array(value)]
 
 
 def _feeds(model, args, proto):
@@ -77,8 +130,8 @@ def _feeds(model, args, proto):
     are not inputs); a traced model's flattened as export() flattens them, by name (inputs the trace
     did not use are not model inputs)."""
     if isinstance(model, torch.jit.ScriptModule):
-        present = [a for a in args if a is not None]
-        return {i.name: _as_array(a) for i, a in zip(proto.graph.input, present)}
+        present = [x for a in args for x in _scripted_inputs(a)]
+        return {i.name: a for i, a in zip(proto.graph.input, present)}
     inputs = arguments.traced_inputs(model, args)
     by_name = {n: t.detach().numpy() for n, t in zip(inputs.names, inputs.tensors)}
     names = [i.name for i in proto.graph.input]
@@ -88,48 +141,80 @@ def _feeds(model, args, proto):
     return {n: by_name[n] for n in names if n in by_name}
 
 
-def _check_input_set(model, args, onnx_path, proto, rtol, atol):
+def _runtimes(proto, onnx_path, feeds, runtime):
+    """{runtime name: callable giving the outputs} for --runtime, and why ORT was skipped (or None)."""
+    outputs = {}
+    if runtime in ("builtin", "both"):
+        outputs["pt2onnx"] = lambda: InferenceSession(onnx_path).run(None, feeds)
+    nonstandard = sorted({f"{n.domain}::{n.op_type}" for n in proto.graph.node if n.domain not in STANDARD_DOMAINS})
+    skipped = None
+    if nonstandard:
+        skipped = f"the model has non-standard ops ({', '.join(nonstandard)})"
+    elif not onnxruntime_oracle.available():
+        skipped = "ONNX Runtime is not installed (pip install onnxruntime)"
+    if runtime in ("ort", "both") and skipped is None:
+        outputs["onnxruntime"] = lambda: list(onnxruntime_oracle.run(onnx_path, feeds).values())
+    if runtime == "ort" and skipped is not None:
+        raise ValueError(f"--runtime ort: ONNX Runtime cannot run this model: {skipped}; use --runtime builtin")
+    return outputs, (skipped if runtime == "both" else None)
+
+
+def _check_input_set(model, args, onnx_path, proto, rtol, atol, runtime="both", tolerances=None):
+    tolerances = tolerances or {}
     with torch.no_grad():
         expected = [np.asarray(_as_array(t)) for t in _flatten(model(*args))]
     feeds = _feeds(model, args, proto)
     result = {"runtimes": {}}
-    outputs = {"pt2onnx": lambda: InferenceSession(onnx_path).run(None, feeds)}
-    nonstandard = sorted({f"{n.domain}::{n.op_type}" for n in proto.graph.node if n.domain not in STANDARD_DOMAINS})
-    if nonstandard:
-        result["onnxruntime_skipped"] = f"the model has non-standard ops ({', '.join(nonstandard)})"
-    elif not onnxruntime_oracle.available():
-        result["onnxruntime_skipped"] = "ONNX Runtime is not installed (pip install onnxruntime)"
-    else:
-        outputs["onnxruntime"] = lambda: list(onnxruntime_oracle.run(onnx_path, feeds).values())
-    for runtime, run in outputs.items():
+    outputs, skipped = _runtimes(proto, onnx_path, feeds, runtime)
+    if skipped:
+        result["onnxruntime_skipped"] = skipped
+    names = [o.name for o in proto.graph.output]
+    for runtime_name, run in outputs.items():
         try:
             actual = run()
         except Exception as e:  # a runtime refusing the model is a verification failure
-            result["runtimes"][runtime] = {"error": str(e).splitlines()[0][:500], "pass": False}
+            result["runtimes"][runtime_name] = {"error": str(e).splitlines()[0][:500], "pass": False}
             continue
-        names = [o.name for o in proto.graph.output]
         results = {}
         for k, (name, e) in enumerate(zip(names, expected)):
-            results[name] = _compare(e, actual[k], rtol, atol) if k < len(actual) else {"pass": False, "error": "missing"}
+            out_atol, out_rtol = tolerances.get(name, (atol, rtol))
+            results[name] = _compare(e, actual[k], out_rtol, out_atol) if k < len(actual) else \
+                {"pass": False, "error": "missing"}
+            if name in tolerances:
+                results[name]["atol"], results[name]["rtol"] = out_atol, out_rtol
         if len(actual) != len(expected):
             results["<count>"] = {"pass": False, "error": f"{len(actual)} outputs, PyTorch gives {len(expected)}"}
-        result["runtimes"][runtime] = {"outputs": results, "pass": all(r["pass"] for r in results.values())}
+        result["runtimes"][runtime_name] = {"outputs": results, "pass": all(r["pass"] for r in results.values())}
     result["pass"] = all(r["pass"] for r in result["runtimes"].values())
     return result
 
 
+def _input_names(model, args):
+    if isinstance(model, torch.jit.ScriptModule):
+        return [a.name for a in model.forward.schema.arguments[1:]][:len(args)]
+    return arguments.input_names_of(model, len(args))
+
+
 def verify(model, args, onnx_path=None, opset=exporter._pt2onnx.DEFAULT_OPSET, rtol=1e-3, atol=1e-5,
-           autograd_functions="auto", more_args=(), random=0, seed=0):
+           autograd_functions="auto", more_args=(), random=0, seed=0, runtime="both", tolerances=None):
     """Exports `model` once with `args` (unless `onnx_path` is given), then checks it on `args`, on
-    each argument tuple of `more_args` and on `random` argument sets shaped like `args`: control
-    flow that the example did not take is checked too. Returns a report dict with one entry per
-    input set under "input_sets" (the first also as "runtimes"); report["pass"] is False when any
-    runtime's output mismatches on any set."""
+    each argument tuple of `more_args` and on `random` new argument sets like `args` (floats, integer
+    tensors, int/float/bool arguments varied; see _random_value): control flow that the example did
+    not take is checked too. `runtime`: "builtin", "ort" or "both"; `tolerances`: {output name:
+    (atol, rtol)} for outputs that need their own. Returns a report dict with one entry per input set
+    under "input_sets" (the first also as "runtimes"); report["pass"] is False when any runtime's
+    output mismatches on any set."""
+    if runtime not in ("builtin", "ort", "both"):
+        raise ValueError(f"runtime must be 'builtin', 'ort' or 'both', not {runtime!r}")
     args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
-    sets = [("example", args)] + [(f"given {k + 1}", tuple(a) if isinstance(a, (tuple, list)) else (a,))
-                                  for k, a in enumerate(more_args)]
-    generator = torch.Generator().manual_seed(seed)
-    sets += [(f"random {k + 1}", _random_like(args, generator)) for k in range(random)]
+    sets = [("example", args, [])] + [(f"given {k + 1}", tuple(a) if isinstance(a, (tuple, list)) else (a,), [])
+                                      for k, a in enumerate(more_args)]
+    # Seeded apart from the example (the CLI makes it with torch.manual_seed(seed)): new values.
+    generator = torch.Generator().manual_seed(seed + 1_000_003)
+    names = _input_names(model, args)
+    for k in range(random):
+        values, varied = _random_like(args, generator, names)
+        sets.append((f"random {k + 1}", values, varied))
     with tempfile.TemporaryDirectory(prefix="pt2onnx-verify-") as tmp:
         given = onnx_path
         if onnx_path is None:
@@ -137,11 +222,18 @@ def verify(model, args, onnx_path=None, opset=exporter._pt2onnx.DEFAULT_OPSET, r
             kwargs = {"autograd_functions": autograd_functions} if not isinstance(model, torch.jit.ScriptModule) else {}
             exporter.export(model, args, onnx_path, opset_version=opset, **kwargs)
         proto = onnx.load(onnx_path, load_external_data=False)
+        output_names = {o.name for o in proto.graph.output}
+        unknown = sorted(set(tolerances or {}) - output_names)
+        if unknown:
+            raise ValueError(f"--tolerance names {', '.join(unknown)}, but the model's outputs are "
+                             f"{', '.join(o.name for o in proto.graph.output)}")
         report = {"model": type(model).__name__, "onnx": os.fspath(given) if given is not None else None,
-                  "rtol": rtol, "atol": atol, "input_sets": []}
-        for source, set_args in sets:
-            result = _check_input_set(model, set_args, onnx_path, proto, rtol, atol)
+                  "rtol": rtol, "atol": atol, "runtime": runtime, "input_sets": []}
+        for source, set_args, varied in sets:
+            result = _check_input_set(model, set_args, onnx_path, proto, rtol, atol, runtime, tolerances)
             result["source"] = source
+            if varied or source.startswith("random"):
+                result["varied"] = varied
             report["input_sets"].append(result)
         first = report["input_sets"][0]
         report["runtimes"] = first["runtimes"]
@@ -155,19 +247,32 @@ def verify(model, args, onnx_path=None, opset=exporter._pt2onnx.DEFAULT_OPSET, r
         return report
 
 
+def _detail(o):
+    if "error" in o:
+        return o["error"]
+    text = f"max abs {o['max_abs']:.3g}, max rel {o['max_rel']:.3g}"
+    worst = o.get("worst")
+    if worst and not o["pass"]:
+        text += f"; worst at {worst['index']}: {worst['actual']:.6g}, PyTorch {worst['expected']:.6g}"
+    if "atol" in o:
+        text += f" (atol {o['atol']}, rtol {o['rtol']})"
+    return text
+
+
 def format_text(report):
     lines = [f"verify {report['model']} (pass when |a - b| <= atol + rtol * |a| for every element, a = PyTorch; "
              f"rtol {report['rtol']}, atol {report['atol']}):"]
     sets = report["input_sets"]
     for result in sets:
         prefix = f"[{result['source']}] " if len(sets) > 1 else ""
+        if "varied" in result:
+            lines.append(f"  {prefix}varied: {', '.join(result['varied']) or 'nothing (no input can be varied)'}")
         for runtime, r in result["runtimes"].items():
             if "error" in r:
                 lines.append(f"  {prefix}{runtime}: FAIL: {r['error']}")
                 continue
             for name, o in r["outputs"].items():
-                detail = o.get("error") or f"max abs {o['max_abs']:.3g}, max rel {o['max_rel']:.3g}"
-                lines.append(f"  {prefix}{runtime:12s} {name}: {detail}  {'pass' if o['pass'] else 'FAIL'}")
+                lines.append(f"  {prefix}{runtime:12s} {name}: {_detail(o)}  {'pass' if o['pass'] else 'FAIL'}")
     if "onnxruntime_skipped" in report:
         lines.append(f"  onnxruntime: skipped: {report['onnxruntime_skipped']}")
     lines.append(f"  smallest tolerances that pass: atol {report['min_atol']:.3g} (at rtol {report['rtol']}), "
@@ -176,43 +281,56 @@ def format_text(report):
     return "\n".join(lines) + "\n"
 
 
-def cli_verify(archive, python_spec, onnx_path, input_shapes, input_files, opset, rtol, atol, output_format,
-               autograd_functions, input_sets=(), random=0):
+def _archive_arguments(model, specs, seed):
+    """forward()'s arguments from the CLI's -i specs (the C++ reader convert uses: one language)."""
+    return tuple(_pt2onnx.example_arguments(model._c, list(specs), seed))
+
+
+def _spec_name(spec):
+    return spec.split("=", 1)[0].split(":", 1)[0]
+
+
+def cli_verify(archive, python_spec, onnx_path, input_specs, input_files, opset, rtol, atol, output_format,
+               autograd_functions, input_sets=(), random=0, seed=0, runtime="both", tolerances=None):
     """The CLI's verify: returns (text, passed)."""
     from . import cli_entry
+    more = []
     if python_spec:
         model, args = cli_entry.load_model(python_spec)
         args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
         names = arguments.input_names_of(model, len(args))
         by_name = dict(zip(names, args))
+        for name, path in input_files.items():
+            if name not in names:
+                raise ValueError(f"--input names '{name}', but the model takes: {', '.join(names)}")
+            by_name[name] = torch.from_numpy(np.load(path))
+        args = tuple(by_name[n] for n in names)
+        for files in input_sets:  # each {name: FILE.npy}; names not given keep the first set's value
+            unknown = [n for n in files if n not in names]
+            if unknown:
+                raise ValueError(f"--input-set names '{unknown[0]}', but the model takes: {', '.join(names)}")
+            values = dict(by_name)
+            values.update({n: torch.from_numpy(np.load(p)) for n, p in files.items()})
+            more.append(tuple(values[n] for n in names))
     else:
         model = _compat.load_archive(archive).eval()
         names = [a.name for a in model.forward.schema.arguments[1:]]
-        torch.manual_seed(0)
-        by_name = {}
-        for name, (dims, dtype) in input_shapes.items():
-            if name not in names:
-                raise ValueError(f"--input-shape names '{name}', but forward() takes: {', '.join(names)}")
-            dt = getattr(torch, dtype)
-            by_name[name] = torch.randn(dims, dtype=dt) if dt.is_floating_point else torch.zeros(dims, dtype=dt)
-    for name, path in input_files.items():
-        if name not in names:
-            raise ValueError(f"--input names '{name}', but the model takes: {', '.join(names)}")
-        by_name[name] = torch.from_numpy(np.load(path))
-    missing = [n for n in names if n not in by_name]
-    if missing:
-        raise ValueError(f"no --input-shape or --input for {', '.join(missing)} (the model takes: {', '.join(names)})")
-    args = tuple(by_name[n] for n in names)
-    more = []
-    for files in input_sets:  # each {name: FILE.npy}; names not given keep the first set's value
-        unknown = [n for n in files if n not in names]
-        if unknown:
-            raise ValueError(f"--input-set names '{unknown[0]}', but the model takes: {', '.join(names)}")
-        values = dict(by_name)
-        values.update({n: torch.from_numpy(np.load(p)) for n, p in files.items()})
-        more.append(tuple(values[n] for n in names))
+        given = {_spec_name(s) for s in input_specs}
+        twice = sorted(given & set(input_files))
+        if twice:
+            raise ValueError(f"'{twice[0]}' is given by -i and by --input: give it once")
+        specs = list(input_specs) + [f"{n}={p}" for n, p in input_files.items()]
+        args = _archive_arguments(model, specs, seed)
+        for files in input_sets:  # names not given keep the first set's value
+            unknown = [n for n in files if n not in names]
+            if unknown:
+                raise ValueError(f"--input-set names '{unknown[0]}', but the model takes: {', '.join(names)}")
+            with_files = [s for s in specs if _spec_name(s) not in files] + [f"{n}={p}" for n, p in files.items()]
+            parsed = _archive_arguments(model, with_files, seed)
+            more.append(tuple(parsed[k] if n in files else args[k] for k, n in enumerate(names)))
     report = verify(model, args, onnx_path=onnx_path, opset=opset, rtol=rtol, atol=atol,
-                    autograd_functions=autograd_functions, more_args=more, random=random)
+                    autograd_functions=autograd_functions, more_args=more, random=random, seed=seed,
+                    runtime=runtime, tolerances=tolerances)
     report["model"] = python_spec or archive
     text = json.dumps(report, indent=2) + "\n" if output_format == "json" else format_text(report)
     return text, report["pass"]

@@ -173,7 +173,7 @@ def cli_input_shapes(spec):
     for arg, kind in spec["args"].items():
         value = spec["sets"]["example"][arg]
         if kind == "int":
-            shapes.append(f"{arg}::int64")
+            shapes.append(f"{arg}={int(value)}")
         else:
             dtype = {torch.float32: "float32", torch.int64: "int64"}[value.dtype]
             shapes.append(f"{arg}:{'x'.join(map(str, value.shape))}:{dtype}")

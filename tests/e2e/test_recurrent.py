@@ -193,3 +193,18 @@ def test_packed_sequences_match_torch(kind, enforce_sorted, padding, tmp_path):
     pt2onnx.export(model, example, str(path), input_names=["x", "lengths"])
     other = (sequence(6, 3, True), torch.tensor([5, 5, 1] if enforce_sorted else [3, 1, 5]))
     check(model, example, path, [example, other])
+
+
+@pytest.mark.parametrize("enforce_sorted", [True, False])
+def test_packed_sequences_with_dynamic_batch_and_time(enforce_sorted, tmp_path):
+    """Static typing never runs pad_packed_sequence's kernel on made-up lengths (it read out of bounds
+    and killed the process): its output sizes are dynamic dims. Checked on other batch sizes, lengths."""
+    model = Packed("lstm", enforce_sorted, 0.0, None).eval()
+    example = (sequence(6, 3, True), torch.tensor([6, 4, 2] if enforce_sorted else [2, 6, 4]))
+    path = tmp_path / "m.onnx"
+    pt2onnx.export(model, example, str(path), input_names=["x", "lengths"],
+                   dynamic_axes={"x": {0: "batch", 1: "time"}, "lengths": {0: "batch"}})
+    others = [(sequence(9, 5, True), torch.tensor([9, 7, 7, 3, 1] if enforce_sorted else [3, 9, 1, 7, 7])),
+              (sequence(4, 1, True), torch.tensor([2])),
+              (sequence(5, 2, True), torch.tensor([5, 5]))]
+    check(model, example, path, [example] + others)

@@ -1,0 +1,205 @@
+"""The CLI's argument specs (-i, docs/cli.md) on scripted archives whose forward() takes ints,
+bools, floats, lists, tuples and Optionals: each converts from the CLI and the model is right on
+other values (other loop counts, branches, list contents); specs of the wrong kind, omitted
+arguments, dynamic-axis typos, torch.save pickles and example shapes PyTorch rejects are errors with
+exit status 2 and no file written."""
+import os
+import subprocess
+from typing import List, Optional, Tuple
+
+import numpy as np
+import onnx
+import pytest
+import torch
+
+import pt2onnx
+from samples import ort
+
+
+class Signature(torch.nn.Module):
+    def forward(self, x: torch.Tensor, n: int, flag: bool, scale: float, sizes: List[int],
+                pair: Tuple[torch.Tensor, torch.Tensor], mask: Optional[torch.Tensor] = None, bias: float = 0.25):
+        for _ in range(n):
+            x = x * scale
+        if flag:
+            x = x + pair[0]
+        else:
+            x = x - pair[1]
+        if mask is not None:
+            x = x.masked_fill(mask, 0.0)
+        return x.reshape(sizes) + bias, n * 2
+
+
+class Stack(torch.nn.Module):
+    def forward(self, xs: List[torch.Tensor], k: int):
+        out = xs[0]
+        for x in xs[1:]:
+            out = out + x * k
+        return out
+
+
+def run(*argv):
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=300)
+
+
+def save(module, path):
+    scripted = torch.jit.script(module.eval())
+    torch.jit.save(scripted, str(path))
+    return torch.jit.load(str(path))
+
+
+def outputs_in_both(path, feeds):
+    return {"ort": list(ort.run(path, feeds).values()),
+            "builtin": pt2onnx.InferenceSession(str(path)).run(None, feeds)}
+
+
+def assert_error(proc, out, *contains):
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith("pt2onnx: error:"), proc.stderr
+    for text in contains:
+        assert text in proc.stderr, (text, proc.stderr)
+    assert "Traceback" not in proc.stderr and "frame #" not in proc.stderr
+    assert not os.path.exists(out)
+
+
+def test_ints_bools_floats_lists_tuples_and_omitted_optionals(cli, tmp_path):
+    model = save(Signature(), tmp_path / "m.pt")
+    out = tmp_path / "m.onnx"
+    proc = run(cli, "convert", tmp_path / "m.pt", "-o", out, "-i", "x:2x3", "-i", "n=3", "-i", "flag=true",
+               "-i", "scale=0.5", "-i", "sizes=[3,2]", "-i", "pair:(2x3,2x3)")
+    assert proc.returncode == 0, proc.stderr
+    names = [i.name for i in onnx.load(str(out)).graph.input]
+    # mask omitted (None) and bias defaulted: not inputs; the tuple is one input per element.
+    assert names == ["x", "n", "flag", "scale", "sizes", "pair.0", "pair.1"], names
+    # Other loop counts (0 and 5), the other branch, other sizes: the spec's values are example values.
+    for n, flag, scale, sizes in [(3, True, 0.5, [3, 2]), (0, False, 2.0, [6, 1]), (5, True, 1.5, [1, 6])]:
+        x, p0, p1 = torch.randn(2, 3), torch.randn(2, 3), torch.randn(2, 3)
+        expected = model(x, n, flag, scale, sizes, (p0, p1))
+        feeds = {"x": x.numpy(), "n": np.array(n), "flag": np.array(flag), "scale": np.array(scale),
+                 "sizes": np.array(sizes, dtype=np.int64), "pair.0": p0.numpy(), "pair.1": p1.numpy()}
+        for runtime, got in outputs_in_both(out, feeds).items():
+            np.testing.assert_allclose(got[0], expected[0].numpy(), rtol=1e-5, atol=1e-6, err_msg=runtime)
+            assert int(got[1]) == expected[1], runtime
+
+
+def test_optional_given_and_list_of_ints_from_npy(cli, tmp_path):
+    model = save(Signature(), tmp_path / "m.pt")
+    out = tmp_path / "m.onnx"
+    np.save(tmp_path / "sizes.npy", np.array([2, 3], dtype=np.int64))
+    proc = run(cli, "convert", tmp_path / "m.pt", "-o", out, "-i", "x:2x3", "-i", "n=1", "-i", "flag=false",
+               "-i", "scale=2.0", "-i", f"sizes={tmp_path / 'sizes.npy'}", "-i", "pair:(2x3,2x3)",
+               "-i", "mask:2x3:bool", "-i", "bias=1.5")
+    assert proc.returncode == 0, proc.stderr
+    assert "mask" in [i.name for i in onnx.load(str(out)).graph.input]
+    x, p0, p1 = torch.randn(2, 3), torch.randn(2, 3), torch.randn(2, 3)
+    mask = torch.tensor([[True, False, True], [False, False, True]])
+    expected = model(x, 2, False, 2.0, [2, 3], (p0, p1), mask, 1.5)
+    feeds = {"x": x.numpy(), "n": np.array(2), "flag": np.array(False), "scale": np.array(2.0),
+             "sizes": np.array([2, 3]), "pair.0": p0.numpy(), "pair.1": p1.numpy(), "mask": mask.numpy()}
+    for runtime, got in outputs_in_both(out, feeds).items():
+        np.testing.assert_allclose(got[0], expected[0].numpy(), rtol=1e-5, atol=1e-6, err_msg=runtime)
+
+
+def test_list_of_tensors(cli, tmp_path):
+    model = save(Stack(), tmp_path / "m.pt")
+    out = tmp_path / "m.onnx"
+    proc = run(cli, "convert", tmp_path / "m.pt", "-o", out, "-i", "xs:[2x3,2x3,2x3]", "-i", "k=2")
+    assert proc.returncode == 0, proc.stderr
+    assert [i.name for i in onnx.load(str(out)).graph.input] == ["xs.0", "xs.1", "xs.2", "k"]
+    xs = [torch.randn(2, 3) for _ in range(3)]
+    feeds = {"xs.0": xs[0].numpy(), "xs.1": xs[1].numpy(), "xs.2": xs[2].numpy(), "k": np.array(-3)}
+    for runtime, got in outputs_in_both(out, feeds).items():
+        np.testing.assert_allclose(got[0], model(xs, -3).numpy(), rtol=1e-5, atol=1e-6, err_msg=runtime)
+
+
+def test_transformer_encoder_archive_with_masks_omitted(cli, tmp_path):
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True, dropout=0.0)
+    model = save(torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False), tmp_path / "enc.pt")
+    out = tmp_path / "enc.onnx"
+    proc = run(cli, "convert", tmp_path / "enc.pt", "-o", out, "-i", "src:2x5x16", "-d", "src:0=batch")
+    assert proc.returncode == 0, proc.stderr
+    src = torch.randn(3, 5, 16)
+    with torch.no_grad():
+        expected = model(src).numpy()
+    for runtime, got in outputs_in_both(out, {"src": src.numpy()}).items():
+        np.testing.assert_allclose(got[0], expected, rtol=1e-4, atol=1e-5, err_msg=runtime)
+
+
+@pytest.mark.parametrize("spec,contains", [
+    ("n:3", ["'n' is int", "-i n=3"]),
+    ("n::int64", ["'n' is int", "-i n=3"]),
+    ("n=2x2", ["'2x2' is not an integer"]),
+    ("flag=maybe", ["'maybe' is not a bool"]),
+    ("x=3", ["'x' is Tensor", "x:2x3"]),
+    ("sizes:2", ["'sizes' is List[int]", "sizes=[3,3]"]),
+    ("pair:(2x3)", ["1 values given for a tuple of 2"]),
+    ("y:2x3", ["names 'y'", "forward() takes: x, n, flag, scale, sizes, pair, mask, bias"]),
+])
+def test_spec_of_the_wrong_kind_is_an_error(cli, tmp_path, spec, contains):
+    save(Signature(), tmp_path / "m.pt")
+    good = {"x": "x:2x3", "n": "n=3", "flag": "flag=true", "scale": "scale=0.5", "sizes": "sizes=[3,2]",
+            "pair": "pair:(2x3,2x3)"}
+    name = spec.split("=")[0].split(":")[0]
+    specs = [s for k, s in good.items() if k != name] + [spec]
+    argv = [cli, "convert", tmp_path / "m.pt", "-o", tmp_path / "m.onnx"]
+    for s in specs:
+        argv += ["-i", s]
+    assert_error(run(*argv), tmp_path / "m.onnx", *contains)
+
+
+def test_omitted_required_arguments_are_listed_with_examples(cli, tmp_path):
+    save(Signature(), tmp_path / "m.pt")
+    proc = run(cli, "convert", tmp_path / "m.pt", "-o", tmp_path / "m.onnx", "-i", "x:2x3")
+    assert_error(proc, tmp_path / "m.onnx", "-i n=3 (int)", "-i flag=true (bool)", "-i sizes=[3,3] (List[int])",
+                 "-i pair:(2x3,2x3)")
+    assert "mask" not in proc.stderr.split("e.g.")[1] and "bias" not in proc.stderr.split("e.g.")[1]
+
+
+def test_dynamic_axis_typo_is_an_error(cli, tmp_path):
+    save(Stack(), tmp_path / "m.pt")
+    proc = run(cli, "convert", tmp_path / "m.pt", "-o", tmp_path / "m.onnx", "-i", "xs:[2x3,2x3]", "-i", "k=1",
+               "-d", "xs.3:0=batch")
+    assert_error(proc, tmp_path / "m.onnx", "dynamic_axes names 'xs.3'", "xs.0")
+
+
+class Linear43(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Conv3(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3)
+
+    def forward(self, x):
+        return self.conv(x).relu()
+
+
+@pytest.mark.parametrize("module,spec,contains", [
+    (Linear43, "x:2x5", ["aten::linear", "2x5 and 4x3"]),
+    (Conv3, "x:1x4x16x16", ["expected input[1, 4, 16, 16] to have 3 channels"]),
+])
+@pytest.mark.parametrize("traced", [True, False])
+def test_example_shape_pytorch_rejects_is_an_error(cli, tmp_path, module, spec, contains, traced):
+    """ONNX inference accepts these (Gemm does not check K, Conv not its channels); PyTorch does not."""
+    m = module().eval()
+    path = tmp_path / "m.pt"
+    good = {Linear43: torch.randn(2, 4), Conv3: torch.randn(1, 3, 16, 16)}[module]
+    torch.jit.save(torch.jit.trace(m, good) if traced else torch.jit.script(m), str(path))
+    assert_error(run(cli, "convert", path, "-o", tmp_path / "m.onnx", "-i", spec), tmp_path / "m.onnx",
+                 "PyTorch rejects the inputs", *contains)
+    good_spec = "x:" + "x".join(map(str, good.shape))
+    assert run(cli, "convert", path, "-o", tmp_path / "m.onnx", "-i", good_spec).returncode == 0
+
+
+def test_torch_save_pickle_is_explained(cli, tmp_path):
+    torch.save(Linear43(), str(tmp_path / "pickled.pt"))
+    proc = run(cli, "convert", tmp_path / "pickled.pt", "-o", tmp_path / "m.onnx", "-i", "x:2x4")
+    assert_error(proc, tmp_path / "m.onnx", "torch.save()", "not a TorchScript archive", "torch.jit.save")
+
