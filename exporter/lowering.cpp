@@ -80,6 +80,9 @@ bool runPass(const Pass& p, GraphPtr& graph) {
 bool indexesTuplesInBlocks(const torch::jit::Block* block, bool nested) {
   for (const torch::jit::Node* n : block->nodes()) {
     if (nested && n->kind() == c10::prim::TupleIndex) return true;
+    if (!n->blocks().empty())  // an If returning a tuple (merge_masks' (mask, mask_type)): lowered once folded
+      for (const torch::jit::Value* o : n->outputs())
+        if (o->type()->kind() == c10::TypeKind::TupleType) return true;
     for (const torch::jit::Block* b : n->blocks())
       if (indexesTuplesInBlocks(b, true)) return true;
   }
@@ -106,11 +109,13 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
       pass("drop_packed_total_length", [](auto& g) { passes::dropPackedTotalLength(*g); }),
       // LowerAllTuples needs every indexed tuple to be built in sight, with a constant index; a
       // scripted nn.LSTM indexes its Optional state in a branch that is dead once `hx is None` is
-      // folded, so graphs that index tuples inside blocks get that folding first.
+      // folded, so graphs that index tuples inside blocks (or return them from blocks) get that
+      // folding first.
       pass("fold_before_lower_tuples",
            [](auto& g) {
              if (!indexesTuplesInBlocks(g->block(), false)) return;
              while (passes::foldExportIntrinsics(*g) | torch::jit::ConstantPropagation(g)) {
+               passes::retypeNoneConstants(*g);
              }
            }),
       pass("lower_tuples", [](auto& g) { torch::jit::LowerAllTuples(g); }),
@@ -122,6 +127,7 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
            {"fold_export_intrinsics", [](auto& g) { return passes::foldExportIntrinsics(*g); }},
            {"fold_string_truthiness", [](auto& g) { return passes::foldStringTruthiness(*g); }},
            {"constant_propagation", [](auto& g) { return torch::jit::ConstantPropagation(g); }},
+           {"retype_none_constants", [](auto& g) { return passes::retypeNoneConstants(*g); }},
            {"remove_list_mutation", [](auto& g) { return torch::jit::RemoveListMutation(g); }},
            {"drop_raise_guards", [](auto& g) { return passes::dropRaiseGuards(*g); }},
            {"eliminate_dead_code", [](auto& g) { torch::jit::EliminateDeadCode(g); return false; }},
@@ -139,6 +145,7 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
        {
            {"fold_list_constructs", [](auto& g) { return passes::foldListConstructs(*g); }},
            {"constant_propagation", [](auto& g) { return torch::jit::ConstantPropagation(g); }},
+           {"retype_none_constants", [](auto& g) { return passes::retypeNoneConstants(*g); }},
            {"eliminate_dead_code", [](auto& g) { torch::jit::EliminateDeadCode(g); return false; }},
        }},
   };

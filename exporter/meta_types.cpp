@@ -1,6 +1,8 @@
 #include "exporter/meta_types.h"
 
 #include <iterator>
+#include <set>
+#include <string>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/jit/runtime/operator.h>
@@ -194,6 +196,31 @@ void keepSharedDims(std::vector<ir::TensorType>& types, const std::vector<ir::Te
   }
 }
 
+// Whether the arguments pt2onnx holds for `n` are not what PyTorch's kernel takes, so its verdict
+// on them means nothing: packed sequences are kept padded (the rnn ops' .data overloads get the
+// padded tensor and its lengths), complex tensors are real views; a traced input whose recorded
+// rank differs from the argument's is another such representation.
+bool representedDifferently(const torch::jit::Node* n, const std::vector<Arg>& args) {
+  static const std::set<std::string> packedConsumers = {"aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu"};
+  if (packedConsumers.count(jit::qualifiedKind(n)) && jit::overloadName(n) == "data") return true;
+  auto isComplex = [](const torch::jit::Value* v) {
+    auto t = v->type()->cast<c10::TensorType>();
+    return t && t->scalarType() && c10::isComplexType(*t->scalarType());
+  };
+  for (const torch::jit::Value* v : n->inputs())
+    if (isComplex(v)) return true;
+  for (const torch::jit::Value* v : n->outputs())
+    if (isComplex(v)) return true;
+  for (size_t i = 0; i < args.size() && i < n->inputs().size(); ++i) {
+    auto t = n->inputs()[i]->type()->cast<c10::TensorType>();
+    std::optional<size_t> rank = t ? t->dim() : std::nullopt;
+    if (rank && args[i].value && args[i].value->type.hasRank() &&
+        static_cast<int64_t>(*rank) != args[i].value->type.rank())
+      return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std::vector<Arg>& args) {
@@ -223,7 +250,7 @@ std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std
 }
 
 std::optional<std::string> pytorchRejection(const torch::jit::Node* n, const std::vector<Arg>& args) {
-  if (hasDataDependentOutputs(n)) return std::nullopt;
+  if (hasDataDependentOutputs(n) || representedDifferently(n, args)) return std::nullopt;
   bool sawUnknown = false;
   std::string error;
   runOnStandIns(n, args, StandIn::Meta, kProbes[0], &sawUnknown, true, &error);

@@ -117,15 +117,15 @@ c10::IValue exampleValue(const py::handle& item) {
     };
     bool numbers = std::all_of(elements.begin(), elements.end(),
                                [](const c10::IValue& v) { return v.isInt() || v.isDouble(); });
-    c10::TypePtr elem = all(&c10::IValue::isTensor) ? c10::TensorType::get()
-                        : all(&c10::IValue::isBool) ? c10::BoolType::get()
-                        : all(&c10::IValue::isInt)  ? c10::IntType::get()
-                        : numbers                   ? c10::FloatType::get()
-                                                    : nullptr;
-    if (!elem)
-      throw ExportError("an example input is a list of mixed values: pass a list of tensors or a list of numbers");
+    c10::TypePtr elem;
+    if (all(&c10::IValue::isTensor)) elem = c10::TensorType::get();
+    else if (all(&c10::IValue::isBool)) elem = c10::BoolType::get();
+    else if (all(&c10::IValue::isInt)) elem = c10::IntType::get();
+    else if (numbers) elem = c10::FloatType::get();
+    else throw ExportError("an example input is a list of mixed values: pass a list of tensors or a list of numbers");
     if (elem == c10::FloatType::get())
       for (c10::IValue& e : elements) e = c10::IValue(e.isInt() ? static_cast<double>(e.toInt()) : e.toDouble());
+    c10::impl::GenericList list(elem);
     for (const c10::IValue& e : elements) list.push_back(e);
     return list;
   }

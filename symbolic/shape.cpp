@@ -102,6 +102,10 @@ Outputs reshapeSymbolic(Context& ctx) {
       dims.push_back(e.kind == Arg::Kind::Int && !e.value && e.i > 0 ? ir::Dim::fixed(e.i) : ir::Dim{});
     y->type.shape = std::move(dims);
   }
+  // A list computed at run time (a List[int] input) of known length still gives the rank.
+  if (!y->type.hasRank() && size.isDynamicList() && size.value->type.rank() == 1 &&
+      (*size.value->type.shape)[0].isStatic())
+    y->type.shape = std::vector<ir::Dim>(static_cast<size_t>((*size.value->type.shape)[0].size));
   return {y};
 }
 

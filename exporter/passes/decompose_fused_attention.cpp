@@ -107,6 +107,18 @@ class Decomposer {
     return {out, weights};
   }
 
+  // The kernel's mask argument: nullptr for None; an Optional[Tensor] (a mask merged in a branch
+  // that specialization could not fold) is read as the tensor it holds on the paths that reach here.
+  Value* maskOf(Node* n, size_t i) {
+    Value* mask = n->input(i);
+    if (mask->type()->kind() == c10::TypeKind::NoneType) return nullptr;
+    if (mask->type()->kind() != c10::TypeKind::OptionalType) return mask;
+    torch::jit::WithInsertPoint guard(n);
+    Node* cast = graph_.insertNode(graph_.create(c10::prim::unchecked_cast, {mask}, 1));
+    cast->output()->setType(mask->type()->expectRef<c10::OptionalType>().getElementType());
+    return cast->output();
+  }
+
   // mask_type when it is a constant (0, 1 or 2), else -1.
   static int64_t maskTypeOf(Node* n, size_t i) {
     if (i >= n->inputs().size()) return -1;
@@ -139,7 +151,7 @@ class Decomposer {
     int64_t heads = constantArg(n, 4, "num_head").toInt();
     bool needWeights = constantArg(n, 10, "need_weights").toBool();
     bool average = constantArg(n, 11, "average_attn_weights").toBool();
-    Value* mask = n->input(9)->type()->kind() == c10::TypeKind::NoneType ? nullptr : n->input(9);
+    Value* mask = maskOf(n, 9);
     if (!needWeights && n->output(1)->hasUses())
       throw ExportError("cannot decompose " + jit::describeNode(n) +
                         ": its attention weights are read, but need_weights is False (they are undefined)");
@@ -163,7 +175,7 @@ class Decomposer {
     bool useGelu = constantArg(n, 7, "use_gelu").toBool();
     bool normFirst = constantArg(n, 8, "norm_first").toBool();
     Value* eps = n->input(9);
-    Value* mask = n->input(18)->type()->kind() == c10::TypeKind::NoneType ? nullptr : n->input(18);
+    Value* mask = maskOf(n, 18);
     torch::jit::WithInsertPoint guard(n);
     Node* before = n->prev();
     std::vector<int64_t> shape = {embed};

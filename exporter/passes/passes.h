@@ -87,6 +87,10 @@ void functionalizeMutation(torch::jit::Graph& graph);
 // uninitialized tuple) its own single-output node, the only form the interpreter runs.
 void splitUninitialized(torch::jit::Graph& graph);
 
+// None constants that ConstantPropagation typed Optional[T] get NoneType (LibTorch's toIValue
+// reads them as None only then). Returns whether it changed the graph.
+bool retypeNoneConstants(torch::jit::Graph& graph);
+
 // Folds into constants what is static when a graph is exported, in every block, so that the
 // checks built on it (MultiheadAttention's fast-path tests, BatchNorm's autocast tests, ...) fold:
 // * the context: `aten::is_grad_enabled`, `is_autocast_enabled`, `is_autocast_cpu_enabled`,

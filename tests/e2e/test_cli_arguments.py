@@ -69,14 +69,16 @@ def test_ints_bools_floats_lists_tuples_and_omitted_optionals(cli, tmp_path):
                "-i", "scale=0.5", "-i", "sizes=[3,2]", "-i", "pair:(2x3,2x3)")
     assert proc.returncode == 0, proc.stderr
     names = [i.name for i in onnx.load(str(out)).graph.input]
-    # mask omitted (None) and bias defaulted: not inputs; the tuple is one input per element.
-    assert names == ["x", "n", "flag", "scale", "sizes", "pair.0", "pair.1"], names
+    # mask omitted: None, not an input; bias takes its default and is an input (as torch.onnx makes
+    # defaults); the tuple is one input per element.
+    assert names == ["x", "n", "flag", "scale", "sizes", "pair.0", "pair.1", "bias"], names
     # Other loop counts (0 and 5), the other branch, other sizes: the spec's values are example values.
     for n, flag, scale, sizes in [(3, True, 0.5, [3, 2]), (0, False, 2.0, [6, 1]), (5, True, 1.5, [1, 6])]:
         x, p0, p1 = torch.randn(2, 3), torch.randn(2, 3), torch.randn(2, 3)
         expected = model(x, n, flag, scale, sizes, (p0, p1))
         feeds = {"x": x.numpy(), "n": np.array(n), "flag": np.array(flag), "scale": np.array(scale),
-                 "sizes": np.array(sizes, dtype=np.int64), "pair.0": p0.numpy(), "pair.1": p1.numpy()}
+                 "sizes": np.array(sizes, dtype=np.int64), "pair.0": p0.numpy(), "pair.1": p1.numpy(),
+                 "bias": np.array(0.25)}
         for runtime, got in outputs_in_both(out, feeds).items():
             np.testing.assert_allclose(got[0], expected[0].numpy(), rtol=1e-5, atol=1e-6, err_msg=runtime)
             assert int(got[1]) == expected[1], runtime
@@ -95,7 +97,8 @@ def test_optional_given_and_list_of_ints_from_npy(cli, tmp_path):
     mask = torch.tensor([[True, False, True], [False, False, True]])
     expected = model(x, 2, False, 2.0, [2, 3], (p0, p1), mask, 1.5)
     feeds = {"x": x.numpy(), "n": np.array(2), "flag": np.array(False), "scale": np.array(2.0),
-             "sizes": np.array([2, 3]), "pair.0": p0.numpy(), "pair.1": p1.numpy(), "mask": mask.numpy()}
+             "sizes": np.array([2, 3]), "pair.0": p0.numpy(), "pair.1": p1.numpy(), "mask": mask.numpy(),
+             "bias": np.array(1.5)}
     for runtime, got in outputs_in_both(out, feeds).items():
         np.testing.assert_allclose(got[0], expected[0].numpy(), rtol=1e-5, atol=1e-6, err_msg=runtime)
 
