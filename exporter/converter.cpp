@@ -232,11 +232,6 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
   std::vector<ir::TensorType> outputTypes;
   for (const torch::jit::Value* o : n->outputs()) outputTypes.push_back(typeOf(o));
 
-  // ONNX inference does not check what PyTorch does (a conv's channels, a Linear's in_features): with
-  // every input known, PyTorch's kernels are asked first, so a wrong example shape is an error here,
-  // not a model that fails when it runs.
-  if (typing_ == Typing::Static && entry)
-    if (auto rejected = pytorchRejection(n, args)) throw ExportError(rejectedInputsMessage(n, *rejected));
   setLocation(n);
   symbolic::Context ctx(*current_, options_.opset, jit::schemaText(n), args, outputTypes);
   ctx.setSourceNode(n);
@@ -273,6 +268,11 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
       if (auto rejected = pytorchRejection(n, args)) throw ExportError(rejectedInputsMessage(n, *rejected));
       return unconvertible(n, e.what(), false);
     }
+    // ONNX inference does not check all PyTorch does (a conv's channels, a Linear's in_features):
+    // with every input known, PyTorch's kernels are asked too, so a wrong example shape is an
+    // error here, not a model that fails when it runs.
+    if (typing_ == Typing::Static)
+      if (auto rejected = pytorchRejectionOfTensorArgs(n, args)) throw ExportError(rejectedInputsMessage(n, *rejected));
   }
   PT2ONNX_ASSERT(outs.size() == n->outputs().size(),
                  "symbolic of " << kind << " returned " << outs.size() << " outputs for " << n->outputs().size());

@@ -198,8 +198,9 @@ void keepSharedDims(std::vector<ir::TensorType>& types, const std::vector<ir::Te
 
 // Whether the arguments pt2onnx holds for `n` are not what PyTorch's kernel takes, so its verdict
 // on them means nothing: packed sequences are kept padded (the rnn ops' .data overloads get the
-// padded tensor and its lengths), complex tensors are real views; a traced input whose recorded
-// rank differs from the argument's is another such representation.
+// padded tensor and its lengths), complex tensors are real views, a number computed at run time
+// may be a 0-d tensor; a traced input whose recorded rank differs from the argument's is another
+// such representation.
 bool representedDifferently(const torch::jit::Node* n, const std::vector<Arg>& args) {
   static const std::set<std::string> packedConsumers = {"aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu"};
   if (packedConsumers.count(jit::qualifiedKind(n)) && jit::overloadName(n) == "data") return true;
@@ -211,6 +212,15 @@ bool representedDifferently(const torch::jit::Node* n, const std::vector<Arg>& a
     if (isComplex(v)) return true;
   for (const torch::jit::Value* v : n->outputs())
     if (isComplex(v)) return true;
+  if (const c10::FunctionSchema* schema = n->maybeSchema())  // a number the graph holds as a tensor
+    for (size_t i = 0; i < args.size() && i < schema->arguments().size(); ++i) {
+      c10::TypePtr t = schema->arguments()[i].type();
+      if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
+      c10::TypeKind k = t->kind();
+      bool number = k == c10::TypeKind::IntType || k == c10::TypeKind::FloatType ||
+                    k == c10::TypeKind::NumberType || k == c10::TypeKind::BoolType;
+      if (number && args[i].kind == Arg::Kind::Tensor) return true;
+    }
   for (size_t i = 0; i < args.size() && i < n->inputs().size(); ++i) {
     auto t = n->inputs()[i]->type()->cast<c10::TensorType>();
     std::optional<size_t> rank = t ? t->dim() : std::nullopt;
@@ -259,6 +269,23 @@ std::optional<std::string> pytorchRejection(const torch::jit::Node* n, const std
   if (!runOnStandIns(n, args, StandIn::CpuZeros, kProbes[0], nullptr, true, &cpuError).empty())
     return std::nullopt;  // the CPU kernel takes them: a limit of the meta kernel, not of the inputs
   return cpuError.empty() ? error : cpuError;
+}
+
+std::optional<std::string> pytorchRejectionOfTensorArgs(const torch::jit::Node* n, const std::vector<Arg>& args) {
+  // Lists of tensors (an rnn's weights, cat's inputs) and generic lists (aten::tensor's data) are
+  // held in forms of pt2onnx's own that stand-ins do not always rebuild as PyTorch had them.
+  const c10::FunctionSchema* schema = n->maybeSchema();
+  if (!schema) return std::nullopt;
+  for (const c10::Argument& a : schema->arguments()) {
+    c10::TypePtr t = a.type();
+    if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
+    if (auto list = t->cast<c10::ListType>()) {
+      c10::TypeKind elem = list->getElementType()->kind();
+      if (elem != c10::TypeKind::IntType && elem != c10::TypeKind::FloatType && elem != c10::TypeKind::BoolType)
+        return std::nullopt;
+    }
+  }
+  return pytorchRejection(n, args);
 }
 
 void setStandInFailureHook(std::function<void()> hook) { standInFailureHook() = std::move(hook); }

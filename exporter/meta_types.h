@@ -24,6 +24,12 @@ std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std
 // Called after PyTorch rejects stand-ins. Under Python, a meta kernel written in Python (e.g.
 // repeat_interleave's, which cannot size its output without data) leaves its exception set in the
 // interpreter; the Python bindings install a hook that clears it, so later Python calls still work.
+// The same, asked of a node the symbolic converted (ONNX inference does not check everything
+// PyTorch does: a conv's channels, a Linear's features): only for ops whose arguments are tensors,
+// numbers and lists of numbers, which stand-ins rebuild exactly.
+std::optional<std::string> pytorchRejectionOfTensorArgs(const torch::jit::Node* n,
+                                                         const std::vector<symbolic::Arg>& args);
+
 void setStandInFailureHook(std::function<void()> hook);
 
 // PyTorch's own error when `n`'s op rejects these arguments (a 2-D input to a 2-D convolution),
