@@ -227,6 +227,7 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
     for (size_t k = 0; k < known->size(); ++k) env_[n->outputs()[k]] = argFromIValue((*known)[k]);
     return;
   }
+  // A dtype ONNX cannot hold (quantized, uint16...) is an error even under ONNX_FALLTHROUGH.
   for (const torch::jit::Value* o : n->outputs())
     if (std::string why = jit::unsupportedDtypeReason(o); !why.empty()) return unconvertible(n, why, false);
   std::vector<ir::TensorType> outputTypes;
@@ -245,13 +246,17 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
       const std::vector<ir::TensorType>& types = metaTypes();
       return k < types.size() && types[k].dtype != ir::DType::Undefined ? types[k] : jit::rankOfValue(n->outputs()[k]);
     });
+  // Why the node is not converted to standard ONNX ("" when it is): under ONNX_FALLTHROUGH it is
+  // then kept as is, whatever the reason; otherwise it is an error (recorded in collect mode, where
+  // the walk goes on with the outputs a fallthrough would give, so that what fails downstream of it
+  // because of them -- an abs of its complex result -- is found too).
+  std::string failure;
+  bool noSymbolic = !entry;
   symbolic::Outputs outs;
   if (!entry) {
-    if (options_.operatorExportType != OperatorExportType::OnnxFallthrough) {
-      if (typing_ == Typing::Static && deferUnconvertible(n)) return;
-      return unconvertible(n, "", true);
-    }
-    outs = fallthrough(ctx, n);
+    if (options_.operatorExportType != OperatorExportType::OnnxFallthrough && typing_ == Typing::Static &&
+        deferUnconvertible(n))
+      return;
   } else {
     auto log = logger("symbolic");
     if (log->should_log(spdlog::level::debug))
@@ -261,18 +266,30 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
     try {
       outs = entry->fn(ctx);
     } catch (const SymbolicError& e) {
-      return unconvertible(n, e.what(), false);
+      failure = e.what();
     } catch (const ExportError& e) {  // ONNX type inference rejected a node the symbolic built
       // Usually because PyTorch itself would reject these inputs (wrong example shapes): then that
       // is the one error, of the export and of a support report alike (no op is unsupported).
       if (auto rejected = pytorchRejection(n, args)) throw ExportError(rejectedInputsMessage(n, *rejected));
-      return unconvertible(n, e.what(), false);
+      failure = e.what();
     }
     // ONNX inference does not check all PyTorch does (a conv's channels, a Linear's in_features):
     // with every input known, PyTorch's kernels are asked too, so a wrong example shape is an
     // error here, not a model that fails when it runs.
-    if (typing_ == Typing::Static)
+    if (failure.empty() && typing_ == Typing::Static)
       if (auto rejected = pytorchRejectionOfTensorArgs(n, args)) throw ExportError(rejectedInputsMessage(n, *rejected));
+  }
+  if (noSymbolic || !failure.empty()) {
+    if (options_.operatorExportType == OperatorExportType::OnnxFallthrough) {
+      outs = fallthrough(ctx, n, failure);
+    } else {
+      unconvertible(n, failure, noSymbolic);  // throws unless collecting
+      try {
+        outs = fallthrough(ctx, n, failure);
+      } catch (const ExportError&) {
+        return poison(n);  // not even a fallthrough could keep it: nothing downstream is checked
+      }
+    }
   }
   PT2ONNX_ASSERT(outs.size() == n->outputs().size(),
                  "symbolic of " << kind << " returned " << outs.size() << " outputs for " << n->outputs().size());
@@ -297,8 +314,9 @@ std::string GraphConverter::unsupportedMessage(const torch::jit::Node* n) const 
   return msg;
 }
 
-// ONNX_FALLTHROUGH: the node is kept as is, in a domain named after its namespace.
-symbolic::Outputs GraphConverter::fallthrough(symbolic::Context& ctx, const torch::jit::Node* n) {
+// ONNX_FALLTHROUGH: the node is kept as is, in a domain named after its namespace: an op without a
+// symbolic, or one its symbolic cannot convert (`why`: the symbolic's reason).
+symbolic::Outputs GraphConverter::fallthrough(symbolic::Context& ctx, const torch::jit::Node* n, const std::string& why) {
   // Tensors, numbers and int lists are inputs; strings (an einsum equation, "fro", UPLO="L") and
   // devices are string attributes named after the schema's argument.
   std::vector<ir::Value*> inputs;
@@ -328,7 +346,9 @@ symbolic::Outputs GraphConverter::fallthrough(symbolic::Context& ctx, const torc
   std::string ns = n->kind().ns().toUnqualString();
   std::string domain = ns == "aten" ? "org.pytorch.aten" : ns;
   auto outs = ctx.opMulti(n->kind().toUnqualString(), inputs, n->outputs().size(), std::move(attributes), domain);
-  warnings_.push_back("operator " + jit::qualifiedKind(n) + " exported as is (ONNX_FALLTHROUGH) in domain " + domain);
+  if (!collect_ || options_.operatorExportType == OperatorExportType::OnnxFallthrough)
+    warnings_.push_back("operator " + jit::qualifiedKind(n) + " exported as is (ONNX_FALLTHROUGH) in domain " + domain +
+                        (why.empty() ? "" : ": its symbolic cannot convert it: " + why));
   return symbolic::Outputs(outs.begin(), outs.end());
 }
 
@@ -473,6 +493,17 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
     }
     used.insert(value);
     std::string name = outputName(v, k, options);
+    if (value->type.isTensor() && value->type.dtype == ir::DType::Undefined) {
+      // A value computed by nodes kept as is (ONNX_FALLTHROUGH) that PyTorch's types could not be
+      // found for without running the model: ONNX needs every output's element type.
+      const ir::Node* producer = value->producer;
+      while (producer && producer->opType == "Identity" && !producer->inputs.empty() && producer->inputs[0]->producer)
+        producer = producer->inputs[0]->producer;
+      std::string from = producer ? " (computed by " + (producer->domain.empty() ? "" : producer->domain + "::") +
+                                        producer->opType + ")" : "";
+      throw ExportError("output '" + name + "'" + from + " has an element type unknown at export time: export with "
+                        "type inference by running the model (--type-inference run / type_inference=\"run\")");
+    }
     out.renameValue(value, name);
     if (k < options.outputNames.size() && value->name != name)
       throw ExportError("output name '" + name + "' is already used by another value of the model");

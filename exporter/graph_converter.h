@@ -69,7 +69,7 @@ class GraphConverter {
   bool lacksSymbolic(const torch::jit::Node* n) const;
   void poison(const torch::jit::Node* n);
   std::string unsupportedMessage(const torch::jit::Node* n) const;
-  symbolic::Outputs fallthrough(symbolic::Context& ctx, const torch::jit::Node* n);
+  symbolic::Outputs fallthrough(symbolic::Context& ctx, const torch::jit::Node* n, const std::string& why = "");
 
   const ExportOptions& options_;
   Typing typing_;

@@ -238,6 +238,10 @@ std::optional<at::ScalarType> atenType(ir::DType t) {
     case ir::DType::Int8: return at::kChar;
     case ir::DType::Uint8: return at::kByte;
     case ir::DType::Bool: return at::kBool;
+    // No symbolic computes on these, but PyTorch's types downstream of a complex value kept by
+    // ONNX_FALLTHROUGH (abs of an fft) come from running ops on complex stand-ins.
+    case ir::DType::Complex64: return at::kComplexFloat;
+    case ir::DType::Complex128: return at::kComplexDouble;
     default: return std::nullopt;
   }
 }

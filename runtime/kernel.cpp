@@ -136,6 +136,14 @@ const RegisteredKernel* KernelRegistry::find(const std::string& domain, const st
   return &std::prev(v)->second;
 }
 
+std::optional<int> KernelRegistry::versionFor(const std::string& domain, const std::string& opType, int opset) const {
+  auto it = kernels_.find({domain, opType});
+  if (it == kernels_.end()) return std::nullopt;
+  auto v = it->second.upper_bound(opset);
+  if (v == it->second.begin()) return std::nullopt;
+  return std::prev(v)->first;
+}
+
 std::optional<int> KernelRegistry::lowestVersion(const std::string& domain, const std::string& opType) const {
   auto it = kernels_.find({domain, opType});
   if (it == kernels_.end() || it->second.empty()) return std::nullopt;
@@ -162,6 +170,8 @@ void registerAllKernels(KernelRegistry& r) {
   registerSamplingKernels(r);
   registerSpectralKernels(r);
   registerDetectionKernels(r);
+  registerQuantizationKernels(r);
+  registerContribKernels(r);
 }
 
 KernelRegistry& defaultKernels() {
@@ -178,6 +188,7 @@ std::optional<at::ScalarType> atenType(int32_t t) {
     case 1: return at::kFloat;
     case 2: return at::kByte;
     case 3: return at::kChar;
+    case 4: return at::kUInt16;  // ATen's barebones unsigned type: converts and copies (quantized data)
     case 5: return at::kShort;
     case 6: return at::kInt;
     case 7: return at::kLong;
@@ -196,6 +207,7 @@ int32_t onnxType(at::ScalarType t) {
     case at::kFloat: return 1;
     case at::kByte: return 2;
     case at::kChar: return 3;
+    case at::kUInt16: return 4;
     case at::kShort: return 5;
     case at::kInt: return 6;
     case at::kLong: return 7;

@@ -45,6 +45,7 @@ class NodeContext {
 
   int opset() const { return opset_; }
   const std::string& opType() const { return opType_; }
+  const std::string& domain() const { return domain_; }  // "" for ai.onnx
   const std::string& nodeName() const { return nodeName_; }
   const std::unordered_map<std::string, Attribute>& attributes() const { return attributes_; }
 
@@ -164,6 +165,8 @@ class KernelRegistry {
   // The kernel for `opType` in `domain` at `opset`, or null.
   const RegisteredKernel* find(const std::string& domain, const std::string& opType, int opset) const;
   std::optional<int> lowestVersion(const std::string& domain, const std::string& opType) const;
+  // The since-version of the kernel `find` returns, or nullopt.
+  std::optional<int> versionFor(const std::string& domain, const std::string& opType, int opset) const;
   // "domain::op since" lines, sorted.
   std::vector<std::string> listing() const;
 

@@ -13,7 +13,7 @@ namespace {
 const std::vector<std::pair<std::string, at::ScalarType>>& descrs() {
   static const std::vector<std::pair<std::string, at::ScalarType>> table = {
       {"<f4", at::kFloat}, {"<f8", at::kDouble}, {"<f2", at::kHalf},  {"<i8", at::kLong}, {"<i4", at::kInt},
-      {"<i2", at::kShort}, {"|i1", at::kChar},   {"|u1", at::kByte},  {"|b1", at::kBool}};
+      {"<i2", at::kShort}, {"<u2", at::kUInt16}, {"|i1", at::kChar}, {"|u1", at::kByte}, {"|b1", at::kBool}};
   return table;
 }
 

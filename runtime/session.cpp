@@ -6,10 +6,12 @@
 #include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
 #include <onnx/checker.h>
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include "common/errors.h"
 #include "common/logging.h"
+#include "runtime/kernel.h"
 #include "runtime/local_functions.h"
 #include "runtime/plan.h"
 #include "runtime/tensor_proto.h"
@@ -70,6 +72,53 @@ Value checkFeed(const ValueInfo& info, Value v) {
   return v;
 }
 
+// libonnx's checker knows ai.onnx up to its release (opset 17 for onnx 1.12) and rejects what later
+// versions added: QuantizeLinear-21's block_size, Gelu-20. A node whose kernel implements such a later
+// version is checked by that kernel instead (it reads every attribute of its version): for the
+// check only, it is moved to a private domain, whose nodes the checker does not verify.
+constexpr const char* kCheckedByKernel = "pt2onnx.checked_by_kernel";
+
+using MovedNodes = std::vector<std::pair<onnx::NodeProto*, std::string>>;  // with their domain
+
+void moveNewerNodes(onnx::GraphProto& g, int opset, int checkerOpset, MovedNodes& moved) {
+  for (onnx::NodeProto& n : *g.mutable_node()) {
+    for (onnx::AttributeProto& a : *n.mutable_attribute()) {
+      if (a.has_g()) moveNewerNodes(*a.mutable_g(), opset, checkerOpset, moved);
+      for (onnx::GraphProto& sub : *a.mutable_graphs()) moveNewerNodes(sub, opset, checkerOpset, moved);
+    }
+    if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
+    std::optional<int> version = defaultKernels().versionFor("", n.op_type(), opset);
+    if (version && *version > checkerOpset) {
+      moved.emplace_back(&n, n.domain());
+      n.set_domain(kCheckedByKernel);
+    }
+  }
+}
+
+void checkModel(onnx::ModelProto& model, const std::string& baseDir) {
+  std::unordered_map<std::string, int> opsets;
+  for (const auto& imp : model.opset_import()) opsets[imp.domain()] = static_cast<int>(imp.version());
+  int opset = opsets.count("") ? opsets[""] : opsets.count("ai.onnx") ? opsets["ai.onnx"] : 0;
+  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  int checkerOpset = known.count("") ? known.at("").second : 0;
+  MovedNodes moved;
+  if (opset > checkerOpset) moveNewerNodes(*model.mutable_graph(), opset, checkerOpset, moved);
+  if (!moved.empty()) opsets[kCheckedByKernel] = 1;
+  std::string error;
+  try {
+    onnx::checker::CheckerContext ctx;
+    ctx.set_ir_version(static_cast<int>(model.ir_version()));
+    ctx.set_opset_imports(opsets);
+    ctx.set_model_dir(baseDir);
+    onnx::checker::LexicalScopeContext lex;
+    onnx::checker::check_graph(model.graph(), ctx, lex);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  for (auto& [n, domain] : moved) n->set_domain(domain);
+  if (!error.empty()) throw ExportError("the model is not valid ONNX: " + error);
+}
+
 }  // namespace
 
 Attribute parseAttribute(const onnx::AttributeProto& a, const std::string& baseDir) {
@@ -125,18 +174,7 @@ Session::~Session() = default;
 void Session::build(onnx::ModelProto& model, const std::string& baseDir, const SessionOptions& options) {
   writer::registerTrainingSchemas();
   inlineLocalFunctions(model);
-  try {
-    onnx::checker::CheckerContext ctx;
-    ctx.set_ir_version(static_cast<int>(model.ir_version()));
-    std::unordered_map<std::string, int> opsets;
-    for (const auto& imp : model.opset_import()) opsets[imp.domain()] = static_cast<int>(imp.version());
-    ctx.set_opset_imports(opsets);
-    ctx.set_model_dir(baseDir);
-    onnx::checker::LexicalScopeContext lex;
-    onnx::checker::check_graph(model.graph(), ctx, lex);
-  } catch (const std::exception& e) {
-    throw ExportError(std::string("the model is not valid ONNX: ") + e.what());
-  }
+  checkModel(model, baseDir);
   if (options.intraOpThreads > 0) at::set_num_threads(options.intraOpThreads);
   PlanContext pc;
   pc.baseDir = baseDir;

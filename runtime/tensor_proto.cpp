@@ -78,6 +78,7 @@ at::Tensor tensorFromProto(const onnx::TensorProto& proto, const std::string& ba
     case at::kLong: check(proto.int64_data_size()); copyTyped<int64_t>(proto.int64_data(), out); break;
     case at::kInt: check(proto.int32_data_size()); copyTyped<int32_t>(proto.int32_data(), out); break;
     case at::kShort: check(proto.int32_data_size()); copyTyped<int16_t>(proto.int32_data(), out); break;
+    case at::kUInt16: check(proto.int32_data_size()); copyTyped<uint16_t>(proto.int32_data(), out); break;
     case at::kChar: check(proto.int32_data_size()); copyTyped<int8_t>(proto.int32_data(), out); break;
     case at::kByte: check(proto.int32_data_size()); copyTyped<uint8_t>(proto.int32_data(), out); break;
     case at::kBool: check(proto.int32_data_size()); copyTyped<bool>(proto.int32_data(), out); break;

@@ -16,5 +16,7 @@ void registerRecurrentKernels(KernelRegistry& r);    // recurrent.cpp: RNN, GRU,
 void registerSamplingKernels(KernelRegistry& r);     // sampling.cpp: GridSample
 void registerSpectralKernels(KernelRegistry& r);     // spectral.cpp: STFT
 void registerDetectionKernels(KernelRegistry& r);    // detection.cpp: NonMaxSuppression, RoiAlign, MaxRoiPool
+void registerQuantizationKernels(KernelRegistry& r); // quantization.cpp: QuantizeLinear, DequantizeLinear
+void registerContribKernels(KernelRegistry& r);      // contrib.cpp: com.microsoft Gelu family, Inverse
 
 }  // namespace pt2onnx::runtime

@@ -1,5 +1,5 @@
-// ONNX GridSample (opset 16; opset 20's "linear"/"cubic" spellings accepted too): ATen's
-// grid_sampler, whose modes and padding modes ONNX copied one for one.
+// ONNX GridSample (opset 16; opset 20's "linear"/"cubic" spellings accepted too; com.microsoft's
+// version 1, its model): ATen's grid_sampler, whose modes and padding modes ONNX copied one for one.
 #include <string>
 #include <vector>
 
@@ -30,6 +30,9 @@ std::vector<at::Tensor> gridSample(KernelContext& ctx) {
 
 }  // namespace
 
-void registerSamplingKernels(KernelRegistry& r) { r.add("", "GridSample", 16, gridSample); }
+void registerSamplingKernels(KernelRegistry& r) {
+  r.add("", "GridSample", 16, gridSample);
+  r.add("com.microsoft", "GridSample", 1, gridSample);  // ONNX Runtime's, before opset 16: the same modes
+}
 
 }  // namespace pt2onnx::runtime

@@ -657,6 +657,7 @@ void registerTensorKernels(KernelRegistry& r) {
   r.add("", "Pad", 2, pad2);    // pads / value attributes
   r.add("", "Pad", 11, pad11);  // pads / constant_value inputs (axes input from 18 handled too)
   r.add("", "Trilu", 14, trilu);
+  r.add("com.microsoft", "Trilu", 1, trilu);  // ONNX Runtime's, before opset 14 (torch.onnx's custom symbolic)
   r.add("", "NonZero", 9, nonZero);
 }
 

@@ -325,6 +325,12 @@ ir::Value* Context::constScalar(double v, ir::DType dtype) {
 
 ir::Value* Context::cast(ir::Value* v, ir::DType to) {
   if (v->type.dtype == to) return v;
+  // ONNX's Cast has no complex types, and a complex tensor cast to a real one would lose its
+  // imaginary part (a symbolic casting to the result dtype, as abs does, would be silently wrong).
+  auto complex = [](ir::DType t) { return t == ir::DType::Complex64 || t == ir::DType::Complex128; };
+  if (complex(v->type.dtype) || complex(to))
+    fail(std::string("a ") + (complex(v->type.dtype) ? "complex" : "real") + " tensor would be cast to " +
+         (complex(to) ? "a complex" : "a real") + " type: ONNX operators do not compute on complex tensors");
   ir::Value* out = op("Cast", {v}, {ir::attr::i("to", static_cast<int64_t>(to))});
   out->type = {to, v->type.shape};
   return out;

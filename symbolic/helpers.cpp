@@ -10,7 +10,9 @@ bool hasArg(const Context& ctx, size_t i) { return i < ctx.numArgs() && !ctx.isN
 
 ir::DType resultDtype(const Context& ctx, size_t output) {
   ir::DType t = ctx.outputType(output).dtype;
-  if (t == ir::DType::Undefined) ctx.fail("the output dtype is unknown at export time");
+  if (t == ir::DType::Undefined)
+    ctx.fail("the output dtype is unknown at export time (PyTorch's type for it could not be found without running "
+             "the model; type inference by running it, --type-inference run / type_inference=\"run\", finds it)");
   return t;
 }
 

@@ -258,11 +258,34 @@ class OpsetForms {
   Values splitInputAsAttribute(Values in, size_t numOutputs, Attributes& attrs) {
     if (in.size() > 1 && in[1]) {
       std::optional<std::vector<int64_t>> split = knownInts(in[1]);
-      if (!split) needs(13, "Split with sizes computed at run time");
+      if (!split && opset_ >= 11) return splitToSequence(in, numOutputs, attrs);
+      if (!split) needs(11, "Split with sizes computed at run time");
       attrs.push_back(ir::attr::ints("split", *split));
     }
     in.resize(1);
     return node("Split", in, numOutputs, std::move(attrs));
+  }
+
+  // Split with sizes computed at run time (11, 12): SplitToSequence takes them as an input, and
+  // each piece is read back with SequenceAt (how many is known: the list's length).
+  Values splitToSequence(const Values& in, size_t numOutputs, const Attributes& attrs) {
+    Value* x = in[0];
+    DType dtype = dtypeOf(x);
+    Value* seq = node1("SplitToSequence", {x, in[1]}, attrs);
+    if (seq->type.dtype == DType::Undefined) seq->type = ir::TensorType::sequenceOf(dtype);
+    std::optional<std::vector<ir::Dim>> pieceShape = x->type.shape;
+    if (pieceShape) {
+      int64_t axis = 0;
+      for (const ir::Attribute& a : attrs)
+        if (a.name == "axis") axis = a.i < 0 ? a.i + static_cast<int64_t>(pieceShape->size()) : a.i;
+      if (axis >= 0 && axis < static_cast<int64_t>(pieceShape->size())) (*pieceShape)[axis] = ir::Dim{};
+    }
+    Values pieces;
+    for (size_t k = 0; k < numOutputs; ++k) {
+      Value* index = constant(ir::TensorData::fromInt64s({static_cast<int64_t>(k)}, {}));
+      pieces.push_back(typed(node1("SequenceAt", {seq, index}), dtype, pieceShape));
+    }
+    return pieces;
   }
 
   // Before opset 13 Softmax flattens the input to 2-D at `axis`; over the last axis that is the

@@ -167,14 +167,13 @@ def test_mask_pasting_matches_torch_on_other_boxes_and_image_sizes(tmp_path):
 # ---------------------------------------------------------------- a whole detection model
 
 
-def test_faster_rcnn_detections_match_torch_on_other_images_and_sizes(tmp_path):
-    """Compared with PyTorch's own detections under float noise (samples/detection_check.py): PyTorch
-    itself keeps ~10 of these 100 detections or others with 1 thread or 2."""
+def scored_faster_rcnn():
+    """fasterrcnn_mobilenet_v3_large_320_fpn, untrained, eval. Untrained, every box scores alike (and
+    the top 100 of equal scores is any 100): random heads and BatchNorm statistics taken from a few
+    images give distinct scores."""
     torch.manual_seed(0)
     model = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_320_fpn(
         weights=None, weights_backbone=None, box_score_thresh=0.0).eval()
-    # Untrained, every box scores alike (and the top 100 of equal scores is any 100): random heads and
-    # BatchNorm statistics taken from a few images give distinct scores.
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "head" in name:
@@ -182,7 +181,13 @@ def test_faster_rcnn_detections_match_torch_on_other_images_and_sizes(tmp_path):
         model.backbone.train()
         for _ in range(3):
             model.backbone(torch.rand(2, 3, 320, 320) * 2 - 0.5)
-    model.eval()
+    return model.eval()
+
+
+def test_faster_rcnn_detections_match_torch_on_other_images_and_sizes(tmp_path):
+    """Compared with PyTorch's own detections under float noise (samples/detection_check.py): PyTorch
+    itself keeps ~10 of these 100 detections or others with 1 thread or 2."""
+    model = scored_faster_rcnn()
     path = tmp_path / "frcnn.onnx"
     names = export(model, ([torch.rand(3, 320, 320)],), path, names=["image"],
                    dynamic_axes={"image": {1: "height", 2: "width"}})
@@ -204,6 +209,25 @@ def test_faster_rcnn_detections_match_torch_on_other_images_and_sizes(tmp_path):
         result = detection_check.compare(references, {"boxes": boxes, "labels": labels, "scores": scores})
         assert result["unexplained"] == 0 and result["missing"] <= result["swapped"], (
             f"builtin, 2 threads, {shape}: {detection_check.describe(result)}")
+
+
+def test_faster_rcnn_at_opset_11_matches_torch_on_another_image(tmp_path):
+    """torchvision's documented opset. The RPN splits its anchors by per-level counts computed at run
+    time (split_with_sizes), which opsets 11 and 12 write as SplitToSequence + SequenceAt (Split takes
+    run-time sizes from 13 on)."""
+    model = scored_faster_rcnn()
+    path = tmp_path / "frcnn11.onnx"
+    names = export(model, ([torch.rand(3, 320, 320)],), path, opset=11, names=["image"],
+                   dynamic_axes={"image": {1: "height", 2: "width"}})
+    proto = onnx.load(str(path))
+    assert [o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")] == [11]
+    assert "SplitToSequence" in {n.op_type for n in proto.graph.node}
+    image = torch.rand(3, 300, 370, generator=torch.Generator().manual_seed(11))
+    references = [run[0] for run in detection_check.reference_runs(model, [image])]
+    assert len(references[0]["scores"]) > 0
+    for runtime, (boxes, labels, scores) in run_both(path, {names[0]: image.numpy()}).items():
+        result = detection_check.compare(references, {"boxes": boxes, "labels": labels, "scores": scores})
+        assert result["status"] == "pass", f"{runtime}: {detection_check.describe(result)}"
 
 
 def test_detection_check_finds_a_shifted_box_and_a_wrong_score():

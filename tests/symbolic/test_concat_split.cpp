@@ -14,6 +14,7 @@ using pt2onnx::testing::contains;
 using pt2onnx::testing::countOf;
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
+using pt2onnx::testing::expectConvertsLikeTorchFromOpset;
 using pt2onnx::testing::expectDynamicAxesConvertLikeTorch;
 using pt2onnx::testing::exportedOpTypes;
 using pt2onnx::testing::exportError;
@@ -106,8 +107,34 @@ graph(%x : Tensor):
   %p : Tensor, %q : Tensor, %r : Tensor = prim::ListUnpack(%l)
   return (%p, %q, %r)
 )IR";
-  expectDynamicAxesConvertLikeTorch(ir, {at::randn({2, 5})}, {{1, "n"}},
-                                    {{at::randn({2, 9})}, {at::randn({2, 2})}}, 13);
+  for (int opset : {11, 12, 13})  // SplitToSequence + SequenceAt before 13 (torchvision detection at 11)
+    expectDynamicAxesConvertLikeTorch(ir, {at::randn({2, 5})}, {{1, "n"}},
+                                      {{at::randn({2, 9})}, {at::randn({2, 2})}}, opset);
+}
+
+TEST(ConcatSplitSymbolics, SplitWithSizesReadFromATensorMatchesTorchFromOpset11) {
+  // A size read from a tensor's value is unknown at export time whatever the shapes: Split takes it
+  // as an input from opset 13, SplitToSequence does at 11 and 12, and before 11 nothing can.
+  const char* ir = R"IR(
+graph(%x : Tensor, %t : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %n : int = aten::size(%x, %one)
+  %first : int = aten::Int(%t)
+  %rest : int = aten::sub(%n, %first)
+  %sizes : int[] = prim::ListConstruct(%first, %rest)
+  %l : Tensor[] = aten::split_with_sizes(%x, %sizes, %one)
+  %p : Tensor, %q : Tensor = prim::ListUnpack(%l)
+  return (%p, %q)
+)IR";
+  std::vector<at::Tensor> inputs{at::randn({2, 7}), at::scalar_tensor(3, at::kLong)};
+  expectConvertsLikeTorchFromOpset(ir, inputs, 11);
+  std::vector<std::string> at11 = exportedOpTypes(ir, inputs, 11);
+  EXPECT_TRUE(contains(at11, "SplitToSequence"));
+  EXPECT_EQ(countOf(at11, "SequenceAt"), 2);
+  EXPECT_FALSE(contains(exportedOpTypes(ir, inputs, 13), "SplitToSequence"));
+  std::string error = exportError(ir, inputs, 10);
+  EXPECT_NE(error.find("Split with sizes computed at run time has no ONNX form before opset 11"), std::string::npos)
+      << error;
 }
 
 TEST(ConcatSplitSymbolics, UnbindNegativeDimMatchesTorch) {

@@ -115,12 +115,23 @@ OneNodeModel& OneNodeModel::output(at::ScalarType type) {
   return *this;
 }
 
+OneNodeModel& OneNodeModel::domain(const std::string& name, int version) {
+  node()->set_domain(name);
+  domains_[name] = version;
+  return *this;
+}
+
 std::string OneNodeModel::bytes() {
   if (model_.opset_import_size() == 0) {
     model_.set_ir_version(8);
     auto* imp = model_.add_opset_import();
     imp->set_domain("");
     imp->set_version(opset_);
+    for (const auto& [name, version] : domains_) {
+      auto* other = model_.add_opset_import();
+      other->set_domain(name);
+      other->set_version(version);
+    }
     model_.mutable_graph()->set_name("one_node");
   }
   if (node()->output_size() == 0) output(feeds_.empty() ? at::kFloat : feeds_.begin()->second.scalar_type());

@@ -35,6 +35,11 @@ class OneNodeModel {
   OneNodeModel& attr(const std::string& name, const std::vector<int64_t>& v);
   OneNodeModel& attribute(const onnx::AttributeProto& a);
   OneNodeModel& output(at::ScalarType type);  // no shape stated: the runtime checks none
+  // The node in another domain (com.microsoft), imported at `version` beside ai.onnx.
+  OneNodeModel& domain(const std::string& name, int version);
+
+  // The graph inputs' names and values, in order (to run the model elsewhere, e.g. in ONNX Runtime).
+  const std::map<std::string, at::Tensor>& feeds() const { return feeds_; }
 
   // The serialized model (completing it: opset import, a default output).
   std::string bytes();
@@ -46,6 +51,7 @@ class OneNodeModel {
 
   onnx::ModelProto model_;
   int opset_;
+  std::map<std::string, int> domains_;
   std::map<std::string, at::Tensor> feeds_;
 };
 
