@@ -122,15 +122,17 @@ def _trace(model, args):
     return graph, names, values, trainable
 
 
-def _with_traced_graph(model, args, options, autograd_functions, autograd_function_overrides, warn_backward, call):
+def _with_traced_graph(model, args, options, autograd_functions, autograd_function_overrides, call, warn=True):
     """Traces `model` and returns (call(graph, param_names, param_values), the autograd.Function
     export state) with that state installed; sets the options the C++ side reads from the trace.
-    `warn_backward`: warn when a Function's own backward is replaced (a training-graph export)."""
+    In a training-graph export (options["gradients"]), Functions with their own backward default to
+    PythonOp; `warn`: warn when an explicit choice replaces such a backward."""
     training = options["training"] == "TRAINING" or (
         options["training"] == "PRESERVE" and getattr(model, "training", False))
     state = autograd.ExportState(autograd_functions, autograd_function_overrides, options["opset"], training,
                                  options["operator_export_type"] == "ONNX_FALLTHROUGH")
-    state.gradients = warn_backward
+    state.gradients = options.get("gradients") is not None
+    state.warn_replaced_backward = state.gradients and warn
     options["inline_autograd_function"] = autograd.should_inline
     # Traced with autograd on, as torch.onnx does: eval-mode fast paths that only run under
     # no_grad (fused transformer kernels) would otherwise replace the standard ops.
@@ -220,7 +222,9 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     autograd_functions: how torch.autograd.Function calls are exported: "auto" (the Function's
     symbolic, else a registered symbolic, else its traced ops when all convert, else
     com.microsoft::PythonOp), "inline" or "python_op". autograd_function_overrides maps Function
-    classes (or "module.QualName" strings) to one of those modes.
+    classes (or "module.QualName" strings) to one of those modes. With gradients, "auto" exports
+    every Function that defines its own backward as PythonOp + PythonOpGrad (its backward is the
+    gradient) unless an override names it.
 
     type_inference: "static" (default) types every value without running the model; "run" executes
     a straight-line graph once on `args` (twice with dynamic_axes) instead, for an op whose output
@@ -276,7 +280,6 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     else:
         summary, state = _with_traced_graph(
             model, inputs.args, options, autograd_functions, autograd_function_overrides,
-            options["gradients"] is not None,
             lambda graph, names, values: _pt2onnx.export_graph(graph, len(inputs.tensors), inputs.names, names, values,
                                                                inputs.tensors, options, target))
         issued = set(state.warnings)  # while converting
@@ -355,9 +358,9 @@ def missing_gradients(model, args, gradients="all", training=TrainingMode.EVAL, 
     options["gradients"] = _gradients_option(gradients) or {"wrt": "all"}
     inputs = arguments.traced_inputs(model, args)
     report, _ = _with_traced_graph(
-        model, inputs.args, options, autograd_functions, autograd_function_overrides, False,
+        model, inputs.args, options, autograd_functions, autograd_function_overrides,
         lambda graph, names, values: json.loads(_pt2onnx.check_gradient_support(
-            graph, len(inputs.tensors), inputs.names, names, values, inputs.tensors, options)))
+            graph, len(inputs.tensors), inputs.names, names, values, inputs.tensors, options)), warn=False)
     return report["missing"]
 
 
