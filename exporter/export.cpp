@@ -318,6 +318,7 @@ ModelGraph fromScriptModule(torch::jit::Module module) {
   for (size_t i = 1; i < model.graph->inputs().size(); ++i)
     model.userInputNames.push_back(cleanInputName(model.graph->inputs()[i]->debugName(), i - 1));
   torch::jit::Inline(*model.graph);
+  passes::scopeInlinedModuleCalls(*model.graph, module);  // scopes as a trace of the nn.Module has them
   passes::LiftedParameters lifted = passes::liftParameters(*model.graph, module);
   model.numUserInputs = model.graph->inputs().size() - lifted.names.size();
   model.paramNames = std::move(lifted.names);
