@@ -107,19 +107,38 @@ def _module_scopes(model):
         trace_mod._trace_module_map = previous
 
 
+def _output_key_paths(out):
+    """Per output tensor, in the order the tracer flattens them (nested tuples, lists, dict values in
+    insertion order): the dict keys on its path joined by "." ("boxes", "aux.logits"), or "" outside
+    dicts. The C++ side names outputs after them (docs/options.md)."""
+    paths = []
+
+    def walk(value, keys):
+        if isinstance(value, torch.Tensor):
+            paths.append(".".join(keys))
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, keys + [str(key)])
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item, keys)
+    walk(out, [])
+    return paths
+
+
 def _trace(model, args):
-    """Returns (graph, param_names, param_values, trainable): inputs = flattened args + unique
-    parameters; `trainable` names the parameters that require grad (buffers do not)."""
+    """Returns (graph, param_names, param_values, trainable, output_key_paths): inputs = flattened
+    args + unique parameters; `trainable` names the parameters that require grad (buffers do not)."""
     if isinstance(model, torch.nn.Module):
         with _module_scopes(model):
-            graph, _ = torch.jit._get_trace_graph(model, args)
+            graph, out = torch.jit._get_trace_graph(model, args)
         state = torch.jit._unique_state_dict(model, keep_vars=True)
         names, values = list(state.keys()), [v.detach() for v in state.values()]
         trainable = [n for n, v in state.items() if v.requires_grad]
     else:
-        graph, _ = torch.jit._get_trace_graph(model, args)
+        graph, out = torch.jit._get_trace_graph(model, args)
         names, values, trainable = [], [], []
-    return graph, names, values, trainable
+    return graph, names, values, trainable, _output_key_paths(out)
 
 
 def _with_traced_graph(model, args, options, autograd_functions, autograd_function_overrides, call, warn=True):
@@ -137,9 +156,10 @@ def _with_traced_graph(model, args, options, autograd_functions, autograd_functi
     # Traced with autograd on, as torch.onnx does: eval-mode fast paths that only run under
     # no_grad (fused transformer kernels) would otherwise replace the standard ops.
     with _training_mode(model, options["training"]):
-        graph, names, values, trainable = _trace(model, args)
+        graph, names, values, trainable, output_paths = _trace(model, args)
     state.check_overrides(graph)
     options["trainable_parameters"] = trainable
+    options["output_key_paths"] = output_paths
     with autograd.exporting(state):
         return call(graph, names, values), state
 
@@ -323,7 +343,7 @@ def unconvertible_ops(model, args, training=TrainingMode.EVAL, opset_version=Non
     inputs = arguments.traced_inputs(model, args)
     mode = _enum_name(training, TrainingMode, "training") or "EVAL"
     with _training_mode(model, mode):
-        graph, names, values, _ = _trace(model, inputs.args)
+        graph, names, values, _, _ = _trace(model, inputs.args)
     state = autograd.ExportState(autograd_functions, autograd_function_overrides, opset, mode == "TRAINING", False)
     state.check_overrides(graph)
     with autograd.exporting(state):
