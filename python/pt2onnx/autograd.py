@@ -88,7 +88,8 @@ class ExportState:
             where = f", at {locations[0]}" if locations and locations[0] else ""
             if self.gradients:  # a symbolic alone no longer replaces it: its backward is the gradient
                 how = (f"its own backward() computes its gradient; autograd_function_overrides={{'{name}': 'inline'}} "
-                       "differentiates its ONNX ops instead, for standard ONNX")
+                       f"(CLI --autograd-function-mode {name}=inline) differentiates its ONNX ops instead, for standard "
+                       "ONNX")
             else:
                 how = "give it a symbolic or export it inlined (autograd_functions='inline') for standard ONNX"
             out.append(f"{name} is exported as com.microsoft::PythonOp ({calls}{where}): {PYTHON_OP_RUNTIMES}; {how}")
