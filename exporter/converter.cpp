@@ -401,9 +401,11 @@ Arg userInputArg(const c10::IValue& example, ir::Value* in) {
 
 }  // namespace
 
-std::string outputName(const torch::jit::Value* v, size_t k, const ExportOptions& options) {
+std::string outputName(const ModelGraph& model, size_t graphIndex, size_t k, const ExportOptions& options) {
   if (k < options.outputNames.size()) return options.outputNames[k];
-  return v->hasDebugName() ? v->debugName() : "output_" + std::to_string(k);
+  if (graphIndex < model.outputNames.size() && !model.outputNames[graphIndex].empty())
+    return model.outputNames[graphIndex];
+  return "output_" + std::to_string(k);
 }
 
 void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOptions& options,
@@ -483,7 +485,8 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
   // None outputs (an Optional result, e.g. scripted googlenet's aux logits in eval) are not model
   // outputs, as in torch.onnx; output names apply to the others in order.
   size_t k = 0;
-  for (const torch::jit::Value* v : model.graph->outputs()) {
+  for (size_t graphIndex = 0; graphIndex < model.graph->outputs().size(); ++graphIndex) {
+    const torch::jit::Value* v = model.graph->outputs()[graphIndex];
     if (converter.isNone(v)) continue;
     ir::Value* value = converter.outputValue(v);
     if (!value->producer || used.count(value) || value->graph != &out) {
@@ -492,7 +495,7 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
       value = id->outputs[0];
     }
     used.insert(value);
-    std::string name = outputName(v, k, options);
+    std::string name = outputName(model, graphIndex, k, options);
     if (value->type.isTensor() && value->type.dtype == ir::DType::Undefined) {
       // A value computed by nodes kept as is (ONNX_FALLTHROUGH) that PyTorch's types could not be
       // found for without running the model: ONNX needs every output's element type.
@@ -507,6 +510,9 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
     out.renameValue(value, name);
     if (k < options.outputNames.size() && value->name != name)
       throw ExportError("output name '" + name + "' is already used by another value of the model");
+    if (value->name != name)  // a default name (a dict key) that an input already has
+      warnings.push_back("output " + std::to_string(k) + " is named '" + value->name + "': its default name '" + name +
+                         "' is already used by another value of the model (output_names sets it)");
     auto axes = options.dynamicAxes.find(name);
     if (axes != options.dynamicAxes.end() && value->type.shape)
       for (const auto& [axis, dimName] : axes->second) {

@@ -19,8 +19,9 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
                   std::vector<std::string>& warnings, Typing typing = Typing::Captured,
                   SupportReport* collect = nullptr);
 
-// The name of the model's k-th output (None outputs are not counted): output_names[k], else the
-// value's TorchScript name, else "output_<k>".
-std::string outputName(const torch::jit::Value* v, size_t k, const ExportOptions& options);
+// The name of the model's k-th output (None outputs are not counted), graph output `graphIndex`:
+// output_names[k], else its default name (ModelGraph::outputNames: dict keys), else "output_<k>".
+// TorchScript value names ("y.3") are never used: they differ between a ScriptModule and its archive.
+std::string outputName(const ModelGraph& model, size_t graphIndex, size_t k, const ExportOptions& options);
 
 }  // namespace pt2onnx

@@ -169,6 +169,23 @@ void flattenTupleInputs(ModelGraph& model) {
   }
 }
 
+// Default output names after lowering: returned dicts flattened into their values, named after
+// their keys (a trace's names came from Python); a name that repeats (one dict per image) takes
+// "_<i>", its i-th occurrence in output order: boxes_0, labels_0, boxes_1, labels_1.
+void nameOutputs(ModelGraph& model) {
+  std::vector<std::string> fromDicts = passes::flattenDictOutputs(*model.graph);
+  if (!fromDicts.empty()) model.outputNames = std::move(fromDicts);
+  if (model.outputNames.size() != model.graph->outputs().size()) {
+    model.outputNames.clear();  // names that do not fit the outputs are not guessed at
+    return;
+  }
+  std::map<std::string, size_t> count, seen;
+  for (const std::string& n : model.outputNames)
+    if (!n.empty()) ++count[n];
+  for (std::string& n : model.outputNames)
+    if (!n.empty() && count[n] > 1) n += "_" + std::to_string(seen[n]++);
+}
+
 bool hasBlocks(const torch::jit::Block* block) {
   for (const torch::jit::Node* n : block->nodes())
     if (!n->blocks().empty()) return true;
@@ -211,6 +228,7 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
   flattenTupleInputs(model);
   progress::phase("lowering");
   lowerGraph(*model.graph, options);
+  nameOutputs(model);
   timer.done("lower");
   // Counted after lowering, which flattens returned tuples into separate outputs.
   if (options.outputNames.size() > model.graph->outputs().size())
@@ -235,8 +253,9 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
   std::vector<std::string> inputNames = finalInputNames(model, options);
   std::set<std::string> known(inputNames.begin(), inputNames.end());
   size_t k = 0;
-  for (const torch::jit::Value* v : model.graph->outputs())
-    if (v->type()->kind() != c10::TypeKind::NoneType) known.insert(outputName(v, k++, options));
+  for (size_t i = 0; i < model.graph->outputs().size(); ++i)
+    if (model.graph->outputs()[i]->type()->kind() != c10::TypeKind::NoneType)
+      known.insert(outputName(model, i, k++, options));
   std::vector<std::set<int64_t>> dynamicAxes(model.numUserInputs);
   for (const auto& [name, axes] : options.dynamicAxes) {
     if (!known.count(name)) {
@@ -333,6 +352,7 @@ ModelGraph fromScriptModule(torch::jit::Module module) {
   const auto& schemaArgs = method->function().getSchema().arguments();
   model.forwardArguments.assign(schemaArgs.begin() + (schemaArgs.empty() ? 0 : 1), schemaArgs.end());
   torch::jit::Inline(*model.graph);
+  passes::scopeInlinedModuleCalls(*model.graph, module);  // scopes as a trace of the nn.Module has them
   passes::LiftedParameters lifted = passes::liftParameters(*model.graph, module);
   model.numUserInputs = model.graph->inputs().size() - lifted.names.size();
   model.paramNames = std::move(lifted.names);

@@ -89,6 +89,11 @@ struct ModelGraph {
   // paramValues: fills bytes [offset, offset + n) of the tensor.
   std::map<size_t, std::function<void(size_t offset, size_t n, void* out)>> computedParams;
   std::vector<c10::IValue> exampleInputs;    // one per user input
+  // Default names of the graph outputs after lowering, one per output: the dict keys on the output's
+  // path joined by "." ("boxes", "aux.logits"); "" outside dicts (output_<k>). A trace's come from the
+  // model's output structure (Python), a scripted graph's from its prim::DictConstruct outputs.
+  // Repeated names get "_<i>" suffixes when the graph is exported (exporter/export.cpp).
+  std::vector<std::string> outputNames;
   // A trace's user inputs that no op reads are not model inputs (torch.onnx's behaviour); a
   // scripted model keeps its signature.
   bool dropUnusedUserInputs = false;

@@ -173,9 +173,16 @@ void applyTrainableParameters(ModelGraph& model, const py::dict& options) {
   for (const std::string& name : model.paramNames) model.paramRequiresGrad.push_back(trainable.count(name) > 0);
 }
 
+// A trace's outputs are flat: their dict keys come from the traced call's output structure.
+void applyOutputKeyPaths(ModelGraph& model, const py::dict& options) {
+  if (options.contains("output_key_paths") && !options["output_key_paths"].is_none())
+    model.outputNames = options["output_key_paths"].cast<std::vector<std::string>>();
+}
+
 py::object runExport(ModelGraph& model, const py::dict& options, const py::object& target) {
   ExportOptions o = optionsFromDict(options);
   applyTrainableParameters(model, options);
+  applyOutputKeyPaths(model, options);
   ExportSummary summary;
   if (py::isinstance<py::str>(target)) {
     std::string path = target.cast<std::string>();

@@ -1,7 +1,8 @@
 """torch.autograd.Function samples: one Function per export case (symbolic method, inlined body,
 mixed non-tensor arguments, several outputs, non-differentiable outputs, in-place updates, grads
-not materialised, same class name in two modules, nested Functions, a Function applied twice, and
-a model mixing standard layers with a custom GELU). Every Function has a correct backward.
+not materialised, same class name in two modules, nested Functions, a Function applied twice, a
+model mixing standard layers with a custom GELU, and a straight-through estimator whose backward is
+not its forward's derivative). Every Function has a correct backward.
 
 Each builder returns (model, example_args) with seeded inputs, in eval mode.
 `pt2onnx convert --python samples.autograd_functions:build_mixed -o OUT.onnx` exports build_mixed().
@@ -445,6 +446,41 @@ def build_mixed():
     model = MixedModel()
     torch.manual_seed(5)
     return model.eval(), (torch.randn(2, 5, 16),)
+
+
+# ---------------------------------------------------------------------------------------------
+# 11. A straight-through estimator: forward rounds, backward passes the gradient through
+
+
+class RoundSTE(torch.autograd.Function):
+    """round(x); identity gradient (the traced Round's own gradient is zero)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return torch.round(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class QuantizedMLP(torch.nn.Module):
+    """Linear -> activations rounded to a 1/4 grid (straight-through) -> Linear."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(11)
+        self.fc1 = torch.nn.Linear(6, 8)
+        self.fc2 = torch.nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.fc2(RoundSTE.apply(self.fc1(x) * 4.0) / 4.0)
+
+
+def build_ste():
+    model = QuantizedMLP()
+    torch.manual_seed(12)
+    return model.eval(), (torch.randn(4, 6),)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -39,6 +39,17 @@ LiftedParameters liftParameters(torch::jit::Graph& graph, const torch::jit::Modu
 // length"), and `batch_sizes[0]` (the batch, torch 2.x's initial-state size) becomes batch_sizes.size(0).
 bool dropPackedTotalLength(torch::jit::Graph& graph);
 
+// Gives each node inlined from a submodule call of `module`'s graph the scope Python's tracer gives
+// it ("<type>::<attribute path>", nested as the calls are), recovering the whole attribute path
+// ("encoder.layers.0") that LibTorch's inlined call stacks cut to its last attribute ("0").
+void scopeInlinedModuleCalls(torch::jit::Graph& graph, const torch::jit::Module& module);
+
+// Returned dicts built in sight (`prim::DictConstruct` with constant str or int keys, read by nothing
+// else), and the lists and tuples around them, become one graph output per value, in order (a dict's
+// in insertion order, as Python flattens it). Returns one name per new output: the keys on its path
+// joined by "." ("boxes", "aux.logits"), "" outside dicts; empty when no output holds such a dict.
+std::vector<std::string> flattenDictOutputs(torch::jit::Graph& graph);
+
 // Removes autograd.Function calls whose results are unused. The tracer records a Function called
 // inside another Function's forward both in that Function's body and, dead, in the outer graph;
 // LibTorch's DCE keeps such nodes because a Python call may have side effects.

@@ -9,6 +9,10 @@ Per call, in this order of precedence (mode "auto"):
 Modes "inline" and "python_op" force 3 or 4; per-class overrides take precedence over the global
 mode. With ONNX_FALLTHROUGH, a call without symbolic is kept as a prim::PythonOp node.
 
+In a training-graph export (gradients=...), the global "auto" exports every Function that defines its
+own backward as 4, so that its backward is the gradient; an override for the class ("auto" too:
+the chain above) or the global "inline" is the only way to have its ONNX ops differentiated instead.
+
 PythonOp attributes follow ONNX Runtime's schema (docs/autograd_functions.md). Non-tensor
 arguments ONNX Runtime can only pass as in-process object addresses are also recorded in a
 portable JSON form in metadata_props under "pt2onnx.python_op:<node name>".
@@ -54,7 +58,10 @@ class ExportState:
         self.fallthrough = fallthrough
         self.warnings = []
         self.decisions = {}
-        self.gradients = False  # a training-graph export: warn when a Function's own backward is not used
+        # A training-graph export: a Function with its own backward defaults to PythonOp (its backward
+        # is the gradient); warn_replaced_backward: warn when an explicit choice replaces that backward.
+        self.gradients = False
+        self.warn_replaced_backward = False
         self._backward_warned = set()
         self.python_ops = {}  # Function name -> [source locations] of its calls exported as PythonOp
 
@@ -79,9 +86,13 @@ class ExportState:
         for name, locations in sorted(self.python_ops.items()):
             calls = f"{len(locations)} call{'s' if len(locations) > 1 else ''}"
             where = f", at {locations[0]}" if locations and locations[0] else ""
-            out.append(f"{name} is exported as com.microsoft::PythonOp ({calls}{where}): "
-                       f"{PYTHON_OP_RUNTIMES}; give it a symbolic or export it inlined "
-                       "(autograd_functions='inline') for standard ONNX")
+            if self.gradients:  # a symbolic alone no longer replaces it: its backward is the gradient
+                how = (f"its own backward() computes its gradient; autograd_function_overrides={{'{name}': 'inline'}} "
+                       f"(CLI --autograd-function-mode {name}=inline) differentiates its ONNX ops instead, for standard "
+                       "ONNX")
+            else:
+                how = "give it a symbolic or export it inlined (autograd_functions='inline') for standard ONNX"
+            out.append(f"{name} is exported as com.microsoft::PythonOp ({calls}{where}): {PYTHON_OP_RUNTIMES}; {how}")
         return out
 
 
@@ -159,6 +170,10 @@ def decide(node):
         decision = "inline"
     elif mode == "python_op":
         decision = "python_op"
+    elif state.gradients and name not in state.overrides and defines_backward(cls):
+        # Differentiating the traced forward (or a symbolic's ops) would silently give other gradients
+        # than the Function's backward (a straight-through estimator's round() has gradient 0).
+        decision = "python_op"
     elif cls is not None and callable(getattr(cls, "symbolic", None)):
         decision = "symbolic"
     elif cls in symbolic_registry._function_symbolics or symbolic_registry.python_op_symbolic(state.opset):
@@ -170,8 +185,8 @@ def decide(node):
     else:
         decision = "python_op"
     state.decisions[key] = (node, decision)  # keep the node alive so its id stays unique
-    if (state.gradients and decision in ("inline", "symbolic", "registered") and cls is not None
-            and cls.backward is not torch.autograd.Function.backward and name not in state._backward_warned):
+    if (state.warn_replaced_backward and decision in ("inline", "symbolic", "registered")
+            and defines_backward(cls) and name not in state._backward_warned):
         state._backward_warned.add(name)
         how = "its traced ops" if decision == "inline" else "its symbolic's ONNX ops"
         message = (f"{name} is exported as {how}: the training graph differentiates those ops and does not call "
@@ -179,6 +194,12 @@ def decide(node):
         state.warnings.append(message)
         warnings.warn(message)
     return decision
+
+
+def defines_backward(cls):
+    """Whether the Function class has its own backward (or vjp, its other name)."""
+    base = torch.autograd.Function
+    return cls is not None and (cls.backward is not base.backward or cls.vjp is not base.vjp)
 
 
 def should_inline(node):

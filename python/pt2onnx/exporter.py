@@ -109,37 +109,59 @@ def _module_scopes(model):
         trace_mod._trace_module_map = previous
 
 
+def _output_key_paths(out):
+    """Per output tensor, in the order the tracer flattens them (nested tuples, lists, dict values in
+    insertion order): the dict keys on its path joined by "." ("boxes", "aux.logits"), or "" outside
+    dicts. The C++ side names outputs after them (docs/options.md)."""
+    paths = []
+
+    def walk(value, keys):
+        if isinstance(value, torch.Tensor):
+            paths.append(".".join(keys))
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, keys + [str(key)])
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item, keys)
+    walk(out, [])
+    return paths
+
+
 def _trace(model, args):
-    """Returns (graph, param_names, param_values, trainable): inputs = flattened args + unique
-    parameters; `trainable` names the parameters that require grad (buffers do not)."""
+    """Returns (graph, param_names, param_values, trainable, output_key_paths): inputs = flattened
+    args + unique parameters; `trainable` names the parameters that require grad (buffers do not)."""
     if isinstance(model, torch.nn.Module):
         with _module_scopes(model):
-            graph, _ = torch.jit._get_trace_graph(model, args)
+            graph, out = torch.jit._get_trace_graph(model, args)
         state = torch.jit._unique_state_dict(model, keep_vars=True)
         names, values = list(state.keys()), [v.detach() for v in state.values()]
         trainable = [n for n, v in state.items() if v.requires_grad]
     else:
-        graph, _ = torch.jit._get_trace_graph(model, args)
+        graph, out = torch.jit._get_trace_graph(model, args)
         names, values, trainable = [], [], []
-    return graph, names, values, trainable
+    return graph, names, values, trainable, _output_key_paths(out)
 
 
-def _with_traced_graph(model, args, options, autograd_functions, autograd_function_overrides, warn_backward, call):
+def _with_traced_graph(model, args, options, autograd_functions, autograd_function_overrides, call, warn=True):
     """Traces `model` and returns (call(graph, param_names, param_values), the autograd.Function
     export state) with that state installed; sets the options the C++ side reads from the trace.
-    `warn_backward`: warn when a Function's own backward is replaced (a training-graph export)."""
+    In a training-graph export (options["gradients"]), Functions with their own backward default to
+    PythonOp; `warn`: warn when an explicit choice replaces such a backward."""
     training = options["training"] == "TRAINING" or (
         options["training"] == "PRESERVE" and getattr(model, "training", False))
     state = autograd.ExportState(autograd_functions, autograd_function_overrides, options["opset"], training,
                                  options["operator_export_type"] == "ONNX_FALLTHROUGH")
-    state.gradients = warn_backward
+    state.gradients = options.get("gradients") is not None
+    state.warn_replaced_backward = state.gradients and warn
     options["inline_autograd_function"] = autograd.should_inline
     # Traced with autograd on, as torch.onnx does: eval-mode fast paths that only run under
     # no_grad (fused transformer kernels) would otherwise replace the standard ops.
     with _training_mode(model, options["training"]):
-        graph, names, values, trainable = _trace(model, args)
+        graph, names, values, trainable, output_paths = _trace(model, args)
     state.check_overrides(graph)
     options["trainable_parameters"] = trainable
+    options["output_key_paths"] = output_paths
     with autograd.exporting(state):
         return call(graph, names, values), state
 
@@ -222,7 +244,9 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     autograd_functions: how torch.autograd.Function calls are exported: "auto" (the Function's
     symbolic, else a registered symbolic, else its traced ops when all convert, else
     com.microsoft::PythonOp), "inline" or "python_op". autograd_function_overrides maps Function
-    classes (or "module.QualName" strings) to one of those modes.
+    classes (or "module.QualName" strings) to one of those modes. With gradients, "auto" exports
+    every Function that defines its own backward as PythonOp + PythonOpGrad (its backward is the
+    gradient) unless an override names it.
 
     type_inference: "static" (default) types every value without running the model; "run" executes
     a straight-line graph once on `args` (twice with dynamic_axes) instead, for an op whose output
@@ -278,7 +302,6 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     else:
         summary, state = _with_traced_graph(
             model, inputs.args, options, autograd_functions, autograd_function_overrides,
-            options["gradients"] is not None,
             lambda graph, names, values: _pt2onnx.export_graph(graph, len(inputs.tensors), inputs.names, names, values,
                                                                inputs.tensors, options, target))
         issued = set(state.warnings)  # while converting
@@ -322,7 +345,7 @@ def unconvertible_ops(model, args, training=TrainingMode.EVAL, opset_version=Non
     inputs = arguments.traced_inputs(model, args)
     mode = _enum_name(training, TrainingMode, "training") or "EVAL"
     with _training_mode(model, mode):
-        graph, names, values, _ = _trace(model, inputs.args)
+        graph, names, values, _, _ = _trace(model, inputs.args)
     state = autograd.ExportState(autograd_functions, autograd_function_overrides, opset, mode == "TRAINING", False)
     state.check_overrides(graph)
     with autograd.exporting(state):
@@ -357,9 +380,9 @@ def missing_gradients(model, args, gradients="all", training=TrainingMode.EVAL, 
     options["gradients"] = _gradients_option(gradients) or {"wrt": "all"}
     inputs = arguments.traced_inputs(model, args)
     report, _ = _with_traced_graph(
-        model, inputs.args, options, autograd_functions, autograd_function_overrides, False,
+        model, inputs.args, options, autograd_functions, autograd_function_overrides,
         lambda graph, names, values: json.loads(_pt2onnx.check_gradient_support(
-            graph, len(inputs.tensors), inputs.names, names, values, inputs.tensors, options)))
+            graph, len(inputs.tensors), inputs.names, names, values, inputs.tensors, options)), warn=False)
     return report["missing"]
 
 

@@ -191,6 +191,8 @@ def test_faster_rcnn_detections_match_torch_on_other_images_and_sizes(tmp_path):
     path = tmp_path / "frcnn.onnx"
     names = export(model, ([torch.rand(3, 320, 320)],), path, names=["image"],
                    dynamic_axes={"image": {1: "height", 2: "width"}})
+    # One image: its dict's keys name the outputs (docs/options.md).
+    assert [o.name for o in onnx.load(str(path)).graph.output] == ["boxes", "labels", "scores"]
     g = torch.Generator().manual_seed(4)
     two_threads = pt2onnx.SessionOptions()
     two_threads.intra_op_num_threads = 2

@@ -1,8 +1,11 @@
-"""Training graphs of models holding the samples' torch.autograd.Functions, each exported three
-ways: as com.microsoft::PythonOp (its backward runs in PythonOpGrad), inlined (its traced ops are
-differentiated) and through its symbolic; every gradient against torch.autograd.grad in pt2onnx's
-runtime and, without PythonOp, in ONNX Runtime. Plus a 20-step SGD loop driven from the exported
-graph, context lifetime over 10,000 runs, and the warning when a Function's backward is replaced."""
+"""Training graphs of models holding the samples' torch.autograd.Functions, each exported four
+ways: as com.microsoft::PythonOp (its backward runs in PythonOpGrad), by default (the same: a
+training export keeps every Function's own backward), inlined (its traced ops are differentiated)
+and through its symbolic (a per-Function "auto" override); every gradient against
+torch.autograd.grad in pt2onnx's runtime and, without PythonOp, in ONNX Runtime. Plus a
+straight-through estimator (its backward is not its forward's derivative) from Python and the CLI,
+a 20-step SGD loop driven from the exported graph, context lifetime over 10,000 runs, and the
+warning when an explicit choice replaces a Function's backward."""
 import warnings
 
 import numpy as np
@@ -11,7 +14,7 @@ import pytest
 import torch
 
 import pt2onnx
-from pt2onnx import python_ops
+from pt2onnx import autograd, python_ops
 from samples import autograd_functions as af
 from samples import ort
 
@@ -21,11 +24,17 @@ BUILDERS = ["build_relu_logexp", "build_two_outputs", "build_mixed_args", "build
 
 
 def _export(model, args, path, mode, gradients="all"):
+    """mode: autograd_functions, or "auto_override": "auto" with an "auto" override for every Function
+    called (symbolic, else inlined, as a forward-only export decides)."""
     names = [f"in{k}" for k in range(len(args))]
+    overrides = None
+    if mode == "auto_override":
+        graph, _ = torch.jit._get_trace_graph(model, args)
+        mode, overrides = "auto", {name: "auto" for name in autograd.functions_called(graph)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         summary = pt2onnx.export(model, args, str(path), input_names=names, gradients=gradients, opset_version=17,
-                                 autograd_functions=mode)
+                                 autograd_functions=mode, autograd_function_overrides=overrides)
     return names, summary
 
 
@@ -48,14 +57,15 @@ def _check(expected, actual, where):
         assert err <= TOLERANCE, f"{where}: {key} differs by {err:.3g}"
 
 
-@pytest.mark.parametrize("mode", ["python_op", "inline", "auto"])
+@pytest.mark.parametrize("mode", ["python_op", "auto", "inline", "auto_override"])
 @pytest.mark.parametrize("builder", BUILDERS)
 def test_function_gradients_match_torch(builder, mode, tmp_path):
     model, args = getattr(af, builder)()
     path = tmp_path / "train.onnx"
     names, summary = _export(model, args, path, mode)
     has_python_op = any(n.op_type == "PythonOp" for n in onnx.load(str(path)).graph.node)
-    assert has_python_op == (mode == "python_op"), "python_op mode keeps the Function, the others replace it"
+    assert has_python_op == (mode in ("python_op", "auto")), (
+        "a training export keeps each Function (and its backward) unless inlining or its symbolic is asked for")
     if has_python_op:
         assert any(n.op_type == "PythonOpGrad" for n in onnx.load(str(path)).graph.node)
     seeds, expected = _torch_gradients(model, args)
@@ -69,9 +79,9 @@ def test_function_gradients_match_torch(builder, mode, tmp_path):
 
 
 def test_symbolic_function_is_differentiated_through_its_onnx_ops(tmp_path):
-    # MyRelu's symbolic writes Clip(x, 0): the training graph uses Clip's gradient.
+    # MyRelu's symbolic writes Clip(x, 0): with an "auto" override the training graph uses Clip's gradient.
     model, args = af.build_relu_logexp()
-    _export(model, args, tmp_path / "m.onnx", "auto")
+    _export(model, args, tmp_path / "m.onnx", "auto_override")
     ops = {n.op_type for n in onnx.load(str(tmp_path / "m.onnx")).graph.node}
     assert "Clip" in ops and "PythonOp" not in ops
 
@@ -80,10 +90,96 @@ def test_replaced_backward_is_a_warning(tmp_path):
     model, args = af.build_relu_logexp()
     with pytest.warns(UserWarning, match=r"samples\.autograd_functions\.MyLogExp is exported as its traced ops: the "
                                           r"training graph differentiates those ops and does not call its own backward"):
-        pt2onnx.export(model, args, str(tmp_path / "m.onnx"), gradients="all", opset_version=17)
+        pt2onnx.export(model, args, str(tmp_path / "m.onnx"), gradients="all", opset_version=17,
+                       autograd_function_overrides={af.MyLogExp: "auto"})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # by default the backward is kept: nothing replaced, nothing to say
+        pt2onnx.export(model, args, str(tmp_path / "d.onnx"), gradients="all", opset_version=17)
+    assert not [w for w in caught if "does not call its own backward" in str(w.message)]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no such warning without gradients
         pt2onnx.export(model, args, str(tmp_path / "n.onnx"), opset_version=17)
+
+
+def _ste_gradients(model, x, seed, straight_through=True):
+    """{name: gradient} of the STE model by torch.autograd; straight_through=False differentiates
+    round() itself (zero), as the inlined traced ops do."""
+    x = x.clone().requires_grad_(True)
+    if straight_through:
+        y = model(x)
+    else:
+        y = model.fc2(torch.round(model.fc1(x) * 4.0) / 4.0)
+    params = dict(model.named_parameters())
+    grads = torch.autograd.grad(y, [x] + list(params.values()), seed, allow_unused=True)
+    return dict(zip(["x_grad"] + [f"{n}_grad" for n in params], grads))
+
+
+def _run_ste(path, x, seed):
+    session = pt2onnx.InferenceSession(str(path))
+    got = session.run(None, {"x": x.numpy(), "output_0_grad": seed.numpy()})
+    return dict(zip([o.name for o in session.get_outputs()], got))
+
+
+def _ste_check_data():
+    model, (example,) = af.build_ste()
+    g = torch.Generator().manual_seed(21)
+    x = torch.randn(7, 6, generator=g) * 2  # not the example: another batch size and other values
+    seed = torch.randn(7, 3, generator=g)
+    return model, example, x, seed
+
+
+def _ste_export(path, **options):
+    model, example, _, _ = _ste_check_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pt2onnx.export(model, (example,), str(path), input_names=["x"], gradients="all",
+                       dynamic_axes={"x": {0: "n"}, "output_0": {0: "n"}}, **options)
+    return [n.op_type for n in onnx.load(str(path)).graph.node]
+
+
+def test_straight_through_estimator_keeps_its_backward_by_default(tmp_path):
+    model, _, x, seed = _ste_check_data()
+    ops = _ste_export(tmp_path / "ste.onnx")
+    assert "PythonOp" in ops and "PythonOpGrad" in ops and "Round" not in ops
+    expected = _ste_gradients(model, x, seed)
+    inlined = _ste_gradients(model, x, seed, straight_through=False)
+    # The test can fail: differentiating round() gives other gradients (zero through the Function).
+    assert (expected["x_grad"] - inlined["x_grad"]).abs().max() > 0.1
+    assert (expected["fc1.weight_grad"] - inlined["fc1.weight_grad"]).abs().max() > 0.1
+    _check(expected, _run_ste(tmp_path / "ste.onnx", x, seed), "pt2onnx runtime")
+    assert python_ops.live_contexts() == 0
+
+
+@pytest.mark.parametrize("options", [{"autograd_functions": "inline"},
+                                     {"autograd_function_overrides": {af.RoundSTE: "inline"}},
+                                     {"autograd_function_overrides": {"samples.autograd_functions.RoundSTE": "auto"}}],
+                         ids=["global_inline", "override_inline", "override_auto"])
+def test_straight_through_estimator_inlined_when_asked(options, tmp_path):
+    model, _, x, seed = _ste_check_data()
+    path = tmp_path / "ste.onnx"
+    ops = _ste_export(path, **options)
+    assert "Round" in ops and "PythonOp" not in ops
+    expected = _ste_gradients(model, x, seed, straight_through=False)  # round()'s own gradient, zero
+    _check(expected, _run_ste(path, x, seed), "pt2onnx runtime")
+    _check(expected, ort.run(path, {"x": x.numpy(), "output_0_grad": seed.numpy()}), "ONNX Runtime")
+
+
+def test_cli_keeps_a_functions_backward_in_training_exports(tmp_path, cli):
+    import subprocess
+    model, _, x, seed = _ste_check_data()
+    default, inlined = tmp_path / "ste.onnx", tmp_path / "inlined.onnx"
+    for out, extra in ((default, []),
+                       (inlined, ["--autograd-function-mode", "samples.autograd_functions.RoundSTE=inline"])):
+        done = subprocess.run([cli, "convert", "--python", "samples.autograd_functions:build_ste", "-o", str(out),
+                               "--gradients", "all", "--dynamic-axis", "x:0=n", "--dynamic-axis", "output_0:0=n",
+                               *extra], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    ops = [n.op_type for n in onnx.load(str(default)).graph.node]
+    assert "PythonOp" in ops and "PythonOpGrad" in ops and "Round" not in ops
+    _check(_ste_gradients(model, x, seed), _run_ste(default, x, seed), "CLI export, pt2onnx runtime")
+    ops = [n.op_type for n in onnx.load(str(inlined)).graph.node]
+    assert "Round" in ops and "PythonOp" not in ops
+    _check(_ste_gradients(model, x, seed, straight_through=False), _run_ste(inlined, x, seed), "CLI, inlined")
 
 
 def test_contexts_live_only_within_a_run(tmp_path):
