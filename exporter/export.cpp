@@ -128,7 +128,7 @@ void bindNoneInputs(ModelGraph& model) {
 // graph rebuilds the tuple for the code that reads it, and lowering folds the unpacking away.
 // A List[Tensor] argument likewise, one input per element of its example (the list's length is
 // fixed by the example, as torch.onnx fixes it). Lists of numbers stay one 1-D input.
-void flattenTupleInputs(ModelGraph& model) {
+void flattenTupleAndListInputs(ModelGraph& model) {
   for (size_t i = model.numUserInputs; i-- > 0;) {
     torch::jit::Value* in = model.graph->inputs()[i];
     auto tuple = in->type()->cast<c10::TupleType>();
@@ -225,7 +225,7 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
   validateOptions(model, options);
   PhaseTimer timer(summary.secondsByPhase);
   bindNoneInputs(model);
-  flattenTupleInputs(model);
+  flattenTupleAndListInputs(model);
   progress::phase("lowering");
   lowerGraph(*model.graph, options);
   nameOutputs(model);
@@ -341,6 +341,13 @@ void logWarnings(const ExportSummary& summary) {
 
 }  // namespace
 
+std::vector<c10::Argument> forwardArguments(const torch::jit::Module& module) {
+  auto method = module.find_method("forward");
+  if (!method) throw ExportError("the TorchScript archive has no forward() method");
+  const auto& args = method->function().getSchema().arguments();
+  return {args.begin() + (args.empty() ? 0 : 1), args.end()};
+}
+
 ModelGraph fromScriptModule(torch::jit::Module module) {
   module.eval();
   auto method = module.find_method("forward");
@@ -349,8 +356,7 @@ ModelGraph fromScriptModule(torch::jit::Module module) {
   model.graph = method->graph()->copy();
   for (size_t i = 1; i < model.graph->inputs().size(); ++i)
     model.userInputNames.push_back(cleanInputName(model.graph->inputs()[i]->debugName(), i - 1));
-  const auto& schemaArgs = method->function().getSchema().arguments();
-  model.forwardArguments.assign(schemaArgs.begin() + (schemaArgs.empty() ? 0 : 1), schemaArgs.end());
+  model.forwardArguments = forwardArguments(module);
   torch::jit::Inline(*model.graph);
   passes::scopeInlinedModuleCalls(*model.graph, module);  // scopes as a trace of the nn.Module has them
   passes::LiftedParameters lifted = passes::liftParameters(*model.graph, module);

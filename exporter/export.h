@@ -141,6 +141,8 @@ ModelGraph loadTorchScript(std::istream& in);
 // The same from a module already in memory (a ScriptModule passed from Python): its parameters are
 // used in place, not copied. Puts the module in eval mode; callers that lent it restore its mode.
 ModelGraph fromScriptModule(torch::jit::Module module);
+// forward()'s arguments without self (names, TorchScript types, defaults): what -i specs are read against.
+std::vector<c10::Argument> forwardArguments(const torch::jit::Module& module);
 
 // A graph whose inputs are all user inputs (tests and converter checks).
 ModelGraph graphFromIR(std::shared_ptr<torch::jit::Graph> graph, std::vector<c10::IValue> inputs);

@@ -288,11 +288,10 @@ PYBIND11_MODULE(_pt2onnx, m) {
   // The CLI's argument specs (-i) read against a ScriptModule's forward(): the arguments as a tuple.
   m.def("example_arguments",
         [](const torch::jit::Module& module, const std::vector<std::string>& specs, uint64_t seed) {
-          ModelGraph model = fromScriptModule(module);
           std::vector<ArgumentSpec> parsed;
           for (const auto& s : specs) parsed.push_back(parseArgumentSpec(s));
-          py::tuple out(model.forwardArguments.size());
-          std::vector<c10::IValue> values = exampleArguments(model.forwardArguments, parsed, seed);
+          std::vector<c10::IValue> values = exampleArguments(forwardArguments(module), parsed, seed);
+          py::tuple out(values.size());
           for (size_t k = 0; k < values.size(); ++k) out[k] = torch::jit::toPyObject(values[k]);
           return out;
         },

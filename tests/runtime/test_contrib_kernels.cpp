@@ -16,7 +16,6 @@ namespace {
 
 using pt2onnx::testing::compareTensors;
 using pt2onnx::testing::OneNodeModel;
-using pt2onnx::testing::OrtJob;
 using pt2onnx::testing::randn;
 using pt2onnx::testing::runError;
 
@@ -68,16 +67,7 @@ TEST(ContribKernels, MatchOnnxRuntime) {
   models.push_back(std::move(microsoft("QuickGelu").input(x).attr("alpha", 1.3)));
   models.push_back(std::move(microsoft("Inverse").input(randn({3, 5, 5}) + 5 * at::eye(5))));
   models.push_back(std::move(microsoft("Trilu").input(x).input(at::tensor(int64_t{2}).reshape({}))));
-  std::vector<OrtJob> jobs;
-  for (OneNodeModel& m : models) {
-    OrtJob job{m.bytes(), {}, {}};
-    for (const auto& [name, value] : m.feeds()) {
-      job.inputNames.push_back(name);
-      job.inputs.push_back(value);
-    }
-    jobs.push_back(std::move(job));
-  }
-  std::vector<pt2onnx::testing::OrtResult> ort = pt2onnx::testing::runInOrt(jobs);
+  std::vector<pt2onnx::testing::OrtResult> ort = pt2onnx::testing::runInOrt(models);
   for (size_t k = 0; k < models.size(); ++k) {
     ASSERT_EQ(ort[k].error, "") << "model " << k;
     EXPECT_TENSOR(ort[k].outputs.at(0), models[k].run1(), 1e-5) << "model " << k;

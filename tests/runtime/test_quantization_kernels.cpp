@@ -18,7 +18,6 @@
 namespace {
 
 using pt2onnx::testing::OneNodeModel;
-using pt2onnx::testing::OrtJob;
 using pt2onnx::testing::runError;
 using Ints = std::vector<int64_t>;
 
@@ -44,16 +43,7 @@ at::Tensor boundaryValues(float scale) {
 // Runs each model in the builtin runtime and in ONNX Runtime (one process for all) and expects
 // identical outputs: same dtype, shape and bits (NaN equal to NaN).
 void expectSameAsOrt(std::vector<OneNodeModel>& models) {
-  std::vector<OrtJob> jobs;
-  for (OneNodeModel& m : models) {
-    OrtJob job{m.bytes(), {}, {}};
-    for (const auto& [name, value] : m.feeds()) {
-      job.inputNames.push_back(name);
-      job.inputs.push_back(value);
-    }
-    jobs.push_back(std::move(job));
-  }
-  std::vector<pt2onnx::testing::OrtResult> results = pt2onnx::testing::runInOrt(jobs);
+  std::vector<pt2onnx::testing::OrtResult> results = pt2onnx::testing::runInOrt(models);
   for (size_t k = 0; k < models.size(); ++k) {
     SCOPED_TRACE("model " + std::to_string(k));
     ASSERT_EQ(results[k].error, "");

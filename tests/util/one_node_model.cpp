@@ -156,4 +156,17 @@ std::string runError(OneNodeModel& model) {
   return "";
 }
 
+std::vector<OrtResult> runInOrt(std::vector<OneNodeModel>& models) {
+  std::vector<OrtJob> jobs;
+  for (OneNodeModel& m : models) {
+    OrtJob job{m.bytes(), {}, {}};
+    for (const auto& [name, value] : m.feeds()) {
+      job.inputNames.push_back(name);
+      job.inputs.push_back(value);
+    }
+    jobs.push_back(std::move(job));
+  }
+  return runInOrt(jobs);
+}
+
 }  // namespace pt2onnx::testing

@@ -10,6 +10,8 @@
 #include <ATen/ATen.h>
 #include <onnx/onnx_pb.h>
 
+#include "tests/util/ort_runner.h"
+
 namespace pt2onnx::testing {
 
 // Node attributes as protos, for tests that keep attribute lists.
@@ -61,5 +63,8 @@ at::Tensor i64(const std::vector<int64_t>& values);
 
 // The message of the ExportError the model's run throws ("" when it succeeds).
 std::string runError(OneNodeModel& model);
+
+// Runs each model in ONNX Runtime (one process for all), fed its graph inputs.
+std::vector<OrtResult> runInOrt(std::vector<OneNodeModel>& models);
 
 }  // namespace pt2onnx::testing
