@@ -187,6 +187,11 @@ void GraphConverter::reportDeferredInputs(const torch::jit::Node* reader) {
   }
 }
 
+const ExampleDimSizes& GraphConverter::exampleDimSizesHere() const {
+  static const ExampleDimSizes none;
+  return current_ == &out_ ? exampleDimSizes_ : none;
+}
+
 bool GraphConverter::lacksSymbolic(const torch::jit::Node* n) const {
   if (n->kind() == c10::prim::If || n->kind() == c10::prim::Loop || n->kind() == c10::prim::Uninitialized ||
       n->kind() == c10::prim::RaiseException || options_.operatorExportType == OperatorExportType::OnnxFallthrough)
@@ -270,14 +275,16 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
     } catch (const ExportError& e) {  // ONNX type inference rejected a node the symbolic built
       // Usually because PyTorch itself would reject these inputs (wrong example shapes): then that
       // is the one error, of the export and of a support report alike (no op is unsupported).
-      if (auto rejected = pytorchRejection(n, args)) throw ExportError(rejectedInputsMessage(n, *rejected));
+      if (auto rejected = pytorchRejection(n, args, exampleDimSizesHere()))
+        throw ExportError(rejectedInputsMessage(n, *rejected));
       failure = e.what();
     }
     // ONNX inference does not check all PyTorch does (a conv's channels, a Linear's in_features):
     // with every input known, PyTorch's kernels are asked too, so a wrong example shape is an
     // error here, not a model that fails when it runs.
     if (failure.empty() && typing_ == Typing::Static)
-      if (auto rejected = pytorchRejectionOfTensorArgs(n, args)) throw ExportError(rejectedInputsMessage(n, *rejected));
+      if (auto rejected = pytorchRejectionOfTensorArgs(n, args, exampleDimSizesHere()))
+        throw ExportError(rejectedInputsMessage(n, *rejected));
   }
   if (noSymbolic || !failure.empty()) {
     if (options_.operatorExportType == OperatorExportType::OnnxFallthrough) {
@@ -418,6 +425,8 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
   }
   GraphConverter converter(options, typing, types, out, collect);
   const auto& jitInputs = model.graph->inputs();
+  ExampleDimSizes exampleDimSizes;
+  std::set<std::string> ambiguous;  // a dim_param the example gives two sizes
 
   // User inputs, with dynamic axes as dim_params.
   for (size_t i = 0; i < model.numUserInputs; ++i) {
@@ -434,12 +443,17 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
         if (a < 0 || a >= type.rank())
           throw ExportError("dynamic_axes['" + inputNames[i] + "'] names axis " + std::to_string(axis) +
                             ", but input '" + inputNames[i] + "' has rank " + std::to_string(type.rank()));
+        if (auto [it, added] = exampleDimSizes.emplace(name, (*type.shape)[a].size); !added && it->second != (*type.shape)[a].size)
+          ambiguous.insert(name);
         (*type.shape)[a] = ir::Dim::symbol(name);
       }
     ir::Value* in = out.addInput(inputNames[i], type);
     if (in->name != inputNames[i]) throw ExportError("duplicate input name '" + inputNames[i] + "'");
     converter.bind(v, userInputArg(model.exampleInputs.at(i), in));
   }
+
+  for (const std::string& name : ambiguous) exampleDimSizes.erase(name);
+  converter.setExampleDimSizes(std::move(exampleDimSizes));
 
   // Parameters: initializers (or inputs without export_params); tied tensors written once.
   std::vector<std::pair<at::Tensor, ir::Value*>> written;

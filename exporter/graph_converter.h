@@ -11,6 +11,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "exporter/export.h"
+#include "exporter/meta_types.h"
 #include "exporter/type_capture.h"
 #include "ir/onnx_graph.h"
 #include "symbolic/registry.h"
@@ -35,6 +36,9 @@ class GraphConverter {
   // The ONNX value for a graph output (materializing values known at export time).
   ir::Value* outputValue(const torch::jit::Value* v);
   bool isNone(const torch::jit::Value* v) const { return env_.at(v).isNone(); }
+  // The example's sizes of the inputs' dynamic axes, so that PyTorch checks a node's arguments
+  // (see pytorchRejection) also where their dims are dynamic.
+  void setExampleDimSizes(ExampleDimSizes sizes) { exampleDimSizes_ = std::move(sizes); }
   std::vector<std::string>& warnings() { return warnings_; }
 
  private:
@@ -69,6 +73,9 @@ class GraphConverter {
   bool lacksSymbolic(const torch::jit::Node* n) const;
   void poison(const torch::jit::Node* n);
   std::string unsupportedMessage(const torch::jit::Node* n) const;
+  // The example's dim sizes where they hold: in the main graph, not in If/Loop bodies (a body's
+  // value may change shape from one iteration to the next under the same dims).
+  const ExampleDimSizes& exampleDimSizesHere() const;
   symbolic::Outputs fallthrough(symbolic::Context& ctx, const torch::jit::Node* n, const std::string& why = "");
 
   const ExportOptions& options_;
@@ -83,6 +90,7 @@ class GraphConverter {
   // Results of unconvertible non-tensor nodes not read by anything converted yet.
   std::unordered_map<const torch::jit::Value*, const torch::jit::Node*> deferred_;
   std::vector<std::string> warnings_;
+  ExampleDimSizes exampleDimSizes_;
   int constantCounter_ = 0;
   std::map<std::string, int64_t> moduleCallIds_;
   std::unordered_map<const void*, ir::ModuleCalls> moduleCallsByScope_;

@@ -49,7 +49,8 @@ constexpr int64_t kMaxConfirmElements = 1 << 24;
 
 class MetaStack {
  public:
-  MetaStack(StandIn standIn, Unknowns unknowns) : standIn_(standIn), unknowns_(unknowns) {}
+  MetaStack(StandIn standIn, Unknowns unknowns, const ExampleDimSizes* exampleSizes = nullptr)
+      : standIn_(standIn), unknowns_(unknowns), exampleSizes_(exampleSizes) {}
 
   // The IValue `a` stands for, as the op's argument of type `type`; nullopt when unknowable.
   std::optional<c10::IValue> build(const Arg& a, const c10::TypePtr& type) {
@@ -102,8 +103,9 @@ class MetaStack {
     std::vector<int64_t> sizes;
     int64_t numel = 1;
     for (const ir::Dim& d : *type.shape) {
-      if (!d.isStatic()) exact_ = false;
-      sizes.push_back(d.isStatic() ? d.size : unknowns_.dim);
+      std::optional<int64_t> example = exampleSize(d);
+      if (!d.isStatic() && !example) exact_ = false;
+      sizes.push_back(d.isStatic() ? d.size : example ? *example : unknowns_.dim);
       numel *= sizes.back();
     }
     if (standIn_ == StandIn::CpuZeros && numel > kMaxConfirmElements) return std::nullopt;
@@ -121,6 +123,12 @@ class MetaStack {
     return c10::IValue(t);
   }
 
+  std::optional<int64_t> exampleSize(const ir::Dim& d) const {
+    if (!exampleSizes_ || d.param.empty()) return std::nullopt;
+    auto it = exampleSizes_->find(d.param);
+    return it == exampleSizes_->end() ? std::nullopt : std::optional<int64_t>(it->second);
+  }
+
   std::optional<c10::IValue> listFor(const Arg& a, const c10::TypePtr& type) {
     auto listType = type->cast<c10::ListType>();
     if (!listType || a.isDynamicList()) return std::nullopt;
@@ -136,6 +144,7 @@ class MetaStack {
 
   StandIn standIn_;
   Unknowns unknowns_;
+  const ExampleDimSizes* exampleSizes_;
   bool exact_ = true;
   int64_t unknownNumbers_ = 0;
 };
@@ -149,10 +158,11 @@ std::function<void()>& standInFailureHook() {
 // replaced something unknown; then the sizes are dropped (ranks kept) unless `keepProbeSizes`.
 std::vector<ir::TensorType> runOnStandIns(const torch::jit::Node* n, const std::vector<Arg>& args, StandIn standIn,
                                           Unknowns unknowns = kProbes[2], bool* sawUnknown = nullptr,
-                                          bool keepProbeSizes = false, std::string* error = nullptr) {
+                                          bool keepProbeSizes = false, std::string* error = nullptr,
+                                          const ExampleDimSizes* exampleSizes = nullptr) {
   const c10::FunctionSchema* schema = n->maybeSchema();
   if (!schema || schema->arguments().size() != args.size()) return {};
-  MetaStack builder(standIn, unknowns);
+  MetaStack builder(standIn, unknowns, exampleSizes);
   torch::jit::Stack stack;
   for (size_t i = 0; i < args.size(); ++i) {
     auto v = builder.build(args[i], schema->arguments()[i].type());
@@ -259,19 +269,21 @@ std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std
   return types;
 }
 
-std::optional<std::string> pytorchRejection(const torch::jit::Node* n, const std::vector<Arg>& args) {
+std::optional<std::string> pytorchRejection(const torch::jit::Node* n, const std::vector<Arg>& args,
+                                            const ExampleDimSizes& exampleSizes) {
   if (hasDataDependentOutputs(n) || representedDifferently(n, args)) return std::nullopt;
   bool sawUnknown = false;
   std::string error;
-  runOnStandIns(n, args, StandIn::Meta, kProbes[0], &sawUnknown, true, &error);
+  runOnStandIns(n, args, StandIn::Meta, kProbes[0], &sawUnknown, true, &error, &exampleSizes);
   if (error.empty() || sawUnknown) return std::nullopt;  // with unknowns the stand-ins may be wrong
   std::string cpuError;
-  if (!runOnStandIns(n, args, StandIn::CpuZeros, kProbes[0], nullptr, true, &cpuError).empty())
+  if (!runOnStandIns(n, args, StandIn::CpuZeros, kProbes[0], nullptr, true, &cpuError, &exampleSizes).empty())
     return std::nullopt;  // the CPU kernel takes them: a limit of the meta kernel, not of the inputs
   return cpuError.empty() ? error : cpuError;
 }
 
-std::optional<std::string> pytorchRejectionOfTensorArgs(const torch::jit::Node* n, const std::vector<Arg>& args) {
+std::optional<std::string> pytorchRejectionOfTensorArgs(const torch::jit::Node* n, const std::vector<Arg>& args,
+                                                         const ExampleDimSizes& exampleSizes) {
   // Lists of tensors (an rnn's weights, cat's inputs) and generic lists (aten::tensor's data) are
   // held in forms of pt2onnx's own that stand-ins do not always rebuild as PyTorch had them.
   const c10::FunctionSchema* schema = n->maybeSchema();
@@ -285,7 +297,7 @@ std::optional<std::string> pytorchRejectionOfTensorArgs(const torch::jit::Node* 
         return std::nullopt;
     }
   }
-  return pytorchRejection(n, args);
+  return pytorchRejection(n, args, exampleSizes);
 }
 
 void setStandInFailureHook(std::function<void()> hook) { standInFailureHook() = std::move(hook); }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,17 +25,24 @@ std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std
 // Called after PyTorch rejects stand-ins. Under Python, a meta kernel written in Python (e.g.
 // repeat_interleave's, which cannot size its output without data) leaves its exception set in the
 // interpreter; the Python bindings install a hook that clears it, so later Python calls still work.
-// The same, asked of a node the symbolic converted (ONNX inference does not check everything
-// PyTorch does: a conv's channels, a Linear's features): only for ops whose arguments are tensors,
-// numbers and lists of numbers, which stand-ins rebuild exactly.
-std::optional<std::string> pytorchRejectionOfTensorArgs(const torch::jit::Node* n,
-                                                         const std::vector<symbolic::Arg>& args);
-
 void setStandInFailureHook(std::function<void()> hook);
+
+// The example's size of each dynamic axis of the inputs, by its dim_param. A rejection check may
+// give a dimension named so the size it had in the example, as PyTorch saw it (a name the inputs
+// give two sizes is left out).
+using ExampleDimSizes = std::map<std::string, int64_t>;
 
 // PyTorch's own error when `n`'s op rejects these arguments (a 2-D input to a 2-D convolution),
 // found by running it on meta tensors and confirmed on CPU zeros of the same shapes; nullopt when it
 // accepts them, when something is unknown, or for ops whose output sizes depend on data.
-std::optional<std::string> pytorchRejection(const torch::jit::Node* n, const std::vector<symbolic::Arg>& args);
+std::optional<std::string> pytorchRejection(const torch::jit::Node* n, const std::vector<symbolic::Arg>& args,
+                                            const ExampleDimSizes& exampleSizes = {});
+
+// The same, asked of a node the symbolic converted (ONNX inference does not check everything
+// PyTorch does: a conv's channels, a Linear's features): only for ops whose arguments are tensors,
+// numbers and lists of numbers, which stand-ins rebuild exactly.
+std::optional<std::string> pytorchRejectionOfTensorArgs(const torch::jit::Node* n,
+                                                         const std::vector<symbolic::Arg>& args,
+                                                         const ExampleDimSizes& exampleSizes = {});
 
 }  // namespace pt2onnx

@@ -45,6 +45,8 @@ ExportOptions optionsFromDict(const py::dict& d) {
   if (d.contains("output_names")) o.outputNames = d["output_names"].cast<std::vector<std::string>>();
   if (d.contains("dynamic_axes"))
     o.dynamicAxes = d["dynamic_axes"].cast<std::map<std::string, std::map<int64_t, std::string>>>();
+  if (d.contains("unknown_dynamic_axis_is_error"))
+    o.unknownDynamicAxisIsError = d["unknown_dynamic_axis_is_error"].cast<bool>();
   if (d.contains("keep_initializers_as_inputs") && !d["keep_initializers_as_inputs"].is_none())
     o.keepInitializersAsInputs = d["keep_initializers_as_inputs"].cast<bool>();
   if (d.contains("do_constant_folding")) o.doConstantFolding = d["do_constant_folding"].cast<bool>();

@@ -74,6 +74,7 @@ void convertPythonModel(const PythonConvertRequest& r) {
     if (!r.inputNames.empty()) options["input_names"] = r.inputNames;
     if (!r.outputNames.empty()) options["output_names"] = r.outputNames;
     if (!r.dynamicAxes.empty()) options["dynamic_axes"] = r.dynamicAxes;
+    options["strict_dynamic_axes"] = true;  // as for archives: a -d typo is an error, not a static model
     options["export_params"] = r.exportParams;
     options["show_progress"] = !isQuiet();
     if (r.keepInitializersAsInputs) options["keep_initializers_as_inputs"] = true;

@@ -230,7 +230,7 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
            opset_version=None, do_constant_folding=True, dynamic_axes=None,
            keep_initializers_as_inputs=None, custom_opsets=None, export_modules_as_functions=False,
            autograd_functions="auto", autograd_function_overrides=None, type_inference="static",
-           external_data_threshold=None, gradients=None, show_progress=None):
+           external_data_threshold=None, gradients=None, show_progress=None, strict_dynamic_axes=False):
     """Exports `model` to ONNX, like torch.onnx.export (TorchScript path) with the same arguments.
 
     `args` as torch.onnx takes them: a tensor or a tuple of arguments (nested tuples, lists and dicts of
@@ -265,6 +265,10 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     export_modules_as_functions: as torch.onnx: True (every nn.Module type) or a set of nn.Module
     types (or their qualified names) whose calls become ONNX model-local functions; opset 15 or later.
 
+    strict_dynamic_axes: a dynamic_axes key that names no input or output raises ExportError (a
+    typo would otherwise export a static model); by default it is a warning, as in torch.onnx. The
+    CLI is always strict.
+
     show_progress: for an export that runs longer than ~3 s, show its phase, nodes converted and
     bytes written on stderr when stderr is a terminal. Default (None): with verbose=True only, so
     scripts stay silent.
@@ -275,6 +279,7 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
                        operator_export_type, do_constant_folding, dynamic_axes,
                        keep_initializers_as_inputs, custom_opsets)
     options["type_inference"] = type_inference
+    options["unknown_dynamic_axis_is_error"] = bool(strict_dynamic_axes)
     options["progress"] = bool(verbose if show_progress is None else show_progress)
     options["gradients"] = _gradients_option(gradients)
     options["modules_as_functions"] = _modules_as_functions_option(export_modules_as_functions)

@@ -166,6 +166,40 @@ def test_dynamic_axis_typo_is_an_error(cli, tmp_path):
     assert_error(proc, tmp_path / "m.onnx", "dynamic_axes names 'xs.3'", "xs.0")
 
 
+PYTHON_LINEAR = """
+import torch
+
+def make():
+    return torch.nn.Linear(4, 3).eval(), (torch.randn(2, 4),)
+"""
+
+
+def test_dynamic_axis_typo_is_an_error_for_python_models_too(cli, tmp_path):
+    (tmp_path / "lin_model.py").write_text(PYTHON_LINEAR)
+    proc = subprocess.run([str(cli), "convert", "--python", "lin_model:make", "-o", "m.onnx", "-d", "inptu:0=batch"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert_error(proc, tmp_path / "m.onnx", "dynamic_axes names 'inptu'", "input")
+    proc = subprocess.run([str(cli), "convert", "--python", "lin_model:make", "-o", "m.onnx", "-d", "input:0=batch"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    batch = onnx.load(str(tmp_path / "m.onnx")).graph.input[0].type.tensor_type.shape.dim[0]
+    assert batch.dim_param == "batch"
+    x = np.random.default_rng(1).standard_normal((5, 4)).astype(np.float32)
+    for got in outputs_in_both(tmp_path / "m.onnx", {"input": x}).values():
+        assert got[0].shape == (5, 3)
+
+
+def test_python_api_warns_on_a_dynamic_axis_typo_unless_strict(tmp_path):
+    model, x = torch.nn.Linear(4, 3).eval(), torch.randn(2, 4)
+    with pytest.warns(UserWarning, match="dynamic_axes names 'y'"):  # as torch.onnx does
+        pt2onnx.export(model, (x,), str(tmp_path / "a.onnx"), input_names=["x"], dynamic_axes={"y": {0: "b"}})
+    assert os.path.exists(tmp_path / "a.onnx")
+    with pytest.raises(pt2onnx.ExportError, match="dynamic_axes names 'y'"):
+        pt2onnx.export(model, (x,), str(tmp_path / "b.onnx"), input_names=["x"], dynamic_axes={"y": {0: "b"}},
+                       strict_dynamic_axes=True)
+    assert not os.path.exists(tmp_path / "b.onnx")
+
+
 class Linear43(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -189,16 +223,29 @@ class Conv3(torch.nn.Module):
     (Conv3, "x:1x4x16x16", ["expected input[1, 4, 16, 16] to have 3 channels"]),
 ])
 @pytest.mark.parametrize("traced", [True, False])
-def test_example_shape_pytorch_rejects_is_an_error(cli, tmp_path, module, spec, contains, traced):
-    """ONNX inference accepts these (Gemm does not check K, Conv not its channels); PyTorch does not."""
+@pytest.mark.parametrize("dynamic", [[], ["-d", "x:0=batch"], ["-d", "x:0=batch", "-d", "x:-1=width"]])
+def test_example_shape_pytorch_rejects_is_an_error(cli, tmp_path, module, spec, contains, traced, dynamic):
+    """ONNX inference accepts these (Gemm does not check K, Conv not its channels); PyTorch does not.
+    With dynamic axes, PyTorch checks the example's sizes of those axes."""
     m = module().eval()
     path = tmp_path / "m.pt"
     good = {Linear43: torch.randn(2, 4), Conv3: torch.randn(1, 3, 16, 16)}[module]
     torch.jit.save(torch.jit.trace(m, good) if traced else torch.jit.script(m), str(path))
-    assert_error(run(cli, "convert", path, "-o", tmp_path / "m.onnx", "-i", spec), tmp_path / "m.onnx",
+    assert_error(run(cli, "convert", path, "-o", tmp_path / "m.onnx", "-i", spec, *dynamic), tmp_path / "m.onnx",
                  "PyTorch rejects the inputs", *contains)
     good_spec = "x:" + "x".join(map(str, good.shape))
-    assert run(cli, "convert", path, "-o", tmp_path / "m.onnx", "-i", good_spec).returncode == 0
+    if module is Linear43 and "x:-1=width" in dynamic:
+        return  # a dynamic in_features: the model cannot be right for any width but 4 (PyTorch would say so)
+    proc = run(cli, "convert", path, "-o", tmp_path / "m.onnx", "-i", good_spec, *dynamic)
+    assert proc.returncode == 0, proc.stderr
+    shape = tuple(good.shape)
+    if "x:0=batch" in dynamic:
+        shape = (3,) + shape[1:]
+    if "x:-1=width" in dynamic:
+        shape = shape[:-1] + (19,)
+    other = torch.randn(shape)
+    for got in outputs_in_both(tmp_path / "m.onnx", {"x": other.numpy()}).values():
+        np.testing.assert_allclose(got[0], m(other).detach().numpy(), rtol=1e-4, atol=1e-5)
 
 
 def test_torch_save_pickle_is_explained(cli, tmp_path):

@@ -1,10 +1,14 @@
 """Graphs that torch 2.x produces, traced and scripted, exported with pt2onnx and run in ONNX Runtime
 and the builtin runtime against PyTorch on other batch sizes and lengths than the example's:
-F.scaled_dot_product_attention (masks, is_causal, scale, enable_gqa), nn.MultiheadAttention with
+F.scaled_dot_product_attention (masks, is_causal, scale, enable_gqa; archives with 6-, 7- and 8-argument
+calls), nn.MultiheadAttention with
 need_weights True and False in eval with and without no_grad (the fused fast path), nn.Transformer
 encoder/decoder stacks with masks, nn.RMSNorm, std/var with a Scalar correction, unflatten, and
 dtypes ONNX cannot hold as clear errors."""
+import re
+import subprocess
 import warnings
+import zipfile
 
 import onnx
 import pytest
@@ -103,6 +107,47 @@ def test_sdpa_grouped_query_attention(is_causal, tmp_path):
     proto = export_and_check(Attention(is_causal, enable_gqa=True), qkv(2, 6, 4, 4, hk=2),
                              [qkv(1, 6, 7, 7, hk=2), qkv(3, 6, 2, 2, hk=2)], tmp_path, dynamic_axes=AXES_QKV)
     assert "Expand" in op_types(proto)
+
+
+class Sdpa6(torch.nn.Module):  # the call as torch 2.0 code wrote it: no scale, no enable_gqa
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, None, 0.0, True)
+
+
+class Sdpa7(torch.nn.Module):  # as torch 2.1 wrote it: with scale, no enable_gqa
+    def forward(self, q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, mask, 0.0, False, scale=0.3)
+
+
+class Sdpa8(torch.nn.Module):  # as torch 2.5+ writes it
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, None, 0.0, False, scale=None, enable_gqa=True)
+
+
+@pytest.mark.parametrize("module,arity", [(Sdpa6, 6), (Sdpa7, 7), (Sdpa8, 8)])
+def test_sdpa_archives_with_each_arity_convert_from_the_cli(module, arity, cli, tmp_path):
+    """An archive keeps the call as its code wrote it, trailing defaults left out (torch 2.0 code has 6
+    arguments, 2.1 7); this torch compiles it back into its own 8-input node, which must convert."""
+    path = tmp_path / "sdpa.pt"
+    torch.jit.save(torch.jit.script(module().eval()), str(path))
+    code = "".join(zipfile.ZipFile(path).read(n).decode() for n in zipfile.ZipFile(path).namelist() if n.endswith(".py"))
+    call = re.search(r"torch\.scaled_dot_product_attention\(([^)]*)\)", code).group(1)
+    assert len(call.split(",")) == arity, call
+    hq, hk = (6, 2) if module is Sdpa8 else (2, 2)
+    argv = [cli, "convert", str(path), "-o", str(tmp_path / "m.onnx"), "-i", f"q:1x{hq}x3x8", "-i", f"k:1x{hk}x3x8",
+            "-i", f"v:1x{hk}x3x8"]
+    for name, axes in {"q": "0=b 2=l", "k": "0=b 2=s", "v": "0=b 2=s"}.items():
+        argv += [a for axis in axes.split() for a in ("-d", f"{name}:{axis}")]
+    if module is Sdpa7:
+        argv += ["-i", "mask:3x3", "-d", "mask:0=l", "-d", "mask:1=s"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    names = ["q", "k", "v"] + (["mask"] if module is Sdpa7 else [])
+    runs = []
+    for b, l, s in [(2, 5, 7), (1, 1, 4), (3, 6, 6)]:
+        q, k, v = qkv(b, hq, l, s, hk=hk)
+        runs.append((q, k, v, torch.randn(l, s)) if module is Sdpa7 else (q, k, v))
+    check_runs(torch.jit.load(str(path)), tmp_path / "m.onnx", names, runs)
 
 
 def test_sdpa_dropout_is_a_located_error(tmp_path):
