@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   cli::addOpsCommand(app, exitCode);
   cli::addRunCommand(app, exitCode);
   cli::addVerifyCommand(app, exitCode);
+  cli::addInspectCommand(app, exitCode);
   app.parse_complete_callback([&] {
     if (quiet) setLogLevel(spdlog::level::err);
     else if (verbose >= 3) setLogLevel(spdlog::level::trace);

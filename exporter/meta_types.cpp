@@ -39,9 +39,11 @@ constexpr Unknowns kRankOnlyFallback = {8, 1};
 // dimension 1 (promotion depends on dtypes and ranks only).
 // Small CPU stand-ins are made twice, filled differently: where the output shapes differ, they depend
 // on the data (nonzero, masked_select, unique) and only ranks are reported.
-// A rejection on meta tensors is confirmed on CPU zeros of the real shapes (CpuZeros, up to
-// kMaxConfirmElements): a meta kernel written in Python may refuse what the CPU kernel accepts.
-enum class StandIn { Meta, SmallCpuOnes, SmallCpuRamp, CpuZeros };
+// A rejection on meta tensors is confirmed on CPU tensors of the real shapes (up to
+// kMaxConfirmElements; constants hold their values), filled with zeros and then with ones: a meta
+// kernel written in Python may refuse what the CPU kernel accepts, and a value only the data
+// decides (a divisor of 0) must not count as a rejection of the shapes.
+enum class StandIn { Meta, SmallCpuOnes, SmallCpuRamp, CpuZeros, CpuOnes };
 
 // Elements of a CPU stand-in given its real shape; larger ones get dimensions of 1.
 constexpr int64_t kMaxRealSizeElements = 1 << 16;
@@ -108,7 +110,12 @@ class MetaStack {
       sizes.push_back(d.isStatic() ? d.size : example ? *example : unknowns_.dim);
       numel *= sizes.back();
     }
-    if (standIn_ == StandIn::CpuZeros && numel > kMaxConfirmElements) return std::nullopt;
+    bool confirming = standIn_ == StandIn::CpuZeros || standIn_ == StandIn::CpuOnes;
+    if (confirming && numel > kMaxConfirmElements) return std::nullopt;
+    if (confirming && a.constTensor && a.constTensor->data)  // a constant: its own values
+      return c10::IValue(at::from_blob(const_cast<void*>(a.constTensor->data), a.constTensor->dims,
+                                       at::TensorOptions().dtype(*dtype))
+                             .clone());
     if ((standIn_ == StandIn::SmallCpuOnes || standIn_ == StandIn::SmallCpuRamp) && numel > kMaxRealSizeElements) {
       sizes.assign(sizes.size(), 1);
       exact_ = false;
@@ -117,6 +124,7 @@ class MetaStack {
     if (standIn_ == StandIn::Meta) t = at::empty(sizes, at::TensorOptions().dtype(*dtype).device(at::kMeta));
     else if (standIn_ == StandIn::SmallCpuOnes) t = at::ones(sizes, at::TensorOptions().dtype(*dtype));
     else if (standIn_ == StandIn::CpuZeros) t = at::zeros(sizes, at::TensorOptions().dtype(*dtype));
+    else if (standIn_ == StandIn::CpuOnes) t = at::ones(sizes, at::TensorOptions().dtype(*dtype));
     else t = at::arange(at::ones(sizes).numel()).remainder(3).reshape(sizes).to(*dtype);
     // torch promotes a Python number wrapped into a tensor like a number, not like a 0-d tensor.
     if (!a.value && !a.constTensor) t.unsafeGetTensorImpl()->set_wrapped_number(true);
@@ -279,6 +287,8 @@ std::optional<std::string> pytorchRejection(const torch::jit::Node* n, const std
   std::string cpuError;
   if (!runOnStandIns(n, args, StandIn::CpuZeros, kProbes[0], nullptr, true, &cpuError, &exampleSizes).empty())
     return std::nullopt;  // the CPU kernel takes them: a limit of the meta kernel, not of the inputs
+  if (!runOnStandIns(n, args, StandIn::CpuOnes, kProbes[0], nullptr, true, nullptr, &exampleSizes).empty())
+    return std::nullopt;  // zeros were the problem (a division by 0), not the shapes
   return cpuError.empty() ? error : cpuError;
 }
 

@@ -16,5 +16,6 @@ void addReportCommand(CLI::App& app, int& exitCode);
 void addOpsCommand(CLI::App& app, int& exitCode);
 void addRunCommand(CLI::App& app, int& exitCode);
 void addVerifyCommand(CLI::App& app, int& exitCode);
+void addInspectCommand(CLI::App& app, int& exitCode);
 
 }  // namespace pt2onnx::cli

@@ -248,6 +248,29 @@ def test_example_shape_pytorch_rejects_is_an_error(cli, tmp_path, module, spec, 
         np.testing.assert_allclose(got[0], m(other).detach().numpy(), rtol=1e-4, atol=1e-5)
 
 
+class DataDivisor(torch.nn.Module):
+    def forward(self, x, k):
+        d = k.sum() + 1  # a 0-d int64 only the data decides: zeros stand in for it while typing
+        return x // d, x * (x.shape[0] // d)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_divisor_only_the_data_decides_is_not_a_rejection(tmp_path, dynamic):
+    """PyTorch's check of a node's arguments runs on stand-in data: a division by a stand-in 0
+    (retinanet_resnet50_fpn_v2's anchor strides) is not the shapes' fault and must not fail the export."""
+    path = tmp_path / "div.onnx"
+    pt2onnx.export(DataDivisor(), (torch.arange(12).reshape(3, 4), torch.tensor([1, 2])), str(path),
+                   input_names=["x", "k"], dynamic_axes={"x": {0: "n"}, "k": {0: "m"}} if dynamic else None)
+    sets = [(np.arange(12).reshape(3, 4) * 7, np.array([3, 0]))]
+    if dynamic:
+        sets += [(np.arange(20).reshape(5, 4), np.array([3, 0, 1])), (np.arange(4).reshape(1, 4), np.array([0]))]
+    for x, k in sets:
+        expected = [t.numpy() for t in DataDivisor()(torch.from_numpy(x), torch.from_numpy(k))]
+        for got in outputs_in_both(path, {"x": x, "k": k}).values():
+            for e, g in zip(expected, got):
+                np.testing.assert_array_equal(g, e)
+
+
 def test_torch_save_pickle_is_explained(cli, tmp_path):
     torch.save(Linear43(), str(tmp_path / "pickled.pt"))
     proc = run(cli, "convert", tmp_path / "pickled.pt", "-o", tmp_path / "m.onnx", "-i", "x:2x4")

@@ -1,0 +1,56 @@
+#include <iostream>
+
+#include <pybind11/embed.h>
+#include <pybind11/stl.h>
+
+#include "cli/commands/commands.h"
+#include "cli/commands/python_source.h"
+#include "common/errors.h"
+#include "common/opsets.h"
+
+namespace py = pybind11;
+
+namespace pt2onnx::cli {
+namespace {
+
+struct InspectOptions {
+  std::string modelPath;
+  int opset = kDefaultOpset;
+  std::vector<std::string> inputSpecs;
+  std::string format = "text";
+};
+
+}  // namespace
+
+void addInspectCommand(CLI::App& app, int& exitCode) {
+  auto opts = std::make_shared<InspectOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "inspect",
+      "Show what a TorchScript archive holds: forward()'s signature (names, TorchScript types, defaults), "
+      "submodules, parameters, what the archive says about the torch that wrote it, the ops it calls and which "
+      "of them do not convert at the opset; and a `convert` command line that works for it (argument specs "
+      "found from the ops that read each argument, checked by running forward() in PyTorch and exporting). "
+      "Exit status: 0 when that line exports, 1 when no working line was found or an op does not convert, "
+      "2 on errors.");
+  cmd->add_option("model", opts->modelPath, "TorchScript archive (torch.jit.save of a traced or scripted module)")
+      ->required();
+  cmd->add_option("--opset", opts->opset, "ai.onnx opset to check conversion at")
+      ->check(CLI::Range(kMinOpset, kMaxOpset))
+      ->capture_default_str();
+  cmd->add_option("--input-shape,-i", opts->inputSpecs,
+                  "Fix a forward() argument instead of searching for one (convert's spec language, docs/cli.md); "
+                  "repeatable")
+      ->take_all();
+  cmd->add_option("--format", opts->format, "Output format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  cmd->callback([opts, &exitCode] {
+    bool ok = runWithPython([&](py::module_) {
+      py::tuple result = py::module_::import("pt2onnx.archive_inspection")
+                             .attr("cli_inspect")(opts->modelPath, opts->opset, opts->format, opts->inputSpecs);
+      std::cout << result[0].cast<std::string>();
+      return result[1].cast<bool>();
+    });
+    exitCode = ok ? 0 : kExitFindings;
+  });
+}
+
+}  // namespace pt2onnx::cli
