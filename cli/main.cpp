@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   cli::addRunCommand(app, exitCode);
   cli::addVerifyCommand(app, exitCode);
   cli::addInspectCommand(app, exitCode);
+  cli::addDiffCommand(app, exitCode);
   app.parse_complete_callback([&] {
     if (quiet) setLogLevel(spdlog::level::err);
     else if (verbose >= 3) setLogLevel(spdlog::level::trace);

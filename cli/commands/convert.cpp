@@ -3,7 +3,11 @@
 #include <iostream>
 #include <sstream>
 
+#include <pybind11/embed.h>
+#include <pybind11/stl.h>
+
 #include "cli/commands/commands.h"
+#include "cli/commands/junit.h"
 #include "cli/commands/model_source.h"
 #include "cli/commands/python_source.h"
 #include "common/errors.h"
@@ -28,7 +32,78 @@ struct ConvertOptions {
   std::string typeInference = "static";
   std::string gradients;  // "", parameters, all, or NAME,NAME,...
   std::string modulesAsFunctions;  // "", all, or TYPE,TYPE,...
+  std::string junit;     // --junit FILE
+  std::string baseline;  // --baseline ACCEPTED.onnx
+  // Fleet mode: several archives, a directory or a glob, -o is a directory.
+  std::vector<std::string> moreModels;
+  int workers = 2;
+  std::string shard;  // K/N
+  std::string manifest;
+  std::string summaryJson;
+  bool force = false;
 };
+
+bool isFleet(const ConvertOptions& o) {
+  const std::string& m = o.source.modelPath;
+  return o.source.python.empty() && (!o.moreModels.empty() || std::filesystem::is_directory(m) ||
+                                     m.find_first_of("*?[") != std::string::npos);
+}
+
+// Flags of this command line that every archive of a fleet is converted with.
+std::vector<std::string> fleetConvertFlags(const ConvertOptions& o) {
+  std::vector<std::string> flags;
+  if (o.source.opsetGiven) flags.push_back("--opset=" + std::to_string(o.source.opset));
+  if (o.fallthrough) flags.push_back("--fallthrough");
+  if (o.noDocStrings) flags.push_back("--no-doc-strings");
+  if (o.noExportParams) flags.push_back("--no-export-params");
+  if (o.keepInitializersAsInputs) flags.push_back("--keep-initializers-as-inputs");
+  if (o.externalDataThreshold) flags.push_back("--external-data-threshold=" + std::to_string(o.externalDataThreshold));
+  if (o.typeInference != "static") flags.push_back("--type-inference=" + o.typeInference);
+  for (const auto& c : o.customOpsets) flags.push_back("--custom-opset=" + c);
+  return flags;
+}
+
+// Converts each archive in its own `pt2onnx convert` process (python/pt2onnx/fleet.py); returns
+// whether all converted.
+bool runFleet(const ConvertOptions& o) {
+  if (o.workers < 1) throw ExportError("--workers must be 1 or more");
+  if (!o.inputNames.empty() || !o.outputNames.empty() || !o.gradients.empty() || !o.modulesAsFunctions.empty() ||
+      !o.baseline.empty())
+    throw ExportError("--input-names, --output-names, --gradients, --modules-as-functions and --baseline apply to "
+                      "one archive; give per-archive arguments in a --manifest or ARCHIVE.args files");
+  std::vector<std::string> inputs{o.source.modelPath};
+  inputs.insert(inputs.end(), o.moreModels.begin(), o.moreModels.end());
+  std::vector<std::string> defaults;
+  for (const auto& s : o.source.inputShapes) defaults.insert(defaults.end(), {"-i", s});
+  for (const auto& d : o.source.dynamicAxes) defaults.insert(defaults.end(), {"-d", d});
+  std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  return runWithPython([&](pybind11::module_) {
+    pybind11::tuple result = pybind11::module_::import("pt2onnx.fleet").attr("cli_fleet")(
+        self, inputs, o.output, o.manifest, defaults, fleetConvertFlags(o), o.workers, o.shard, o.force,
+        o.summaryJson, isQuiet());
+    std::cout << result[0].cast<std::string>();
+    if (!o.junit.empty()) {
+      std::vector<JUnitCase> cases;
+      for (const pybind11::handle& c : result[2].cast<pybind11::list>()) cases.push_back(junitCaseFromDict(c));
+      writeJUnit(o.junit, "pt2onnx convert", cases);
+    }
+    return result[1].cast<bool>();
+  });
+}
+
+// --baseline: the new export against the accepted one (pt2onnx diff: structure, and numbers on random
+// inputs). Returns whether they are the same; prints the differences when not.
+bool sameAsBaseline(const std::string& output, const std::string& baseline, std::string& differences) {
+  if (!std::filesystem::is_regular_file(baseline))
+    throw ExportError("--baseline '" + baseline + "' does not exist or is not a file");
+  return runWithPython([&](pybind11::module_) {
+    pybind11::tuple result = pybind11::module_::import("pt2onnx.model_diff")
+                                 .attr("cli_diff")(baseline, output, std::map<std::string, std::string>{}, true,
+                                                   uint64_t{0}, std::map<std::string, int64_t>{}, "builtin", 1e-4, "text");
+    differences = result[0].cast<std::string>();
+    return result[1].cast<bool>();
+  });
+}
 
 // --modules-as-functions: "all" or qualified nn.Module type names, comma-separated.
 onnx_passes::ModuleFunctionOptions parseModulesAsFunctions(const std::string& spec) {
@@ -175,9 +250,64 @@ void addConvertCommand(CLI::App& app, int& exitCode) {
       ->check(CLI::IsMember({"eval", "train", "preserve"}))
       ->capture_default_str();
   addAutogradFunctionOptions(*cmd, opts->autograd);
+  cmd->add_option("--junit", opts->junit,
+                  "Also write the result as a JUnit XML report (one test case: the export, and the --baseline "
+                  "comparison when given), for CI systems");
+  cmd->add_option("--baseline", opts->baseline,
+                  "An accepted .onnx of this model: after exporting, compare with it (pt2onnx diff: structure, and "
+                  "numbers on random inputs within 1e-4) and exit with status 1 when they differ, e.g. after an "
+                  "exporter or torch upgrade");
+  cmd->add_option("more", opts->moreModels,
+                  "Fleet mode: more archives, directories or globs (so are a directory or a glob as MODEL); -o is "
+                  "then the output directory. Each archive is converted in its own process; its arguments come "
+                  "from --manifest, an ARCHIVE.args file beside it, this command line's -i/-d, or else inspect");
+  cmd->add_option("--workers", opts->workers, "Fleet mode: archives converted at once")->capture_default_str();
+  cmd->add_option("--shard", opts->shard,
+                  "Fleet mode: convert only shard K of N (every N-th archive in sorted order from the K-th), e.g. "
+                  "1/4; the N shards together cover the fleet exactly once");
+  cmd->add_option("--manifest", opts->manifest,
+                  "Fleet mode: a JSON file mapping archives (relative path, file name or glob) to their arguments, "
+                  "e.g. {\"r18.pt\": [\"-i\", \"x:1x3x224x224\", \"-d\", \"x:0=batch\"]}");
+  cmd->add_option("--summary-json", opts->summaryJson, "Fleet mode: write every archive's result to this JSON file");
+  cmd->add_flag("--force", opts->force,
+                "Fleet mode: convert every archive, also those whose output is newer and made with the same arguments");
   cmd->callback([opts, &exitCode] {
-    runConvert(*opts);
+    const ConvertOptions& o = *opts;
+    if (isFleet(o)) {
+      exitCode = runFleet(o) ? 0 : kExitFindings;
+      return;
+    }
+    if (!o.moreModels.empty()) throw ExportError("give one --python model at a time");
+    std::string model = o.source.python.empty() ? o.source.modelPath : o.source.python;
+    JUnitCase exported{"pt2onnx.convert", model + " -> " + o.output};
+    auto start = std::chrono::steady_clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+    try {
+      runConvert(o);
+    } catch (const std::exception& e) {
+      if (!o.junit.empty()) {
+        exported.error = messageOf(e);
+        exported.seconds = elapsed();
+        writeJUnit(o.junit, "pt2onnx convert", {exported});
+      }
+      throw;
+    }
+    exported.seconds = elapsed();
+    std::vector<JUnitCase> cases{exported};
     exitCode = 0;
+    if (!o.baseline.empty()) {
+      JUnitCase compared{"pt2onnx.convert", model + " vs baseline " + o.baseline};
+      std::string differences;
+      if (!sameAsBaseline(o.output, o.baseline, differences)) {
+        std::cout << "the export differs from the baseline " << o.baseline << ":\n" << differences;
+        compared.failure = "the export differs from the baseline " + o.baseline;
+        compared.details = differences;
+        exitCode = kExitFindings;
+      }
+      compared.seconds = elapsed() - exported.seconds;
+      cases.push_back(compared);
+    }
+    if (!o.junit.empty()) writeJUnit(o.junit, "pt2onnx convert", cases);
   });
 }
 

@@ -111,4 +111,15 @@ bool reportPythonModel(const std::string& spec, int opset, const std::string& fo
   });
 }
 
+JUnitCase junitCaseFromDict(const py::handle& d) {
+  auto text = [&](const char* key) { return d.contains(key) ? d[key].cast<std::string>() : std::string(); };
+  JUnitCase c{text("classname"), text("name")};
+  if (d.contains("seconds")) c.seconds = d["seconds"].cast<double>();
+  c.failure = text("failure");
+  c.error = text("error");
+  c.skipped = text("skipped");
+  c.details = text("details");
+  return c;
+}
+
 }  // namespace pt2onnx::cli

@@ -10,6 +10,7 @@
 
 #include <pybind11/embed.h>
 
+#include "cli/commands/junit.h"
 #include "cli/commands/model_source.h"
 
 namespace pt2onnx::cli {
@@ -41,6 +42,8 @@ std::unique_ptr<pybind11::scoped_interpreter> startEmbeddedPython();
 // Runs `body` in an embedded interpreter (the pt2onnx package importable); Python exceptions
 // become one-line ExportErrors.
 bool runWithPython(const std::function<bool(pybind11::module_)>& body);
+// A JUnit test case from a Python dict (classname, name, seconds, failure, error, skipped, details).
+JUnitCase junitCaseFromDict(const pybind11::handle& d);
 // Prints the unconvertible-op report; returns whether everything converts. Throws ExportError.
 // With `gradients` non-empty: the ops on the differentiable path without a gradient instead.
 bool reportPythonModel(const std::string& spec, int opset, const std::string& format, const std::string& training,

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "cli/commands/commands.h"
+#include "cli/commands/junit.h"
 #include "cli/commands/model_source.h"
 #include "cli/commands/python_source.h"
 #include "common/errors.h"
@@ -26,7 +27,9 @@ struct VerifyOptions {
   std::string runtime = "both";
   std::vector<std::string> tolerances;  // OUTPUT=ATOL,RTOL
   uint64_t seed = 0;
+  std::string junit;
 };
+
 
 // "NAME=FILE.npy" options as {NAME: FILE}.
 std::map<std::string, std::string> parseFiles(const std::string& option, const std::vector<std::string>& specs) {
@@ -91,6 +94,11 @@ bool runVerify(const VerifyOptions& o) {
     kwargs["tolerances"] = tolerances;
     py::tuple result = py::module_::import("pt2onnx.verify").attr("cli_verify")(**kwargs);
     std::cout << result[0].cast<std::string>();
+    if (!o.junit.empty()) {
+      std::vector<JUnitCase> cases;
+      for (const py::handle& c : result[2].cast<py::list>()) cases.push_back(junitCaseFromDict(c));
+      writeJUnit(o.junit, "pt2onnx verify", cases);
+    }
     return result[1].cast<bool>();
   });
 }
@@ -131,7 +139,22 @@ void addVerifyCommand(CLI::App& app, int& exitCode) {
   cmd->add_option("--autograd-functions", opts->autogradFunctions, "As for convert (--python models)")
       ->check(CLI::IsMember({"auto", "inline", "python_op"}))
       ->capture_default_str();
-  cmd->callback([opts, &exitCode] { exitCode = runVerify(*opts) ? 0 : kExitFindings; });
+  cmd->add_option("--junit", opts->junit,
+                  "Also write the result as a JUnit XML report: one test case per input set, runtime and output "
+                  "(failure: a mismatch; error: a runtime that could not run the model)");
+  cmd->callback([opts, &exitCode] {
+    try {
+      exitCode = runVerify(*opts) ? 0 : kExitFindings;
+    } catch (const std::exception& e) {
+      if (!opts->junit.empty()) {
+        JUnitCase failed{"pt2onnx.verify." + (opts->source.python.empty() ? opts->source.modelPath : opts->source.python),
+                         "export and run"};
+        failed.error = messageOf(e);
+        writeJUnit(opts->junit, "pt2onnx verify", {failed});
+      }
+      throw;
+    }
+  });
 }
 
 }  // namespace pt2onnx::cli

@@ -281,6 +281,29 @@ def format_text(report):
     return "\n".join(lines) + "\n"
 
 
+def junit_cases(report, model_name):
+    """One JUnit test case per input set, runtime and output (dicts the CLI writes as XML): a failure
+    for a mismatch, an error where a runtime could not run the model, skipped for ONNX Runtime on a
+    model with non-standard ops."""
+    cases = []
+    classname = f"pt2onnx.verify.{model_name}"
+    for result in report["input_sets"]:
+        for runtime, r in result["runtimes"].items():
+            if "error" in r:
+                cases.append({"classname": classname, "name": f"{result['source']} / {runtime}", "error": r["error"]})
+                continue
+            for name, o in r["outputs"].items():
+                case = {"classname": classname, "name": f"{result['source']} / {runtime} / {name}",
+                        "details": _detail(o)}
+                if not o["pass"]:
+                    case["failure"] = f"{name} differs from PyTorch: {_detail(o)}"
+                cases.append(case)
+        if "onnxruntime_skipped" in result:
+            cases.append({"classname": classname, "name": f"{result['source']} / ort",
+                          "skipped": result["onnxruntime_skipped"]})
+    return cases
+
+
 def _archive_arguments(model, specs, seed):
     """forward()'s arguments from the CLI's -i specs (the C++ reader convert uses: one language)."""
     return tuple(_pt2onnx.example_arguments(model._c, list(specs), seed))
@@ -333,4 +356,4 @@ def cli_verify(archive, python_spec, onnx_path, input_specs, input_files, opset,
                     runtime=runtime, tolerances=tolerances)
     report["model"] = python_spec or archive
     text = json.dumps(report, indent=2) + "\n" if output_format == "json" else format_text(report)
-    return text, report["pass"]
+    return text, report["pass"], junit_cases(report, report["model"])

@@ -1,0 +1,229 @@
+"""`pt2onnx convert DIR_OR_GLOB... -o OUTDIR`: a fleet of TorchScript archives converted at once.
+
+Each archive is converted by its own `pt2onnx convert` process (N at a time, --workers), so one bad
+file (corrupt, unconvertible, crashing) never stops the others. An archive's arguments come from,
+first found: the manifest (--manifest FILE.json: {"ARCHIVE": ["-i", "x:1x3x224x224", ...]}, keyed by
+the path relative to the directory given, by file name, or by a glob), a spec file beside it
+(ARCHIVE.args: the arguments as on a command line), the fleet's own -i/-d, or else what `pt2onnx
+inspect` finds for it. --shard K/N takes every N-th archive (in sorted order) from the K-th, so N
+machines or a CI matrix split a zoo exactly. An archive whose output is newer than it and was made
+with the same arguments is skipped (--force converts it again). Prints a line per archive as it
+finishes and a summary table; --summary-json and --junit write the results for CI."""
+import concurrent.futures
+import fnmatch
+import glob
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import time
+
+ARCHIVE_SUFFIXES = (".pt", ".pth", ".ptl", ".torchscript")
+RECORD = ".pt2onnx-fleet.json"  # in OUTDIR: the arguments each output was made with
+
+
+def _expand(inputs):
+    """[(archive path, name relative to what was given)], sorted, without duplicates."""
+    found = {}
+    for given in inputs:
+        if os.path.isdir(given):
+            for root, _, files in os.walk(given):
+                for f in files:
+                    if f.endswith(ARCHIVE_SUFFIXES):
+                        path = os.path.join(root, f)
+                        found.setdefault(os.path.abspath(path), os.path.relpath(path, given))
+        elif any(c in given for c in "*?["):
+            matches = [p for p in sorted(glob.glob(given, recursive=True)) if os.path.isfile(p)]
+            if not matches:
+                raise ValueError(f"'{given}' is neither an archive, a directory nor a glob that matches files")
+            for path in matches:
+                if os.path.isfile(path):
+                    found.setdefault(os.path.abspath(path), os.path.basename(path))
+        elif os.path.isfile(given):
+            found.setdefault(os.path.abspath(given), os.path.basename(given))
+        else:
+            raise ValueError(f"'{given}' is neither an archive, a directory nor a glob that matches files")
+    return sorted(((p, rel) for p, rel in found.items()), key=lambda item: item[1])
+
+
+def parse_shard(text):
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard expects K/N (e.g. 1/4), got '{text}'") from None
+    if not 1 <= k <= n:
+        raise ValueError(f"--shard {text}: K must be between 1 and N")
+    return k, n
+
+
+def _manifest_args(manifest, rel):
+    if not manifest:
+        return None
+    for key in (rel, os.path.basename(rel)):
+        if key in manifest:
+            return list(manifest[key])
+    for pattern, args in manifest.items():
+        if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(os.path.basename(rel), pattern):
+            return list(args)
+    return None
+
+
+def _arguments(path, rel, manifest, defaults):
+    """(args, where they came from) for one archive; None args: ask inspect."""
+    args = _manifest_args(manifest, rel)
+    if args is not None:
+        return args, "manifest"
+    spec_file = path + ".args"
+    if os.path.isfile(spec_file):
+        with open(spec_file) as f:
+            return shlex.split(f.read(), comments=True), os.path.basename(spec_file)
+    if defaults:
+        return list(defaults), "command line"
+    return None, "inspect"
+
+
+def _output_path(outdir, rel):
+    stem = os.path.splitext(rel)[0]
+    return os.path.join(outdir, stem + ".onnx")
+
+
+def _digest(path, args, common):
+    st = os.stat(path)
+    key = json.dumps([os.path.abspath(path), st.st_size, args, common])
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def _first_error_line(stderr):
+    for line in stderr.splitlines():
+        if line.startswith("pt2onnx: "):
+            return line[len("pt2onnx: "):].removeprefix("error: ")
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else "no message"
+
+
+def _convert_one(cli, path, rel, out, args, source, common, timeout):
+    start = time.monotonic()
+    result = {"archive": path, "name": rel, "output": out, "args": args, "args_from": source}
+    try:
+        if args is None:  # no spec anywhere: what inspect finds
+            proc = subprocess.run([cli, "inspect", path, "--format", "json"] + common.get("inspect", []),
+                                  capture_output=True, text=True, timeout=timeout)
+            if proc.returncode == 2:
+                raise RuntimeError(_first_error_line(proc.stderr))
+            found = json.loads(proc.stdout)["example"]
+            if not found["found"]:
+                raise RuntimeError(f"no arguments for it (no manifest entry, no {os.path.basename(path)}.args, and "
+                                   f"inspect found no example: {found.get('error', '')})")
+            args = [a for s in found["specs"] for a in ("-i", s)]
+            result["args"] = args
+        os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+        proc = subprocess.run([cli, "convert", path, "-o", out, "-q"] + args + common.get("convert", []),
+                              capture_output=True, text=True, timeout=timeout)
+        if proc.returncode != 0:
+            result.update(status="failed", error=_first_error_line(proc.stderr), exit_code=proc.returncode)
+        else:
+            result.update(status="converted")
+    except subprocess.TimeoutExpired:
+        result.update(status="failed", error=f"timed out after {timeout} s")
+    except (RuntimeError, ValueError, OSError) as e:
+        result.update(status="failed", error=str(e))
+    result["seconds"] = round(time.monotonic() - start, 3)
+    return result
+
+
+def run_fleet(cli, inputs, outdir, manifest_path=None, defaults=(), convert_flags=(), workers=2, shard=None,
+              force=False, timeout=3600, progress=print):
+    manifest = None
+    if manifest_path:
+        try:
+            with open(manifest_path) as f:
+                manifest = json.load(f)
+        except (OSError, json.JSONDecodeError) as e:
+            raise ValueError(f"cannot read the manifest '{manifest_path}': {e}") from e
+        if not isinstance(manifest, dict) or not all(isinstance(v, list) for v in manifest.values()):
+            raise ValueError(f"the manifest '{manifest_path}' must map archive names to lists of arguments")
+    archives = _expand(inputs)
+    total = len(archives)
+    if shard:
+        k, n = shard
+        archives = [a for i, a in enumerate(archives) if i % n == k - 1]
+    os.makedirs(outdir, exist_ok=True)
+    record_path = os.path.join(outdir, RECORD)
+    try:
+        with open(record_path) as f:
+            record = json.load(f)
+    except (OSError, json.JSONDecodeError):
+        record = {}
+    common = {"convert": list(convert_flags), "inspect": [a for a in convert_flags if a.startswith("--opset")]}
+    results, pending = [], []
+    for path, rel in archives:
+        out = _output_path(outdir, rel)
+        args, source = _arguments(path, rel, manifest, defaults)
+        digest = _digest(path, args, list(convert_flags))
+        fresh = (not force and os.path.isfile(out) and os.path.getmtime(out) >= os.path.getmtime(path)
+                 and record.get(rel) == digest)
+        if fresh:
+            results.append({"archive": path, "name": rel, "output": out, "args": args, "args_from": source,
+                            "status": "up to date", "seconds": 0.0})
+            progress(f"[{len(results)}/{len(archives)}] {rel}: up to date")
+        else:
+            pending.append((path, rel, out, args, source, digest))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = {pool.submit(_convert_one, cli, path, rel, out, args, source, common, timeout): (rel, digest)
+                   for path, rel, out, args, source, digest in pending}
+        for future in concurrent.futures.as_completed(futures):
+            rel, digest = futures[future]
+            r = future.result()
+            results.append(r)
+            if r["status"] == "converted":
+                record[rel] = digest  # of the arguments as planned (None when inspect found them)
+            else:
+                record.pop(rel, None)
+            progress(f"[{len(results)}/{len(archives)}] {rel}: {r['status']}" +
+                     (f" ({r['error']})" if "error" in r else f" in {r['seconds']:.1f} s"))
+    with open(record_path + ".tmp", "w") as f:
+        json.dump(record, f, indent=1, sort_keys=True)
+    os.replace(record_path + ".tmp", record_path)
+    results.sort(key=lambda r: r["name"])
+    summary = {"archives": total, "shard": f"{shard[0]}/{shard[1]}" if shard else None, "in_shard": len(archives),
+               "converted": sum(r["status"] == "converted" for r in results),
+               "up_to_date": sum(r["status"] == "up to date" for r in results),
+               "failed": sum(r["status"] == "failed" for r in results), "results": results}
+    return summary
+
+
+def format_table(summary):
+    rows = [("archive", "status", "seconds", "output or error")]
+    for r in summary["results"]:
+        rows.append((r["name"], r["status"], f"{r['seconds']:.1f}", r.get("error", r["output"])))
+    width = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = ["  ".join(row[i].ljust(width[i]) for i in range(3)) + "  " + row[3] for row in rows]
+    shard = f" (shard {summary['shard']}: {summary['in_shard']} of {summary['archives']})" if summary["shard"] else ""
+    lines.append(f"{summary['converted']} converted, {summary['up_to_date']} up to date, {summary['failed']} failed"
+                 f"{shard}")
+    return "\n".join(lines) + "\n"
+
+
+def junit_cases(summary):
+    cases = []
+    for r in summary["results"]:
+        case = {"classname": "pt2onnx.convert", "name": r["name"], "seconds": r["seconds"]}
+        if r["status"] == "failed":
+            case["error"] = r["error"]
+        elif r["status"] == "up to date":
+            case["skipped"] = "up to date"
+        cases.append(case)
+    return cases
+
+
+def cli_fleet(cli, inputs, outdir, manifest, defaults, convert_flags, workers, shard, force, summary_json, quiet):
+    """The CLI's fleet mode: returns (table, all converted, JUnit cases)."""
+    summary = run_fleet(cli, inputs, outdir, manifest or None, defaults, convert_flags, workers,
+                        parse_shard(shard) if shard else None, force,
+                        progress=(lambda line: None) if quiet else (lambda line: print(line, flush=True)))
+    if summary_json:
+        with open(summary_json + ".tmp", "w") as f:
+            json.dump(summary, f, indent=2)
+        os.replace(summary_json + ".tmp", summary_json)
+    return format_table(summary), summary["failed"] == 0, junit_cases(summary)
