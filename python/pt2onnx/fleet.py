@@ -44,6 +44,9 @@ def _expand(inputs):
             found.setdefault(os.path.abspath(given), os.path.basename(given))
         else:
             raise ValueError(f"'{given}' is neither an archive, a directory nor a glob that matches files")
+    if not found:
+        raise ValueError(f"no TorchScript archives ({', '.join('*' + s for s in ARCHIVE_SUFFIXES)}) in "
+                         f"{', '.join(inputs)}")
     return sorted(((p, rel) for p, rel in found.items()), key=lambda item: item[1])
 
 

@@ -236,8 +236,12 @@ def test_missing_model_file(cli, command, out_dir, tmp_path):
     _assert_clean_error(run(cli, *argv), out_dir, contains=["does_not_exist.pt"])
 
 
-def test_model_path_is_a_directory(cli, out_dir, tmp_path):
-    _assert_clean_error(run(cli, "convert", tmp_path, "-o", out_dir / "m.onnx", *GOOD_SHAPES), out_dir)
+def test_model_path_is_a_directory_without_archives(cli, out_dir, tmp_path):
+    """A directory is a fleet of archives (tests/e2e/test_fleet.py); one holding none is an error."""
+    (tmp_path / "notes.txt").write_text("no archives here")
+    _assert_clean_error(run(cli, "convert", tmp_path, "-o", out_dir / "m.onnx", *GOOD_SHAPES), out_dir,
+                        contains=("no TorchScript archives",))
+    _assert_clean_error(run(cli, "report", tmp_path, *GOOD_SHAPES), out_dir, contains=("not a file",))
 
 
 @pytest.mark.parametrize("command,which", [
