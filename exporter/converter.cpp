@@ -13,6 +13,7 @@
 #include "exporter/known_nodes.h"
 #include "exporter/meta_types.h"
 #include "exporter/passes/passes.h"
+#include "exporter/value_map.h"
 #include "symbolic/dtype.h"
 #include "writer/node_type_inference.h"
 
@@ -309,6 +310,8 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
       if (k < metaTypes().size()) refineShape(a.value->type, metaTypes()[k]);
       if (!a.value->type.hasRank()) refineShape(a.value->type, jit::rankOfValue(n->outputs()[k]));
     }
+    if (ValueMapCapture* capture = ValueMapCapture::active(); capture && a.value && a.kind == Arg::Kind::Tensor)
+      capture->recordValue(n->outputs()[k], a.value->name);  // verify --bisect
     env_[n->outputs()[k]] = std::move(a);
   }
 }

@@ -24,6 +24,7 @@
 #include "exporter/passes/passes.h"
 #include "exporter/support_check.h"
 #include "exporter/type_capture.h"
+#include "exporter/value_map.h"
 #include "gradient/backward.h"
 #include "writer/model_writer.h"
 
@@ -226,6 +227,8 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
   PhaseTimer timer(summary.secondsByPhase);
   bindNoneInputs(model);
   flattenTupleAndListInputs(model);
+  ValueMapCapture* capture = ValueMapCapture::active();  // verify --bisect
+  if (capture && !report) capture->recordGraph(model);
   progress::phase("lowering");
   lowerGraph(*model.graph, options);
   nameOutputs(model);
@@ -283,7 +286,8 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
     timer.done("capture_types");
   }
   // After type capture, which executes the graph: folded weights are computed while writing.
-  if (options.training == TrainingMode::Eval && !options.gradients) {
+  // (Not under verify --bisect: a folded convolution's output is no longer its TorchScript value's.)
+  if (options.training == TrainingMode::Eval && !options.gradients && !capture) {
     passes::GraphParameters params{model.numUserInputs, model.paramNames, model.paramValues, model.computedParams};
     passes::foldConvBatchNorm(*model.graph, params, [&types](const torch::jit::Value* v) { types.erase(v); });
     timer.done("fold_conv_batchnorm");

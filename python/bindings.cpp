@@ -15,9 +15,11 @@
 #include "exporter/example_arguments.h"
 #include "exporter/export.h"
 #include "exporter/meta_types.h"
+#include "exporter/value_map.h"
 #include "python/file_object_stream.h"
 #include "python/symbolic_bridge.h"
 #include "runtime/session.h"
+#include "runtime/value_recorder.h"
 #include "writer/model_writer.h"
 #include "runtime_ops/python/python_ops.h"
 
@@ -392,7 +394,54 @@ PYBIND11_MODULE(_pt2onnx, m) {
              for (const runtime::Value& v : outs) result.append(valueToPython(v));
              return result;
            },
-           py::arg("feeds"), py::arg("output_names") = std::vector<std::string>{});
+           py::arg("feeds"), py::arg("output_names") = std::vector<std::string>{})
+      // verify --bisect: also the first value of each wanted node output ("NODE_NAME#K").
+      .def("run_recording",
+           [](const runtime::Session& s, const py::dict& feeds, const std::vector<std::string>& keys) {
+             std::map<std::string, runtime::Value> values;
+             for (const auto& [key, value] : feeds) {
+               std::string name = key.cast<std::string>();
+               values[name] = valueFromPython(s, name, value);
+             }
+             runtime::ValueRecorder recorder(std::unordered_set<std::string>(keys.begin(), keys.end()));
+             std::vector<runtime::Value> outs;
+             {
+               py::gil_scoped_release release;
+               outs = s.runValues(values, {});
+             }
+             py::list result;
+             for (const runtime::Value& v : outs) result.append(valueToPython(v));
+             py::dict recorded;
+             for (const auto& [key, t] : recorder.recorded()) recorded[py::str(key)] = t;
+             return py::make_tuple(result, recorded);
+           });
+
+  // verify --bisect: runs `export_call` (an export on this thread) capturing which ONNX value holds each
+  // TorchScript value, then runs the graph as it was before lowering in the TorchScript interpreter.
+  // Returns ([{torch, onnx, kind, location, scope}, ...] in conversion order, {torch value: tensor}).
+  m.def("export_with_value_map", [](const py::function& exportCall) {
+    ValueMapCapture capture;
+    exportCall();
+    if (!capture.hasGraph()) throw ExportError("the export recorded no graph to compare with");
+    py::list entries;
+    for (const ValueMapEntry& e : capture.entries()) {
+      py::dict d;
+      d["torch"] = e.torchValue;
+      d["onnx"] = e.onnxValue;
+      d["kind"] = e.kind;
+      d["location"] = e.location;
+      d["scope"] = e.scope;
+      entries.append(d);
+    }
+    std::map<std::string, at::Tensor> values;
+    {
+      py::gil_scoped_release release;  // PythonOps in the graph take the GIL back
+      values = capture.runTorchScript();
+    }
+    py::dict torchValues;
+    for (const auto& [name, t] : values) torchValues[py::str(name)] = t;
+    return py::make_tuple(entries, torchValues);
+  });
 
   m.def("set_log_level", [](const std::string& level) { setLogLevel(spdlog::level::from_str(level)); });
 }

@@ -15,6 +15,7 @@
 #include "common/logging.h"
 #include "runtime/session.h"
 #include "runtime/tensor_proto.h"
+#include "runtime/value_recorder.h"
 
 namespace pt2onnx::runtime {
 namespace {
@@ -242,6 +243,8 @@ void runTensorStep(const Step& step, std::vector<Value>& values) {
   KernelContext ctx(step.name, step.opType, step.domain, step.opset, step.attributes, std::move(ins), step.outputs.size());
   std::vector<at::Tensor> outs = callKernel(ctx, [&] { return (*step.kernel)(ctx); });
   if (outs.size() > step.outputs.size()) ctx.fail("kernel returned " + std::to_string(outs.size()) + " outputs");
+  if (ValueRecorder* recorder = ValueRecorder::active())
+    for (size_t k = 0; k < outs.size(); ++k) recorder->offer(step.name, k, outs[k]);
   for (size_t k = 0; k < outs.size(); ++k)
     if (step.outputs[k] >= 0) values[step.outputs[k]].setTensor(std::move(outs[k]));
 }
@@ -259,6 +262,9 @@ void runValueStep(const Step& step, std::vector<Value>& values) {
                          step.outputs.size(), step.subgraphs, values);
   std::vector<Value> outs = callKernel(ctx, [&] { return (*step.valueKernel)(ctx); });
   if (outs.size() > step.outputs.size()) ctx.fail("kernel returned " + std::to_string(outs.size()) + " outputs");
+  if (ValueRecorder* recorder = ValueRecorder::active())
+    for (size_t k = 0; k < outs.size(); ++k)
+      if (outs[k].kind() == Value::Kind::Tensor) recorder->offer(step.name, k, outs[k].tensor());
   for (size_t k = 0; k < outs.size(); ++k)
     if (step.outputs[k] >= 0) values[step.outputs[k]] = std::move(outs[k]);
 }

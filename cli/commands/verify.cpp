@@ -28,6 +28,8 @@ struct VerifyOptions {
   std::vector<std::string> tolerances;  // OUTPUT=ATOL,RTOL
   uint64_t seed = 0;
   std::string junit;
+  bool bisect = false;
+  bool noBisect = false;
 };
 
 
@@ -92,6 +94,7 @@ bool runVerify(const VerifyOptions& o) {
     kwargs["seed"] = o.seed;
     kwargs["runtime"] = o.runtime;
     kwargs["tolerances"] = tolerances;
+    kwargs["bisect"] = o.bisect ? py::object(py::bool_(true)) : o.noBisect ? py::object(py::bool_(false)) : py::object(py::none());
     py::tuple result = py::module_::import("pt2onnx.verify").attr("cli_verify")(**kwargs);
     std::cout << result[0].cast<std::string>();
     if (!o.junit.empty()) {
@@ -139,6 +142,12 @@ void addVerifyCommand(CLI::App& app, int& exitCode) {
   cmd->add_option("--autograd-functions", opts->autogradFunctions, "As for convert (--python models)")
       ->check(CLI::IsMember({"auto", "inline", "python_op"}))
       ->capture_default_str();
+  auto* bisect = cmd->add_flag(
+      "--bisect", opts->bisect,
+      "Compare every intermediate value (TorchScript interpreter against pt2onnx's runtime, If/Loop bodies "
+      "included) on the first failing input set, else the example, and name the first ONNX node that diverges, "
+      "with its TorchScript node, source line and module scope. Done by default when verify fails");
+  cmd->add_flag("--no-bisect", opts->noBisect, "Do not bisect a failing verification")->excludes(bisect);
   cmd->add_option("--junit", opts->junit,
                   "Also write the result as a JUnit XML report: one test case per input set, runtime and output "
                   "(failure: a mismatch; error: a runtime that could not run the model)");

@@ -10,6 +10,7 @@ import onnx
 import torch
 
 from . import _compat, _pt2onnx, arguments, exporter, onnxruntime_oracle
+from . import bisect as _bisect
 from .runtime import InferenceSession
 
 STANDARD_DOMAINS = ("", "ai.onnx")
@@ -196,14 +197,18 @@ def _input_names(model, args):
 
 
 def verify(model, args, onnx_path=None, opset=exporter._pt2onnx.DEFAULT_OPSET, rtol=1e-3, atol=1e-5,
-           autograd_functions="auto", more_args=(), random=0, seed=0, runtime="both", tolerances=None):
+           autograd_functions="auto", more_args=(), random=0, seed=0, runtime="both", tolerances=None,
+           bisect=None):
     """Exports `model` once with `args` (unless `onnx_path` is given), then checks it on `args`, on
     each argument tuple of `more_args` and on `random` new argument sets like `args` (floats, integer
     tensors, int/float/bool arguments varied; see _random_value): control flow that the example did
     not take is checked too. `runtime`: "builtin", "ort" or "both"; `tolerances`: {output name:
     (atol, rtol)} for outputs that need their own. Returns a report dict with one entry per input set
     under "input_sets" (the first also as "runtimes"); report["pass"] is False when any runtime's
-    output mismatches on any set."""
+    output mismatches on any set. bisect: True compares every intermediate value on the first failing
+    set (else the example) and names the first ONNX node that diverges (report["bisect"], see
+    pt2onnx.bisect); None (default) does so when verification fails and the model was exported here;
+    False never."""
     if runtime not in ("builtin", "ort", "both"):
         raise ValueError(f"runtime must be 'builtin', 'ort' or 'both', not {runtime!r}")
     args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
@@ -240,6 +245,14 @@ def verify(model, args, onnx_path=None, opset=exporter._pt2onnx.DEFAULT_OPSET, r
         if "onnxruntime_skipped" in first:
             report["onnxruntime_skipped"] = first["onnxruntime_skipped"]
         report["pass"] = all(r["pass"] for r in report["input_sets"])
+        if bisect or (bisect is None and not report["pass"] and given is None):
+            failing = next((k for k, r in enumerate(report["input_sets"]) if not r["pass"]), 0)
+            source, set_args, _ = sets[failing]
+            try:
+                report["bisect"] = _bisect.bisect(model, set_args, opset, rtol, atol, autograd_functions)
+            except Exception as e:  # the bisection is extra information: its failure is reported, not raised
+                report["bisect"] = {"error": str(e).splitlines()[0] if str(e) else type(e).__name__}
+            report["bisect"]["input_set"] = source
         compared = [o for r in report["input_sets"] for rt in r["runtimes"].values()
                     for o in rt.get("outputs", {}).values() if "min_atol" in o]
         report["min_atol"] = max((o["min_atol"] for o in compared), default=0.0)
@@ -277,6 +290,12 @@ def format_text(report):
         lines.append(f"  onnxruntime: skipped: {report['onnxruntime_skipped']}")
     lines.append(f"  smallest tolerances that pass: atol {report['min_atol']:.3g} (at rtol {report['rtol']}), "
                  f"or rtol {report['min_rtol']:.3g} (at atol {report['atol']})")
+    if "bisect" in report:
+        b = report["bisect"]
+        if "error" in b:
+            lines.append(f"bisect on [{b['input_set']}]: could not run: {b['error']}")
+        else:
+            lines.append(f"[{b['input_set']}] " + _bisect.format_text(b).rstrip("\n"))
     lines.append("PASS" if report["pass"] else "FAIL")
     return "\n".join(lines) + "\n"
 
@@ -314,7 +333,7 @@ def _spec_name(spec):
 
 
 def cli_verify(archive, python_spec, onnx_path, input_specs, input_files, opset, rtol, atol, output_format,
-               autograd_functions, input_sets=(), random=0, seed=0, runtime="both", tolerances=None):
+               autograd_functions, input_sets=(), random=0, seed=0, runtime="both", tolerances=None, bisect=None):
     """The CLI's verify: returns (text, passed)."""
     from . import cli_entry
     more = []
@@ -353,7 +372,7 @@ def cli_verify(archive, python_spec, onnx_path, input_specs, input_files, opset,
             more.append(tuple(parsed[k] if n in files else args[k] for k, n in enumerate(names)))
     report = verify(model, args, onnx_path=onnx_path, opset=opset, rtol=rtol, atol=atol,
                     autograd_functions=autograd_functions, more_args=more, random=random, seed=seed,
-                    runtime=runtime, tolerances=tolerances)
+                    runtime=runtime, tolerances=tolerances, bisect=bisect)
     report["model"] = python_spec or archive
     text = json.dumps(report, indent=2) + "\n" if output_format == "json" else format_text(report)
     return text, report["pass"], junit_cases(report, report["model"])
