@@ -219,8 +219,11 @@ void registerConcatSplitSymbolics(Registry& r) {
   r.onOp("aten::cat", kMinOpset, catSymbolic);
   r.onOp("aten::stack", kMinOpset, stackSymbolic);
   r.onOp("aten::chunk", kMinOpset, chunkSymbolic);
+  r.onOp("aten::unsafe_chunk", kMinOpset, chunkSymbolic);  // traced nn.LSTMCell / GRUCell: no aliasing in ONNX
   r.onOp("aten::split", kMinOpset, splitSymbolic);  // .Tensor (int), .sizes and the bare int[] form
+  r.onOp("aten::unsafe_split", kMinOpset, splitSymbolic);
   r.onOp("aten::split_with_sizes", kMinOpset, splitSymbolic);
+  r.onOp("aten::unsafe_split_with_sizes", kMinOpset, splitSymbolic);
   r.onOp("aten::unbind.int", kMinOpset, unbindSymbolic);
   r.onOp("aten::tensor_split", kMinOpset, tensorSplitSymbolic);
 }

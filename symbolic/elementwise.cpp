@@ -209,6 +209,32 @@ Outputs fmod(Context& ctx) {
   return {ctx.op("Mod", {operand(ctx, 0, t), operand(ctx, 1, t)}, {attr::i("fmod", 1)})};
 }
 
+// atan2(y, x): ONNX has no Atan2. Atan(y / x) is right for x > 0 (and x = 0: y / 0 is +-inf, Atan
+// +-pi/2); for x < 0 it is off by pi, added when y >= 0 and subtracted otherwise; atan2(0, 0) is 0.
+Outputs atan2(Context& ctx) {
+  requireTensorOverload(ctx);
+  DType t = resultDtype(ctx);
+  Value* y = operand(ctx, 0, t);
+  Value* x = operand(ctx, 1, t);
+  Value* zero = ctx.constScalar(0.0, t);
+  Value* pi = ctx.constScalar(M_PI, t);
+  Value* ratio = ctx.op("Atan", {ctx.op("Div", {y, x})});
+  Value* shift = ctx.op("Where", {ctx.op("Less", {y, zero}), ctx.op("Neg", {pi}), pi});
+  Value* angle = ctx.op("Where", {ctx.op("Less", {x, zero}), ctx.op("Add", {ratio, shift}), ratio});
+  Value* origin = ctx.op("And", {ctx.op("Equal", {x, zero}), ctx.op("Equal", {y, zero})});
+  return {ctx.op("Where", {origin, zero, angle})};
+}
+
+// angle of a real tensor: pi where it is negative, 0 elsewhere, NaN kept (a complex tensor's is
+// atan2(imag, real): lower_complex_to_real_view).
+Outputs angle(Context& ctx) {
+  DType t = resultDtype(ctx);
+  Value* x = operand(ctx, 0, t);
+  Value* zero = ctx.constScalar(0.0, t);
+  Value* angle = ctx.op("Where", {ctx.op("Less", {x, zero}), ctx.constScalar(M_PI, t), zero});
+  return {ctx.op("Where", {ctx.op("IsNaN", {x}), x, angle})};
+}
+
 // pow.Tensor_Tensor / Tensor_Scalar / Scalar: both sides in the promoted dtype.
 Outputs pow(Context& ctx) {
   requireTensorOverload(ctx);
@@ -451,6 +477,9 @@ void registerElementwiseSymbolics(Registry& r) {
   r.onOp("aten::floor_divide", kMinOpset, floorDivideOp);
   r.onOp("aten::remainder", kMinOpset, remainder);
   r.onOp("aten::fmod", kMinOpset, fmod);
+  r.onOp("aten::atan2", kMinOpset, atan2);
+  r.onOp("aten::arctan2", kMinOpset, atan2);
+  r.onOp("aten::angle", kMinOpset, angle);
   r.onOp("aten::pow", kMinOpset, pow);
   r.onOp("aten::maximum", kMinOpset, binary("Max"));
   r.onOp("aten::minimum", kMinOpset, binary("Min"));

@@ -75,6 +75,7 @@ void registerAllSymbolics(Registry& r) {
   registerActivationSymbolics(r);
   registerReductionSymbolics(r);
   registerLinearSymbolics(r);
+  registerEinsumDecomposedSymbolics(r);
   registerConvolutionSymbolics(r);
   registerPoolingSymbolics(r);
   registerNormalizationSymbolics(r);
@@ -85,6 +86,7 @@ void registerAllSymbolics(Registry& r) {
   registerCreationSymbolics(r);
   registerEmbeddingSymbolics(r);
   registerRecurrentSymbolics(r);
+  registerRecurrentCellSymbolics(r);
   registerSamplingSymbolics(r);
   registerSpectralSymbolics(r);
   registerDetectionSymbolics(r);

@@ -4,7 +4,8 @@
 //   stft(return_complex=True)  -> stft(return_complex=False)       (the view itself)
 //   view_as_real(c), view_as_complex(r) -> alias of the view;  complex(re, im) -> stack([re, im], -1)
 //   polar(m, a) -> stack([m cos a, m sin a], -1)
-//   real(c), imag(c) -> select(c, -1, 0 | 1);  abs(c) -> sqrt(sum(c^2, -1))
+//   real(c), imag(c) -> select(c, -1, 0 | 1);  abs(c) -> sqrt(sum(c^2, -1));  angle(c) -> atan2(imag, real)
+//   size(c[, dim]), dim(c), numel(c) -> of the view, without its last axis
 //   conj(c) -> c * [1, -1];  resolve_conj / resolve_neg -> c
 //   c1 + c2, c1 - c2 -> on the views;  c * x, c / x (x real: a tensor gets a trailing 1) -> on the view
 //   c1 * c2 -> stack([a c - b d, a d + b c], -1)
@@ -155,6 +156,28 @@ class ComplexLowering {
       n->destroy();
       return;
     }
+    if (kind == "aten::size" || kind == "aten::dim" || kind == "aten::numel") {  // of the complex tensor, not its view
+      Value* shape = nullptr;
+      if (kind == "aten::dim") {
+        shape = op(c10::aten::sub, {op(c10::aten::dim, {c}), 1});
+      } else if (kind == "aten::numel") {
+        shape = op(c10::aten::floordiv, {op(c10::aten::numel, {c}), 2});
+      } else if (n->inputs().size() == 1) {
+        shape = op(c10::aten::slice, {op(c10::aten::size, {c}), 0, -1, 1});
+      } else {  // size(c, dim): a negative dim counts from the view's second-to-last axis
+        Value* rank = op(c10::aten::sub, {op(c10::aten::dim, {c}), 1});
+        shape = op(c10::aten::size, {c, op(c10::aten::remainder, {n->input(1), rank})});
+      }
+      n->output()->replaceAllUsesWith(stamped(shape));
+      n->destroy();
+      return;
+    }
+    if (kind == "aten::angle") {
+      Value* angle = stamped(op(c10::aten::atan2, {part(c, 1), part(c, 0)}));
+      n->output()->replaceAllUsesWith(angle);
+      n->destroy();
+      return;
+    }
     if (kind == "aten::abs") {
       Value* squares = op(c10::aten::mul, {c, c});
       Value* sum = op(c10::aten::sum, {squares, std::vector<int64_t>{-1}});
@@ -200,8 +223,8 @@ class ComplexLowering {
   static ExportError unsupported(Node* n, const std::string& what) {
     return ExportError("cannot convert " + jit::describeNode(n) + ": " + (what.empty() ? "it takes a complex tensor" : what) +
                        ", and ONNX has no complex tensors. pt2onnx exports complex values as their real view through "
-                       "stft/istft, view_as_real/view_as_complex, complex, polar, real, imag, abs, conj, add, sub, "
-                       "mul and div");
+                       "stft/istft, view_as_real/view_as_complex, complex, polar, real, imag, abs, angle, conj, add, "
+                       "sub, mul, div and the shape queries size, dim and numel");
   }
 
   torch::jit::Graph& graph_;

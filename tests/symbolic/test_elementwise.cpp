@@ -565,4 +565,18 @@ TEST(ElementwiseSymbolics, MinOfTwoTensorsMatchesTorch) {
   expectConvertsLikeTorch(binaryGraph("aten::min"), {at::randn({3, 4}), at::randn({3, 4})}, 13);
 }
 
+TEST(ElementwiseSymbolics, Atan2InEveryQuadrantAndOnTheAxes) {
+  // y, x pairs: the four quadrants, both axes' signs, and the origin (atan2(0, 0) = 0).
+  at::Tensor y = at::tensor({1.0f, 1.0f, -1.0f, -1.0f, 0.0f, 0.0f, 2.0f, -2.0f, 0.0f, 0.3f});
+  at::Tensor x = at::tensor({1.0f, -1.0f, -1.0f, 1.0f, 1.0f, -1.0f, 0.0f, 0.0f, 0.0f, -5.0f});
+  expectConvertsLikeTorchAllOpsets(binaryGraph("aten::atan2"), {y, x});
+  expectConvertsLikeTorchAllOpsets(binaryGraph("aten::atan2"), {at::randn({3, 4}), at::randn({4})});  // broadcast
+}
+
+TEST(ElementwiseSymbolics, AngleOfRealTensors) {
+  at::Tensor x = at::tensor({-2.0f, -0.5f, 0.0f, 3.0f});  // NaN: tests/e2e/test_coverage_ops.py
+  expectConvertsLikeTorchAllOpsets(unaryGraph("aten::angle"), {x});
+  expectConvertsLikeTorchAllOpsets(unaryGraph("aten::angle"), {at::tensor({-3, 0, 4})});  // ints give floats
+}
+
 }  // namespace
