@@ -3,6 +3,7 @@
 #include <iterator>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/jit/runtime/operator.h>
@@ -277,9 +278,53 @@ std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std
   return types;
 }
 
-std::optional<std::string> pytorchRejection(const torch::jit::Node* n, const std::vector<Arg>& args,
+namespace {
+
+// What PyTorch's verdict on `n`'s arguments depends on: the op and, per argument, its kind, dtype and
+// sizes (a dynamic dim as the example's size, or '?'), a number's value (or '?' when computed at
+// run time) and a small constant's values. Nullopt for arguments that do not describe briefly (a
+// large constant): those are checked every time.
+bool describeArg(const Arg& a, const ExampleDimSizes& exampleSizes, std::string& key) {
+  key += std::to_string(static_cast<int>(a.kind)) + "(";
+  auto dims = [&](const std::vector<ir::Dim>& shape) {
+    for (const ir::Dim& d : shape) {
+      auto example = d.param.empty() ? exampleSizes.end() : exampleSizes.find(d.param);
+      key += d.isStatic() ? std::to_string(d.size) : example != exampleSizes.end() ? std::to_string(example->second) : "?";
+      key += ",";
+    }
+  };
+  switch (a.kind) {
+    case Arg::Kind::Tensor:
+      if (a.value) {
+        key += std::to_string(static_cast<int>(a.value->type.dtype)) + ":";
+        if (!a.value->type.hasRank()) return false;
+        dims(*a.value->type.shape);
+      } else if (a.constTensor) {
+        if (a.constTensor->numel() > 16 || !a.constTensor->data) return false;
+        key += "c" + std::to_string(static_cast<int>(a.constTensor->dtype)) + ":";
+        for (int64_t d : a.constTensor->dims) key += std::to_string(d) + ",";
+        for (int64_t k = 0; k < a.constTensor->numel(); ++k) key += std::to_string(a.constTensor->elementAsDouble(k)) + ";";
+      }
+      break;
+    case Arg::Kind::Int: key += a.value ? "?" : std::to_string(a.i); break;
+    case Arg::Kind::Double: key += a.value ? "?" : std::to_string(a.d); break;
+    case Arg::Kind::Bool: key += a.value ? "?" : std::to_string(a.b); break;
+    case Arg::Kind::String:
+    case Arg::Kind::Device: key += a.s; break;
+    case Arg::Kind::List:
+      if (a.isDynamicList()) key += "?";
+      for (const Arg& e : a.elems)
+        if (!describeArg(e, exampleSizes, key)) return false;
+      break;
+    case Arg::Kind::None: break;
+    case Arg::Kind::Other: return false;
+  }
+  key += ")";
+  return true;
+}
+
+std::optional<std::string> checkedRejection(const torch::jit::Node* n, const std::vector<Arg>& args,
                                             const ExampleDimSizes& exampleSizes) {
-  if (hasDataDependentOutputs(n) || representedDifferently(n, args)) return std::nullopt;
   bool sawUnknown = false;
   std::string error;
   runOnStandIns(n, args, StandIn::Meta, kProbes[0], &sawUnknown, true, &error, &exampleSizes);
@@ -290,6 +335,24 @@ std::optional<std::string> pytorchRejection(const torch::jit::Node* n, const std
   if (!runOnStandIns(n, args, StandIn::CpuOnes, kProbes[0], nullptr, true, nullptr, &exampleSizes).empty())
     return std::nullopt;  // zeros were the problem (a division by 0), not the shapes
   return cpuError.empty() ? error : cpuError;
+}
+
+}  // namespace
+
+std::optional<std::string> pytorchRejection(const torch::jit::Node* n, const std::vector<Arg>& args,
+                                            const ExampleDimSizes& exampleSizes) {
+  if (hasDataDependentOutputs(n) || representedDifferently(n, args)) return std::nullopt;
+  // Models repeat their layers: the verdict for arguments of the same shapes is asked once (per thread;
+  // a bounded cache, emptied when full).
+  thread_local std::unordered_map<std::string, std::optional<std::string>> verdicts;
+  const c10::FunctionSchema* schema = n->maybeSchema();
+  std::string key = schema ? c10::toString(*schema) : jit::qualifiedKind(n);
+  bool describable = true;
+  for (const Arg& a : args) describable = describable && describeArg(a, exampleSizes, key);
+  if (!describable) return checkedRejection(n, args, exampleSizes);
+  if (auto hit = verdicts.find(key); hit != verdicts.end()) return hit->second;
+  if (verdicts.size() > 100000) verdicts.clear();
+  return verdicts[key] = checkedRejection(n, args, exampleSizes);
 }
 
 std::optional<std::string> pytorchRejectionOfTensorArgs(const torch::jit::Node* n, const std::vector<Arg>& args,
