@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The opt-in slow tier (not part of scripts/test.sh / CI): large real models, e.g. every scripted
-# torchvision classifier of samples/scripted_zoo.py. Expects scripts/setup.sh to have run.
+# The opt-in slow tier (not part of scripts/test.sh / CI): large real models: the scripted torchvision
+# classifiers of samples/scripted_zoo.py, training graphs of zoo models, and the fleet mode on the
+# whole torchvision zoo's archives (about 16 GB of temporary files). Expects scripts/setup.sh to have run.
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$ROOT"
