@@ -225,6 +225,16 @@ runtime::Value valueFromPython(const runtime::Session& s, const std::string& nam
   return runtime::Value(obj.cast<at::Tensor>());
 }
 
+// A run's feeds, by input name.
+std::map<std::string, runtime::Value> feedsFromPython(const runtime::Session& s, const py::dict& feeds) {
+  std::map<std::string, runtime::Value> values;
+  for (const auto& [key, value] : feeds) {
+    std::string name = key.cast<std::string>();
+    values[name] = valueFromPython(s, name, value);
+  }
+  return values;
+}
+
 // As onnxruntime returns them: a tensor, a list of tensors, None or the optional's content.
 py::object valueToPython(const runtime::Value& v) {
   switch (v.kind()) {
@@ -380,11 +390,7 @@ PYBIND11_MODULE(_pt2onnx, m) {
                              })
       .def("run",
            [](const runtime::Session& s, const py::dict& feeds, const std::vector<std::string>& outputNames) {
-             std::map<std::string, runtime::Value> values;
-             for (const auto& [key, value] : feeds) {
-               std::string name = key.cast<std::string>();
-               values[name] = valueFromPython(s, name, value);
-             }
+             std::map<std::string, runtime::Value> values = feedsFromPython(s, feeds);
              std::vector<runtime::Value> outs;
              {
                py::gil_scoped_release release;  // kernels that need Python take the GIL back
@@ -398,11 +404,7 @@ PYBIND11_MODULE(_pt2onnx, m) {
       // verify --bisect: also the first value of each wanted node output ("NODE_NAME#K").
       .def("run_recording",
            [](const runtime::Session& s, const py::dict& feeds, const std::vector<std::string>& keys) {
-             std::map<std::string, runtime::Value> values;
-             for (const auto& [key, value] : feeds) {
-               std::string name = key.cast<std::string>();
-               values[name] = valueFromPython(s, name, value);
-             }
+             std::map<std::string, runtime::Value> values = feedsFromPython(s, feeds);
              runtime::ValueRecorder recorder(std::unordered_set<std::string>(keys.begin(), keys.end()));
              std::vector<runtime::Value> outs;
              {

@@ -8,12 +8,15 @@
 //   size(c[, dim]), dim(c), numel(c) -> of the view, without its last axis
 //   conj(c) -> c * [1, -1];  resolve_conj / resolve_neg -> c
 //   c1 + c2, c1 - c2 -> on the views;  c * x, c / x (x real: a tensor gets a trailing 1) -> on the view
-//   c1 * c2 -> stack([a c - b d, a d + b c], -1)
+//   c1 * c2 -> stack([a c - b d, a d + b c], -1);  x.to(complex dtype) -> stack([x, 0], -1)
 //   istft(c, ...) -> istft of the view (return_complex=False)
+//   fft_fft, fft_ifft, fft_rfft, fft_irfft -> products with cos/sin matrices built from arange at run
+//     time (any length; no DFT op needed), scaled as `norm` says
 // Any other use of a complex value (another op, a graph output, control flow) is an ExportError
 // naming the node. Complex values are found by where they come from (stft with
 // return_complex=True, view_as_complex, complex, polar, a complex graph input is an error) and
 // followed through the ops above, so scripted graphs without dtypes are handled too.
+#include <cmath>
 #include <set>
 
 #include <ATen/ATen.h>
@@ -113,7 +116,8 @@ class ComplexLowering {
   void lowerNode(Node* n) {
     bool reads = readsComplex(n);
     static const std::set<c10::Symbol> kSources = {c10::aten::stft, c10::aten::view_as_complex, c10::aten::complex,
-                                                   c10::aten::polar};
+                                                   c10::aten::polar, c10::aten::fft_fft, c10::aten::fft_rfft,
+                                                   c10::aten::fft_ifft, c10::aten::to};
     if (!reads && !kSources.count(n->kind())) return;  // most nodes: nothing complex in or out
     std::string kind = n->kind().toQualString();
     torch::jit::WithInsertPoint guard(n);
@@ -140,6 +144,17 @@ class ComplexLowering {
       Value* re = op(c10::aten::mul, {m, op(c10::aten::cos, {a})});
       Value* im = op(c10::aten::mul, {m, op(c10::aten::sin, {a})});
       return replaceWithView(n, stamped(stackParts(re, im)));
+    }
+    if (kind == "aten::fft_fft" || kind == "aten::fft_ifft" || kind == "aten::fft_rfft" || kind == "aten::fft_irfft")
+      return lowerFft(n, kind, stamped);
+    if (kind == "aten::to") {
+      auto target = toComplexDtype(n);
+      if (reads && (target || isComplexType(n->output()->type())))
+        return replaceWithView(n, n->input(0));  // complex to complex: the view as it is
+      if (!reads && target) {  // real to complex: a zero imaginary part
+        Value* x = op(c10::aten::to, {n->input(0), c10::toRealValueType(*target), false, false});
+        return replaceWithView(n, stamped(stackParts(x, op(c10::aten::zeros_like, {x}))));
+      }
     }
     if (!reads) return;
     Value* c = n->inputs().empty() ? nullptr : n->input(0);
@@ -220,11 +235,110 @@ class ComplexLowering {
     throw unsupported(n, "");
   }
 
+  // The complex dtype an aten::to asks for (a constant dtype argument), or nullopt.
+  static std::optional<c10::ScalarType> toComplexDtype(const Node* n) {
+    auto at = n->maybeSchema() ? n->schema().argumentIndexWithName("dtype") : std::nullopt;
+    if (!at) return std::nullopt;
+    auto dtype = torch::jit::toIValue(n->input(*at));
+    if (!dtype || !dtype->isInt()) return std::nullopt;
+    auto t = static_cast<c10::ScalarType>(dtype->toInt());
+    return c10::isComplexType(t) ? std::optional<c10::ScalarType>(t) : std::nullopt;
+  }
+
+  // cos and sin of 2 pi (k t mod n) / n for k in [0, rows) x t in [0, cols): the DFT's matrices, in
+  // `like`'s dtype (k t reduced mod n in int64 first, so large lengths keep their precision).
+  std::pair<Value*, Value*> dftMatrices(Value* rows, Value* cols, Value* n, Value* nFloat, Value* like) {
+    Value* k = op(c10::aten::unsqueeze, {op(c10::aten::arange, {rows}), 1});
+    Value* t = op(c10::aten::unsqueeze, {op(c10::aten::arange, {cols}), 0});
+    Value* kt = op(c10::aten::remainder, {op(c10::aten::mul, {k, t}), n});
+    Value* theta = op(c10::aten::mul, {op(c10::aten::type_as, {kt, like}),
+                                       op(c10::aten::div, {graph_.insertConstant(2 * M_PI), nFloat})});
+    return {op(c10::aten::cos, {theta}), op(c10::aten::sin, {theta})};
+  }
+
+  // fft(x, n, dim, norm) and its inverse and real forms: the transformed dim moved last (next to the
+  // view's (re, im) axis), padded or cut to n, multiplied by the DFT's matrices, moved back.
+  template <typename Stamp>
+  void lowerFft(Node* n, const std::string& kind, const Stamp& stamped) {
+    Value* x = n->input(0);
+    bool complexIn = complex_.count(x) > 0;
+    bool inverse = kind == "aten::fft_ifft" || kind == "aten::fft_irfft";
+    bool realOut = kind == "aten::fft_irfft";
+    if (kind == "aten::fft_rfft" && complexIn) throw unsupported(n, "rfft of a complex tensor");
+    if (kind == "aten::fft_irfft" && !complexIn) return;  // irfft of a real tensor: PyTorch's own (real) op
+    auto dim = torch::jit::toIValue(n->input(2));
+    auto norm = torch::jit::toIValue(n->input(3));
+    if (!dim || !dim->isInt()) throw unsupported(n, "an fft over a dim computed at run time");
+    if (!norm || !(norm->isNone() || norm->isString())) throw unsupported(n, "an fft norm computed at run time");
+    std::string normMode = norm->isString() ? norm->toStringRef() : "backward";
+    int64_t d = dim->toInt();
+    // The signal as (re, im) parts with the transformed dim last.
+    Value *re = nullptr, *im = nullptr;
+    if (complexIn) {
+      Value* moved = op(c10::aten::movedim, {x, d < 0 ? d - 1 : d, -2});
+      re = part(moved, 0);
+      im = part(moved, 1);
+    } else {
+      re = op(c10::aten::movedim, {x, d, -1});
+    }
+    Value* length = n->input(1);  // n, or None: the input's length (irfft: 2 (m - 1))
+    bool lengthGiven = !length->type()->cast<c10::NoneType>();
+    Value* bins = op(c10::aten::size, {re, -1});
+    Value* size = lengthGiven ? length
+                  : realOut   ? op(c10::aten::mul, {op(c10::aten::sub, {bins, 1}), 2})
+                              : bins;
+    if (lengthGiven && !realOut) {  // pad with zeros or cut to n
+      Value* pad = op(c10::aten::sub, {size, bins});
+      Value* pads = graph_.insertNode(graph_.createList(c10::IntType::get(), {graph_.insertConstant(0), pad}))->output();
+      re = op(c10::aten::constant_pad_nd, {re, pads, 0});
+      if (im) im = op(c10::aten::constant_pad_nd, {im, pads, 0});
+    }
+    Value* scale = nullptr;  // 1/n or 1/sqrt(n) where `norm` asks for one
+    Value* nFloat = op(c10::Symbol::fromQualString("aten::Float"), {size});
+    if (normMode == "ortho") scale = op(c10::aten::pow, {nFloat, -0.5});
+    else if (normMode == "backward" && inverse) scale = op(c10::aten::div, {graph_.insertConstant(1.0), nFloat});
+    else if (normMode == "forward" && !inverse) scale = op(c10::aten::div, {graph_.insertConstant(1.0), nFloat});
+    else if (normMode != "backward" && normMode != "forward") throw unsupported(n, "fft norm '" + normMode + "'");
+    Value* out = nullptr;
+    if (realOut) {  // irfft: x[t] = sum_k w_k (Re X_k cos - Im X_k sin), w = 1 at 0 and n/2, 2 elsewhere
+      Value* usedBins = op(c10::aten::add, {op(c10::aten::floordiv, {size, 2}), 1});
+      re = op(c10::aten::narrow, {re, -1, 0, usedBins});
+      im = op(c10::aten::narrow, {im, -1, 0, usedBins});
+      auto [cosine, sine] = dftMatrices(usedBins, size, size, nFloat, re);
+      Value* k = op(c10::aten::type_as, {op(c10::aten::arange, {usedBins}), re});
+      Value* edge = op(c10::aten::add, {op(c10::aten::type_as, {op(c10::aten::eq, {k, 0}), re}),
+                                        op(c10::aten::type_as, {op(c10::aten::eq, {op(c10::aten::mul, {k, 2}), nFloat}), re})});
+      Value* w = op(c10::aten::unsqueeze, {op(c10::aten::rsub, {edge, 2}), 1});
+      out = op(c10::aten::sub, {op(c10::aten::matmul, {re, op(c10::aten::mul, {cosine, w})}),
+                                op(c10::aten::matmul, {im, op(c10::aten::mul, {sine, w})})});
+      if (scale) out = op(c10::aten::mul, {out, scale});
+      out = stamped(op(c10::aten::movedim, {out, -1, d}));
+      n->output()->replaceAllUsesWith(out);
+      n->destroy();
+      return;
+    }
+    Value* outBins = kind == "aten::fft_rfft" ? op(c10::aten::add, {op(c10::aten::floordiv, {size, 2}), 1}) : size;
+    auto [cosine, sine] = dftMatrices(size, outBins, size, nFloat, re);  // [t, k]
+    double sign = inverse ? 1.0 : -1.0;  // e^{-i theta} forward, e^{+i theta} inverse
+    Value* outRe = op(c10::aten::matmul, {re, cosine});
+    Value* outIm = op(c10::aten::mul, {op(c10::aten::matmul, {re, sine}), sign});
+    if (im) {
+      outRe = op(c10::aten::sub, {outRe, op(c10::aten::mul, {op(c10::aten::matmul, {im, sine}), sign})});
+      outIm = op(c10::aten::add, {outIm, op(c10::aten::matmul, {im, cosine})});
+    }
+    if (scale) {
+      outRe = op(c10::aten::mul, {outRe, scale});
+      outIm = op(c10::aten::mul, {outIm, scale});
+    }
+    Value* view = op(c10::aten::movedim, {stackParts(outRe, outIm), -2, d < 0 ? d - 1 : d});
+    replaceWithView(n, stamped(view));
+  }
+
   static ExportError unsupported(Node* n, const std::string& what) {
     return ExportError("cannot convert " + jit::describeNode(n) + ": " + (what.empty() ? "it takes a complex tensor" : what) +
                        ", and ONNX has no complex tensors. pt2onnx exports complex values as their real view through "
                        "stft/istft, view_as_real/view_as_complex, complex, polar, real, imag, abs, angle, conj, add, "
-                       "sub, mul, div and the shape queries size, dim and numel");
+                       "sub, mul, div, fft/ifft/rfft/irfft and the shape queries size, dim and numel");
   }
 
   torch::jit::Graph& graph_;
