@@ -1,0 +1,95 @@
+"""torch.fft.fft / ifft / rfft / irfft (traced and scripted), lowered to products with cos/sin
+matrices built at run time: other lengths than the example's (a dynamic axis), each norm, n given
+(padding and cutting), another dim, complex input through view_as_complex or .to(complex64); ONNX
+Runtime and the builtin runtime against PyTorch."""
+import io
+import os
+import tempfile
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import pt2onnx
+from samples import ort
+
+
+class Spectra(torch.nn.Module):
+    def __init__(self, norm=None, n=None, dim=-1):
+        super().__init__()
+        self.norm, self.n, self.dim = norm, n, dim
+
+    def forward(self, x):
+        r = torch.fft.rfft(x, n=self.n, dim=self.dim, norm=self.norm)
+        f = torch.fft.fft(x, n=self.n, dim=self.dim, norm=self.norm)
+        back = torch.fft.ifft(f, dim=self.dim, norm=self.norm)
+        real = torch.fft.irfft(r, n=x.shape[self.dim] if self.n is None else self.n, dim=self.dim, norm=self.norm)
+        return torch.view_as_real(r), torch.view_as_real(f), torch.view_as_real(back), real, r.abs()
+
+
+class RealToComplex(torch.nn.Module):
+    def forward(self, x):
+        y = torch.fft.fft(x.to(torch.complex64))
+        return torch.view_as_real(y), torch.fft.ifft(y).real
+
+
+class ComplexInput(torch.nn.Module):
+    def forward(self, x):  # x: (..., 2), the real view of a complex signal
+        z = torch.view_as_complex(x)
+        return torch.view_as_real(torch.fft.fft(z)), torch.view_as_real(torch.fft.ifft(z, norm="ortho"))
+
+
+def run_both(model, onnx_bytes, inputs):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.onnx")
+        with open(path, "wb") as f:
+            f.write(onnx_bytes)
+        session = pt2onnx.InferenceSession(path)
+        for x in inputs:
+            with torch.no_grad():
+                expected = [t.numpy() for t in model(x)]
+            for runtime, got in (("ort", list(ort.run(path, {"x": x.numpy()}).values())),
+                                 ("builtin", session.run(None, {"x": x.numpy()}))):
+                assert len(got) == len(expected), runtime
+                for e, g in zip(expected, got):
+                    np.testing.assert_allclose(g, e, rtol=1e-4, atol=2e-4, err_msg=runtime)
+
+
+def export(model, x, dynamic, script, opset=17):
+    f = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pt2onnx.export(torch.jit.script(model) if script else model, (x,), f, opset_version=opset,
+                       input_names=["x"], dynamic_axes=dynamic)
+    return f.getvalue()
+
+
+@pytest.mark.parametrize("script", [False, True])
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+def test_fft_family_on_other_lengths(norm, script):
+    torch.manual_seed(0)
+    model = Spectra(norm)
+    onnx_bytes = export(model, torch.randn(2, 16), {"x": {0: "b", 1: "t"}}, script)
+    run_both(model, onnx_bytes, [torch.randn(3, 16), torch.randn(1, 9), torch.randn(2, 32)])
+
+
+@pytest.mark.parametrize("n", [12, 20])  # cut and padded
+def test_fft_with_n_and_another_dim(n):
+    torch.manual_seed(1)
+    model = Spectra("backward", n=n, dim=1)
+    onnx_bytes = export(model, torch.randn(2, 16, 3), {"x": {0: "b"}}, False)
+    run_both(model, onnx_bytes, [torch.randn(4, 16, 3)])
+
+
+def test_fft_of_a_complex_input():
+    torch.manual_seed(2)
+    onnx_bytes = export(ComplexInput(), torch.randn(3, 8, 2), {"x": {0: "b", 1: "t"}}, True)
+    run_both(ComplexInput(), onnx_bytes, [torch.randn(2, 10, 2), torch.randn(3, 8, 2)])
+
+
+@pytest.mark.parametrize("script", [False, True])
+def test_fft_of_a_real_tensor_made_complex(script):
+    torch.manual_seed(3)
+    onnx_bytes = export(RealToComplex(), torch.randn(2, 16), {"x": {0: "b", 1: "t"}}, script)
+    run_both(RealToComplex(), onnx_bytes, [torch.randn(3, 12), torch.randn(1, 5)])
