@@ -92,8 +92,12 @@ def _output_path(outdir, rel):
 
 
 def _digest(path, args, common):
+    """What an output was made from: the archive, its arguments, the fleet's flags, and the pt2onnx and
+    torch that converted it (an upgrade converts everything again)."""
+    import torch
+    from . import _pt2onnx
     st = os.stat(path)
-    key = json.dumps([os.path.abspath(path), st.st_size, args, common])
+    key = json.dumps([os.path.abspath(path), st.st_size, args, common, _pt2onnx.__version__, torch.__version__])
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
