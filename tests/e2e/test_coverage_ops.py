@@ -3,6 +3,8 @@ aten::unsafe_chunk) and scripted (aten::lstm_cell ...), shape queries on complex
 angle, and einsum below opset 12 — each exported with dynamic axes and run in ONNX Runtime and the
 builtin runtime against PyTorch on other batch sizes and values than the example's."""
 import io
+import os
+import tempfile
 import warnings
 
 import numpy as np
@@ -23,8 +25,6 @@ def export(model, args, names, opset=17, dynamic=None, script=False):
 
 
 def check(model, onnx_bytes, names, runs, atol=1e-5):
-    path = None
-    import tempfile, os
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "m.onnx")
         with open(path, "wb") as f:
