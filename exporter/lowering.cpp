@@ -138,7 +138,7 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
              if (options.training == TrainingMode::Eval) passes::dropEvalNoops(*g);
            }),
       pass("decompose_fused_attention", [](auto& g) { passes::decomposeFusedAttention(*g); }),
-      pass("lower_complex_to_real_view", [](auto& g) { passes::lowerComplexToRealView(*g); }),
+      pass("lower_complex_to_real_view", [&options](auto& g) { passes::lowerComplexToRealView(*g, options.opset); }),
       // Lists are values now: fold what is built statically, and what that makes constant.
       {"fold_values",
        nullptr,

@@ -14,7 +14,7 @@ void registerSequenceKernels(KernelRegistry& r);     // sequence.cpp: Sequence*,
 void registerControlFlowKernels(KernelRegistry& r);  // control_flow.cpp: If, Loop, SequenceMap (subgraphs)
 void registerRecurrentKernels(KernelRegistry& r);    // recurrent.cpp: RNN, GRU, LSTM
 void registerSamplingKernels(KernelRegistry& r);     // sampling.cpp: GridSample
-void registerSpectralKernels(KernelRegistry& r);     // spectral.cpp: STFT
+void registerSpectralKernels(KernelRegistry& r);     // spectral.cpp: STFT, DFT
 void registerDetectionKernels(KernelRegistry& r);    // detection.cpp: NonMaxSuppression, RoiAlign, MaxRoiPool
 void registerQuantizationKernels(KernelRegistry& r); // quantization.cpp: QuantizeLinear, DequantizeLinear
 void registerContribKernels(KernelRegistry& r);      // contrib.cpp: com.microsoft Gelu family, Inverse

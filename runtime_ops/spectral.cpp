@@ -1,5 +1,7 @@
 // ONNX STFT (opset 17) on ATen's stft: real signals (B, L, 1) or complex ones (B, L, 2), an optional
 // window, frame_length from the input or the window; output (B, frames, bins, 2).
+// ONNX DFT (opset 17) on ATen's FFTs: (B, ..., n, 1 | 2) along `axis`, zero-padded or cut to
+// dft_length; an inverse is scaled by 1/n, a one-sided output keeps bins 0..n/2.
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,8 +37,36 @@ std::vector<at::Tensor> stft(KernelContext& ctx) {
   return {at::view_as_real(spectrum).transpose(1, 2).contiguous()};
 }
 
+std::vector<at::Tensor> dft(KernelContext& ctx) {
+  const at::Tensor& input = ctx.input(0);
+  int64_t rank = input.dim();
+  if (rank < 2 || (input.size(-1) != 1 && input.size(-1) != 2))
+    ctx.fail("input must have shape (batch, ..., n, 1) or (batch, ..., n, 2)");
+  if (!at::isFloatingType(input.scalar_type())) ctx.fail("input must be a floating-point tensor");
+  int64_t axis = ctx.attrInt("axis", 1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank - 2) ctx.fail("axis " + std::to_string(ctx.attrInt("axis", 1)) + " is not a signal axis of a rank-" + std::to_string(rank) + " input");
+  bool inverse = ctx.attrInt("inverse", 0) != 0;
+  bool onesided = ctx.attrInt("onesided", 0) != 0;
+  bool complexSignal = input.size(-1) == 2;
+  if (onesided && (complexSignal || inverse)) ctx.fail("onesided output needs a real signal and the forward transform");
+  std::optional<int64_t> length;
+  if (ctx.hasInput(1)) {
+    length = ctx.input(1).item<int64_t>();
+    if (*length <= 0) ctx.fail("dft_length must be positive, got " + std::to_string(*length));
+  }
+  at::Tensor signal = complexSignal ? at::view_as_complex(input.contiguous()) : input.squeeze(-1);
+  at::Tensor spectrum = inverse    ? at::fft_ifft(signal, length, axis)
+                        : onesided ? at::fft_rfft(signal, length, axis)
+                                   : at::fft_fft(signal, length, axis);
+  return {at::view_as_real(spectrum).contiguous()};
+}
+
 }  // namespace
 
-void registerSpectralKernels(KernelRegistry& r) { r.add("", "STFT", 17, stft); }
+void registerSpectralKernels(KernelRegistry& r) {
+  r.add("", "STFT", 17, stft);
+  r.add("", "DFT", 17, dft);
+}
 
 }  // namespace pt2onnx::runtime

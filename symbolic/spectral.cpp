@@ -1,4 +1,4 @@
-// Spectral ops: stft (ONNX STFT, opset 17), istft (an inverse real DFT as two MatMuls with
+// Spectral ops: stft (ONNX STFT, opset 17), the 1-D FFTs (lowered to pt2onnx::dft: ONNX DFT, opset 17), istft (an inverse real DFT as two MatMuls with
 // constant bases, then overlap-add: every opset) and the hann/hamming/blackman windows (constants:
 // their length is known at export time).
 #include <cmath>
@@ -122,6 +122,29 @@ Outputs stft(Context& ctx) {
   if (rank == 1 && known.rank() == 3 && (*known.shape)[1].isStatic()) dims[2] = (*known.shape)[1];
   ctx.setType(out, ir::TensorType{dtype, dims});
   return {rank == 1 ? ctx.squeeze(out, {0}) : out};
+}
+
+// ---------------------------------------------------------------- dft
+
+// pt2onnx::dft(self, inverse, onesided, complex_input) (exporter/passes/dft_op.cpp): the DFT of the
+// last signal axis of a real signal (..., n) or a complex one's real view (..., n, 2), to a real
+// view. ONNX DFT wants (batch, ..., n, 1 | 2): a trailing 1 for real signals, a batch axis in front
+// (then dropped), so the transformed axis is never the batch axis.
+Outputs dft(Context& ctx) {
+  Value* x = ctx.tensor(0);
+  bool inverse = ctx.boolean(1), onesided = ctx.boolean(2), complexInput = ctx.boolean(3);
+  if (!ir::isFloating(ctx.dtypeOf(x))) ctx.fail("an FFT of a non-floating-point signal is not supported");
+  if (onesided && (inverse || complexInput)) ctx.fail("a one-sided DFT needs a real signal and the forward transform");
+  int64_t rank = ctx.requireRank(x, "the FFT signal");  // with the (re, im) axis of a complex one
+  Value* signal = ctx.unsqueeze(x, complexInput ? std::vector<int64_t>{0} : std::vector<int64_t>{0, rank + 1});
+  int64_t axis = complexInput ? rank - 1 : rank;  // the signal axis, counted with the batch axis
+  // In double: ONNX Runtime's DFT of a length that is not a power of 2 sums in the signal's dtype,
+  // 1e-3 off at 16000 samples in float32 (1e-6 in double, as PyTorch's float32 FFT).
+  ir::DType dtype = ctx.dtypeOf(x);
+  signal = ctx.cast(signal, ir::DType::Double);
+  Value* spectrum = ctx.op("DFT", {signal}, {attr::i("axis", axis), attr::i("inverse", inverse ? 1 : 0),
+                                             attr::i("onesided", onesided ? 1 : 0)});
+  return {ctx.squeeze(ctx.cast(spectrum, dtype), {0})};
 }
 
 // ---------------------------------------------------------------- istft
@@ -277,6 +300,7 @@ Outputs istft(Context& ctx) {
 
 void registerSpectralSymbolics(Registry& r) {
   r.onOp("aten::stft", 17, stft);  // and .center
+  r.onOp("pt2onnx::dft", 17, dft);
   r.onOp("aten::istft", kMinOpset, istft);
   r.onOp("aten::hann_window", kMinOpset, windowSymbolic(Window::Hann));
   r.onOp("aten::hamming_window", kMinOpset, windowSymbolic(Window::Hamming));

@@ -10,8 +10,10 @@
 //   c1 + c2, c1 - c2 -> on the views;  c * x, c / x (x real: a tensor gets a trailing 1) -> on the view
 //   c1 * c2 -> stack([a c - b d, a d + b c], -1);  x.to(complex dtype) -> stack([x, 0], -1)
 //   istft(c, ...) -> istft of the view (return_complex=False)
-//   fft_fft, fft_ifft, fft_rfft, fft_irfft -> products with cos/sin matrices built from arange at run
-//     time (any length; no DFT op needed), scaled as `norm` says
+//   fft_fft, fft_ifft, fft_rfft, fft_irfft -> from opset 17, pt2onnx::dft (ONNX DFT) of the view with
+//     the transformed dim last, padded or cut to n, scaled as `norm` says (irfft: the whole spectrum
+//     rebuilt from its conjugate symmetry, inverted, its real part); below 17, products with cos/sin
+//     matrices built from arange at run time (O(n^2) memory)
 // Any other use of a complex value (another op, a graph output, control flow) is an ExportError
 // naming the node. Complex values are found by where they come from (stft with
 // return_complex=True, view_as_complex, complex, polar, a complex graph input is an error) and
@@ -60,7 +62,7 @@ size_t returnComplexIndex(const Node* n) {
 
 class ComplexLowering {
  public:
-  explicit ComplexLowering(torch::jit::Graph& graph) : graph_(graph) {}
+  ComplexLowering(torch::jit::Graph& graph, int opset) : graph_(graph), opset_(opset) {}
 
   void run() {
     for (Value* in : graph_.inputs())
@@ -272,6 +274,9 @@ class ComplexLowering {
     if (!norm || !(norm->isNone() || norm->isString())) throw unsupported(n, "an fft norm computed at run time");
     std::string normMode = norm->isString() ? norm->toStringRef() : "backward";
     int64_t d = dim->toInt();
+    if (normMode != "backward" && normMode != "forward" && normMode != "ortho")
+      throw unsupported(n, "fft norm '" + normMode + "'");
+    if (opset_ >= 17) return lowerFftToDft(n, kind, stamped, d, normMode);
     // The signal as (re, im) parts with the transformed dim last.
     Value *re = nullptr, *im = nullptr;
     if (complexIn) {
@@ -334,6 +339,59 @@ class ComplexLowering {
     replaceWithView(n, stamped(view));
   }
 
+  // The same as one pt2onnx::dft (ONNX DFT) of the signal with the transformed dim moved last (the
+  // view's second-to-last axis), padded or cut to n; the result scaled from DFT's norm ("backward":
+  // an inverse divides by n) to `norm`, and moved back.
+  template <typename Stamp>
+  void lowerFftToDft(Node* n, const std::string& kind, const Stamp& stamped, int64_t d, const std::string& normMode) {
+    Value* x = n->input(0);
+    bool complexIn = complex_.count(x) > 0;
+    bool inverse = kind == "aten::fft_ifft" || kind == "aten::fft_irfft";
+    int64_t signalAxis = complexIn ? -2 : -1;  // of the transformed dim once moved
+    Value* signal = op(c10::aten::movedim, {x, complexIn && d < 0 ? d - 1 : d, signalAxis});
+    Value* bins = op(c10::aten::size, {signal, signalAxis});
+    Value* length = n->input(1);  // n, or None: the input's length (irfft: 2 (m - 1))
+    bool lengthGiven = !length->type()->cast<c10::NoneType>();
+    Value* size = lengthGiven                    ? length
+                  : kind == "aten::fft_irfft" ? op(c10::aten::mul, {op(c10::aten::sub, {bins, 1}), 2})
+                                              : bins;
+    // Zeros appended to (or, negative, the end cut from) the signal axis.
+    auto padSignalTo = [&](Value* v, Value* target) {
+      Value* pad = op(c10::aten::sub, {target, bins});
+      std::vector<Value*> pads{graph_.insertConstant(0), pad};
+      if (complexIn) pads = {graph_.insertConstant(0), graph_.insertConstant(0), graph_.insertConstant(0), pad};
+      Value* list = graph_.insertNode(graph_.createList(c10::IntType::get(), pads))->output();
+      return op(c10::aten::constant_pad_nd, {v, list, 0});
+    };
+    Value* out = nullptr;
+    if (kind == "aten::fft_irfft") {
+      // The whole spectrum of a real signal of `size` samples: its bins 0..size/2, then the conjugates
+      // of bins size - size/2 - 1 down to 1.
+      Value* half = op(c10::aten::floordiv, {size, 2});
+      Value* kept = padSignalTo(signal, op(c10::aten::add, {half, 1}));
+      Value* mirrored = op(c10::aten::flip, {op(c10::aten::narrow, {kept, -2, 1, op(c10::aten::sub, {op(c10::aten::sub, {size, half}), 1})}),
+                                             std::vector<int64_t>{-2}});
+      Value* conjugated = op(c10::aten::mul, {mirrored, graph_.insertConstant(at::tensor({1.0f, -1.0f}))});
+      Value* whole = op(c10::aten::cat, {graph_.insertNode(graph_.createList(c10::TensorType::get(), {kept, conjugated}))->output(), -2});
+      Value* spectrum = op(dftOp(), {whole, true, false, true});
+      out = op(c10::aten::select, {spectrum, -1, 0});
+    } else {
+      if (lengthGiven) signal = padSignalTo(signal, size);
+      out = op(dftOp(), {signal, inverse, kind == "aten::fft_rfft", complexIn});
+    }
+    // From DFT's scaling (1 forward, 1/n inverse) to norm's.
+    Value* nFloat = op(c10::Symbol::fromQualString("aten::Float"), {size});
+    if (normMode == "forward") out = op(c10::aten::mul, {out, inverse ? nFloat : op(c10::aten::div, {graph_.insertConstant(1.0), nFloat})});
+    if (normMode == "ortho") out = op(c10::aten::mul, {out, op(c10::aten::pow, {nFloat, inverse ? 0.5 : -0.5})});
+    if (kind == "aten::fft_irfft") {
+      out = stamped(op(c10::aten::movedim, {out, -1, d}));
+      n->output()->replaceAllUsesWith(out);
+      n->destroy();
+      return;
+    }
+    replaceWithView(n, stamped(op(c10::aten::movedim, {out, -2, d < 0 ? d - 1 : d})));
+  }
+
   static ExportError unsupported(Node* n, const std::string& what) {
     return ExportError("cannot convert " + jit::describeNode(n) + ": " + (what.empty() ? "it takes a complex tensor" : what) +
                        ", and ONNX has no complex tensors. pt2onnx exports complex values as their real view through "
@@ -342,11 +400,12 @@ class ComplexLowering {
   }
 
   torch::jit::Graph& graph_;
+  int opset_;
   std::set<const Value*> complex_;  // values that hold a complex tensor's real view
 };
 
 }  // namespace
 
-void lowerComplexToRealView(torch::jit::Graph& graph) { ComplexLowering(graph).run(); }
+void lowerComplexToRealView(torch::jit::Graph& graph, int opset) { ComplexLowering(graph, opset).run(); }
 
 }  // namespace pt2onnx::passes

@@ -154,10 +154,18 @@ void decomposeFusedAttention(torch::jit::Graph& graph);
 
 // Complex tensors become their real view, (..., 2), and the ops on them the real ops computing it:
 // stft(return_complex=True), view_as_real/view_as_complex, complex, polar, real, imag, abs, conj,
-// add, sub, mul and div, and istft of the view. Any other use of a complex value (another op, a
-// graph output or input, control flow) is an ExportError naming the node: ONNX has no complex
+// add, sub, mul and div, istft of the view, and the 1-D FFTs (from opset 17 as `pt2onnx::dft` nodes,
+// ONNX DFT; below it as products with DFT matrices). Any other use of a complex value (another op,
+// a graph output or input, control flow) is an ExportError naming the node: ONNX has no complex
 // tensors.
-void lowerComplexToRealView(torch::jit::Graph& graph);
+void lowerComplexToRealView(torch::jit::Graph& graph, int opset);
+
+// `pt2onnx::dft(Tensor self, bool inverse, bool onesided, bool complex_input) -> Tensor`: the DFT of
+// the last signal axis, ONNX DFT's semantics (an inverse is scaled by 1/n) in PyTorch's terms: `self`
+// is a real signal (..., n) or, with complex_input, a complex one's real view (..., n, 2); the result
+// is a real view (..., n or n/2 + 1 with onesided, 2). Registered (once per process) on first use, so
+// the interpreter, static typing and bisect run it like any op.
+c10::Symbol dftOp();
 
 // Removes nodes that do nothing in an eval-mode export: dropout with train=False.
 void dropEvalNoops(torch::jit::Graph& graph);

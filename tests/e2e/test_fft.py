@@ -1,13 +1,14 @@
-"""torch.fft.fft / ifft / rfft / irfft (traced and scripted), lowered to products with cos/sin
-matrices built at run time: other lengths than the example's (a dynamic axis), each norm, n given
-(padding and cutting), another dim, complex input through view_as_complex or .to(complex64); ONNX
-Runtime and the builtin runtime against PyTorch."""
+"""torch.fft.fft / ifft / rfft / irfft (traced and scripted): ONNX DFT from opset 17, products with
+cos/sin matrices built at run time below it; other lengths than the example's (a dynamic axis), each
+norm, n given (padding and cutting), another dim, complex input through view_as_complex or
+.to(complex64), a 16000-sample signal; ONNX Runtime and the builtin runtime against PyTorch."""
 import io
 import os
 import tempfile
 import warnings
 
 import numpy as np
+import onnx
 import pytest
 import torch
 
@@ -65,13 +66,37 @@ def export(model, x, dynamic, script, opset=17):
     return f.getvalue()
 
 
+def op_types(onnx_bytes):
+    return {n.op_type for n in onnx.load_from_string(onnx_bytes).graph.node}
+
+
+@pytest.mark.parametrize("opset", [17, 16])
 @pytest.mark.parametrize("script", [False, True])
 @pytest.mark.parametrize("norm", [None, "ortho", "forward"])
-def test_fft_family_on_other_lengths(norm, script):
+def test_fft_family_on_other_lengths(norm, script, opset):
     torch.manual_seed(0)
     model = Spectra(norm)
-    onnx_bytes = export(model, torch.randn(2, 16), {"x": {0: "b", 1: "t"}}, script)
-    run_both(model, onnx_bytes, [torch.randn(3, 16), torch.randn(1, 9), torch.randn(2, 32)])
+    onnx_bytes = export(model, torch.randn(2, 16), {"x": {0: "b", 1: "t"}}, script, opset)
+    if opset >= 17:
+        assert "DFT" in op_types(onnx_bytes) and "MatMul" not in op_types(onnx_bytes)
+    else:
+        assert "DFT" not in op_types(onnx_bytes) and "MatMul" in op_types(onnx_bytes)
+    run_both(model, onnx_bytes, [torch.randn(3, 16), torch.randn(1, 9), torch.randn(2, 32), torch.randn(1, 1)])
+
+
+class SpeechFeatures(torch.nn.Module):
+    """A power spectrum of a 1 s, 16 kHz signal and its inverse: a matrix form would hold 16000 x 16000."""
+
+    def forward(self, x):
+        spectrum = torch.fft.rfft(x, norm="ortho")
+        return spectrum.abs() ** 2, torch.fft.irfft(spectrum, n=x.shape[-1], norm="ortho")
+
+
+def test_fft_of_a_16000_sample_signal_is_one_dft():
+    torch.manual_seed(4)
+    onnx_bytes = export(SpeechFeatures(), torch.randn(1, 16000), {"x": {0: "b", 1: "t"}}, False)
+    assert "DFT" in op_types(onnx_bytes) and "MatMul" not in op_types(onnx_bytes)
+    run_both(SpeechFeatures(), onnx_bytes, [torch.randn(2, 16000), torch.randn(1, 8001)])
 
 
 @pytest.mark.parametrize("n", [12, 20])  # cut and padded

@@ -17,7 +17,8 @@ using testing::countNodes;
 using testing::expectPassPreservesResults;
 using testing::parseGraph;
 
-void run(torch::jit::Graph& g) { lowerComplexToRealView(g); }
+void run(torch::jit::Graph& g) { lowerComplexToRealView(g, 17); }
+void runBelowDft(torch::jit::Graph& g) { lowerComplexToRealView(g, 16); }
 
 // Every supported op on the spectrum of %x, each result made real again (view_as_real, abs, real,
 // imag) so that the graph before the pass returns the same as after it.
@@ -89,6 +90,54 @@ TEST(LowerComplexToRealView, IstftOfAComplexSpectrumReadsItsRealView) {
     }
   at::manual_seed(1);
   for (int64_t length : {60, 93}) pt2onnx::testing::expectConvertsLikeTorch(kInverseGraph, {at::randn({2, length})}, 17);
+}
+
+// The 1-D FFTs of a real %x (3, 10) and a complex view %y (4, 9, 2): each kind, each norm, n padded
+// and cut (odd and even), along the last dim and dim 0.
+const char* kFftGraph = R"IR(
+graph(%x : Tensor, %y : Tensor):
+  %none : NoneType = prim::Constant()
+  %last : int = prim::Constant[value=-1]()
+  %first : int = prim::Constant[value=0]()
+  %n12 : int = prim::Constant[value=12]()
+  %n7 : int = prim::Constant[value=7]()
+  %n2 : int = prim::Constant[value=2]()
+  %n5 : int = prim::Constant[value=5]()
+  %ortho : str = prim::Constant[value="ortho"]()
+  %forward : str = prim::Constant[value="forward"]()
+  %f : Tensor = aten::fft_fft(%x, %none, %last, %none)
+  %r : Tensor = aten::fft_rfft(%x, %n12, %first, %ortho)
+  %r2 : Tensor = aten::fft_rfft(%x, %n5, %last, %forward)
+  %c : Tensor = aten::view_as_complex(%y)
+  %i : Tensor = aten::fft_ifft(%c, %n7, %first, %forward)
+  %cf : Tensor = aten::fft_fft(%c, %n2, %last, %ortho)
+  %ir : Tensor = aten::fft_irfft(%c, %none, %last, %none)
+  %ir2 : Tensor = aten::fft_irfft(%c, %n7, %first, %ortho)
+  %ir3 : Tensor = aten::fft_irfft(%c, %n5, %last, %forward)
+  %fv : Tensor = aten::view_as_real(%f)
+  %rv : Tensor = aten::view_as_real(%r)
+  %r2v : Tensor = aten::view_as_real(%r2)
+  %iv : Tensor = aten::view_as_real(%i)
+  %cfv : Tensor = aten::view_as_real(%cf)
+  return (%fv, %rv, %r2v, %iv, %cfv, %ir, %ir2, %ir3)
+)IR";
+
+TEST(LowerComplexToRealView, FftsFromOpset17AreDftNodesComputingWhatTorchDoes) {
+  at::manual_seed(2);
+  std::vector<std::vector<c10::IValue>> inputs = {{at::randn({3, 10}), at::randn({4, 9, 2})},
+                                                  {at::randn({3, 10}) * 100, at::randn({4, 9, 2})}};
+  auto lowered = expectPassPreservesResults(kFftGraph, run, inputs, 1e-4);
+  EXPECT_EQ(countNodes(*lowered, "pt2onnx::dft"), 8);
+  EXPECT_EQ(countNodes(*lowered, "aten::matmul"), 0);
+  for (const char* fft : {"aten::fft_fft", "aten::fft_ifft", "aten::fft_rfft", "aten::fft_irfft"})
+    EXPECT_EQ(countNodes(*lowered, fft), 0) << fft;
+}
+
+TEST(LowerComplexToRealView, FftsBelowOpset17AreProductsWithDftMatrices) {
+  at::manual_seed(3);
+  auto lowered = expectPassPreservesResults(kFftGraph, runBelowDft, {{at::randn({3, 10}), at::randn({4, 9, 2})}}, 1e-4);
+  EXPECT_EQ(countNodes(*lowered, "pt2onnx::dft"), 0);
+  EXPECT_GT(countNodes(*lowered, "aten::matmul"), 0);
 }
 
 void expectError(const std::string& ir, const std::string& fragment) {
