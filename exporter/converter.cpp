@@ -524,7 +524,10 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
       throw ExportError("output '" + name + "'" + from + " has an element type unknown at export time: export with "
                         "type inference by running the model (--type-inference run / type_inference=\"run\")");
     }
+    std::string converterName = value->name;
     out.renameValue(value, name);
+    if (ValueMapCapture* capture = ValueMapCapture::active(); capture && value->name != converterName)
+      capture->renameOnnxValue(converterName, value->name);  // verify --bisect
     if (k < options.outputNames.size() && value->name != name)
       throw ExportError("output name '" + name + "' is already used by another value of the model");
     if (value->name != name)  // a default name (a dict key) that an input already has

@@ -91,6 +91,11 @@ void ValueMapCapture::recordValue(const torch::jit::Value* v, const std::string&
                       jit::moduleScope(v->node())});
 }
 
+void ValueMapCapture::renameOnnxValue(const std::string& from, const std::string& to) {
+  for (ValueMapEntry& e : entries_)
+    if (e.onnxValue == from) e.onnxValue = to;
+}
+
 std::map<std::string, at::Tensor> ValueMapCapture::runTorchScript() const {
   PT2ONNX_ASSERT(original_, "runTorchScript before an export recorded its graph");
   std::shared_ptr<torch::jit::Graph> graph = original_->copy();

@@ -22,7 +22,7 @@ struct ModelGraph;
 
 struct ValueMapEntry {
   std::string torchValue;  // debug name in the graph copy
-  std::string onnxValue;   // name in the ONNX graph (it may not survive the ONNX passes)
+  std::string onnxValue;   // name in the ONNX graph, a graph output's own (it may not survive the ONNX passes)
   std::string kind;        // the TorchScript node's kind, e.g. aten::_convolution
   std::string location;    // PyTorch source location, "" when unknown
   std::string scope;       // module scope, "" when unknown
@@ -42,6 +42,8 @@ class ValueMapCapture {
   void recordGraph(const ModelGraph& model);
   // Called by the converter for a node output it converted to the ONNX value `onnxName`.
   void recordValue(const torch::jit::Value* v, const std::string& onnxName);
+  // Called when the export renames an ONNX value the converter made (a graph output takes its name).
+  void renameOnnxValue(const std::string& from, const std::string& to);
 
   const std::vector<ValueMapEntry>& entries() const { return entries_; }
   bool hasGraph() const { return original_ != nullptr; }

@@ -1,8 +1,10 @@
 """`verify --bisect`: with a wrong conversion planted for the test (aten::sigmoid registered as Tanh,
 a converter changed for this test only), the bisection names the ONNX node of that sigmoid and its
-PyTorch source line, in a traced module, a scripted one, inside a scripted loop's body and from the
-CLI (a --python model that plants it); verify runs it by default when it fails; a correct export
-has no divergence; nodes after the planted one are listed with growing error."""
+PyTorch source line: in a traced module, a scripted one, at the node that makes a model output,
+inside a scripted loop's body, inside the If branch an input takes (and nowhere when the input takes
+the other branch) and from the CLI (a --python model that plants it); verify runs it by default when
+it fails; a correct export has no divergence; nodes after the planted one are listed with growing
+error."""
 import inspect
 import subprocess
 
@@ -75,6 +77,50 @@ def test_bisect_inside_a_loop_body(planted):
     assert f"test_bisect.py:{line_of(Looped, 'torch.sigmoid(x)')}" in first["location"]
     # the affine step before it, in the same body, matched
     assert report["compared"] >= 2
+
+
+class GatedLast(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 5)
+
+    def forward(self, x):
+        return torch.sigmoid(self.fc(x))  # the planted node makes the model's output
+
+
+def test_bisect_finds_the_node_that_makes_an_output(planted):
+    torch.manual_seed(3)
+    model = GatedLast().eval()
+    report = bisect.bisect(model, (torch.randn(2, 4),), opset=OPSET)
+    first = report["first_divergence"]
+    assert first is not None and first["torch_kind"] == "aten::sigmoid" and first["onnx_op"] == "Tanh"
+    assert report["compared"] == 2  # the Linear's value matched
+
+
+class Branchy(torch.nn.Module):
+    def forward(self, x):
+        y = x * 0.5 + 1.0
+        if bool(y.sum() > 0):
+            y = torch.sigmoid(y) * 2.0  # the planted node, in the then-branch
+        else:
+            y = y - 1.0
+        return y * 3.0
+
+
+@pytest.mark.parametrize("taken", [True, False])
+def test_bisect_inside_an_if_branch(planted, taken):
+    torch.manual_seed(2)
+    model = torch.jit.script(Branchy())
+    x = torch.rand(3, 4) if taken else -10.0 - torch.rand(3, 4)
+    report = bisect.bisect(model, (x,), opset=OPSET)
+    first = report["first_divergence"]
+    if taken:
+        assert first["torch_kind"] == "aten::sigmoid" and first["onnx_op"] == "Tanh"
+        assert f"test_bisect.py:{line_of(Branchy, 'torch.sigmoid(y)')}" in first["location"]
+        assert report["compared"] >= 2 and report["after"]  # the affine step before matched; the product after did not
+    else:  # the planted sigmoid never ran: the else branch and the product after it match
+        assert first is None and report["compared"] >= 3
+        assert verify.verify(model, (x,), opset=OPSET)["pass"]
 
 
 def test_no_divergence_without_a_planted_node():
