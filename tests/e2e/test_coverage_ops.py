@@ -3,16 +3,13 @@ aten::unsafe_chunk) and scripted (aten::lstm_cell ...), shape queries on complex
 angle, and einsum below opset 12 — each exported with dynamic axes and run in ONNX Runtime and the
 builtin runtime against PyTorch on other batch sizes and values than the example's."""
 import io
-import os
-import tempfile
 import warnings
 
-import numpy as np
 import pytest
 import torch
 
 import pt2onnx
-from samples import ort
+from tests.e2e.roundtrip_checks import check_runs
 
 
 def export(model, args, names, opset=17, dynamic=None, script=False):
@@ -22,24 +19,6 @@ def export(model, args, names, opset=17, dynamic=None, script=False):
         pt2onnx.export(torch.jit.script(model) if script else model, args, f, opset_version=opset, input_names=names,
                        dynamic_axes=dynamic or {})
     return f.getvalue()
-
-
-def check(model, onnx_bytes, names, runs, atol=1e-5):
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "m.onnx")
-        with open(path, "wb") as f:
-            f.write(onnx_bytes)
-        session = pt2onnx.InferenceSession(path)
-        for args in runs:
-            with torch.no_grad():
-                expected = model(*args)
-            expected = [expected] if isinstance(expected, torch.Tensor) else [t for e in expected for t in
-                                                                              (e if isinstance(e, tuple) else (e,))]
-            feeds = {n: a.numpy() for n, a in zip(names, args)}
-            for runtime, got in (("ort", list(ort.run(path, feeds).values())), ("builtin", session.run(None, feeds))):
-                assert len(got) == len(expected), runtime
-                for e, g in zip(expected, got):
-                    np.testing.assert_allclose(g, e.numpy(), rtol=1e-4, atol=atol, err_msg=runtime)
 
 
 class Cells(torch.nn.Module):
@@ -62,7 +41,7 @@ def test_recurrent_cells_on_other_batch_sizes(script):
     batch = {n: {0: "batch"} for n in names}
     onnx_bytes = export(model, (torch.randn(3, 5), torch.randn(3, 6), torch.randn(3, 6)), names, dynamic=batch,
                         script=script)
-    check(model, onnx_bytes, names, [(torch.randn(b, 5), torch.randn(b, 6), torch.randn(b, 6)) for b in (1, 4)])
+    check_runs(model, onnx_bytes, names, [(torch.randn(b, 5), torch.randn(b, 6), torch.randn(b, 6)) for b in (1, 4)])
 
 
 class Angles(torch.nn.Module):
@@ -77,7 +56,7 @@ def test_atan2_and_angle_including_axes_and_nan(script):
                         script=script)
     y = torch.tensor([1.0, 1.0, -1.0, -1.0, 0.0, 0.0, 2.0, -2.0, 0.0, float("nan")])
     x = torch.tensor([1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 0.0, 0.0, 0.0, -1.0])
-    check(Angles(), onnx_bytes, names, [(y, x), (torch.randn(3), torch.randn(3))])
+    check_runs(Angles(), onnx_bytes, names, [(y, x), (torch.randn(3), torch.randn(3))])
 
 
 class ComplexShapes(torch.nn.Module):
@@ -91,7 +70,7 @@ class ComplexShapes(torch.nn.Module):
 def test_shape_queries_on_complex_tensors(script):
     onnx_bytes = export(ComplexShapes(), (torch.randn(3, 4, 2),), ["x"], dynamic={"x": {0: "a", 1: "b"}},
                         script=script)
-    check(ComplexShapes(), onnx_bytes, ["x"], [(torch.randn(2, 5, 2),), (torch.randn(1, 1, 2),)])
+    check_runs(ComplexShapes(), onnx_bytes, ["x"], [(torch.randn(2, 5, 2),), (torch.randn(1, 1, 2),)])
 
 
 class Einsums(torch.nn.Module):
@@ -108,5 +87,4 @@ def test_einsum_below_opset_12(opset, script):
                         dynamic={n: {0: "batch"} for n in names}, script=script)
     import onnx
     assert "Einsum" not in {n.op_type for n in onnx.load_from_string(onnx_bytes).graph.node}
-    check(Einsums(), onnx_bytes, names, [(torch.randn(b, 3, 4), torch.randn(b, 4, 5), torch.randn(b, 4)) for b in (1, 3)],
-          atol=1e-4)
+    check_runs(Einsums(), onnx_bytes, names, [(torch.randn(b, 3, 4), torch.randn(b, 4, 5), torch.randn(b, 4)) for b in (1, 3)])

@@ -3,17 +3,14 @@ cos/sin matrices built at run time below it; other lengths than the example's (a
 norm, n given (padding and cutting), another dim, complex input through view_as_complex or
 .to(complex64), a 16000-sample signal; ONNX Runtime and the builtin runtime against PyTorch."""
 import io
-import os
-import tempfile
 import warnings
 
-import numpy as np
 import onnx
 import pytest
 import torch
 
 import pt2onnx
-from samples import ort
+from tests.e2e.roundtrip_checks import check_runs
 
 
 class Spectra(torch.nn.Module):
@@ -41,22 +38,6 @@ class ComplexInput(torch.nn.Module):
         return torch.view_as_real(torch.fft.fft(z)), torch.view_as_real(torch.fft.ifft(z, norm="ortho"))
 
 
-def run_both(model, onnx_bytes, inputs):
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "m.onnx")
-        with open(path, "wb") as f:
-            f.write(onnx_bytes)
-        session = pt2onnx.InferenceSession(path)
-        for x in inputs:
-            with torch.no_grad():
-                expected = [t.numpy() for t in model(x)]
-            for runtime, got in (("ort", list(ort.run(path, {"x": x.numpy()}).values())),
-                                 ("builtin", session.run(None, {"x": x.numpy()}))):
-                assert len(got) == len(expected), runtime
-                for e, g in zip(expected, got):
-                    np.testing.assert_allclose(g, e, rtol=1e-4, atol=2e-4, err_msg=runtime)
-
-
 def export(model, x, dynamic, script, opset=17):
     f = io.BytesIO()
     with warnings.catch_warnings():
@@ -81,7 +62,7 @@ def test_fft_family_on_other_lengths(norm, script, opset):
         assert "DFT" in op_types(onnx_bytes) and "MatMul" not in op_types(onnx_bytes)
     else:
         assert "DFT" not in op_types(onnx_bytes) and "MatMul" in op_types(onnx_bytes)
-    run_both(model, onnx_bytes, [torch.randn(3, 16), torch.randn(1, 9), torch.randn(2, 32), torch.randn(1, 1)])
+    check_runs(model, onnx_bytes, ["x"], [(torch.randn(*shape),) for shape in ((3, 16), (1, 9), (2, 32), (1, 1))])
 
 
 class SpeechFeatures(torch.nn.Module):
@@ -96,7 +77,7 @@ def test_fft_of_a_16000_sample_signal_is_one_dft():
     torch.manual_seed(4)
     onnx_bytes = export(SpeechFeatures(), torch.randn(1, 16000), {"x": {0: "b", 1: "t"}}, False)
     assert "DFT" in op_types(onnx_bytes) and "MatMul" not in op_types(onnx_bytes)
-    run_both(SpeechFeatures(), onnx_bytes, [torch.randn(2, 16000), torch.randn(1, 8001)])
+    check_runs(SpeechFeatures(), onnx_bytes, ["x"], [(torch.randn(2, 16000),), (torch.randn(1, 8001),)])
 
 
 @pytest.mark.parametrize("n", [12, 20])  # cut and padded
@@ -104,17 +85,17 @@ def test_fft_with_n_and_another_dim(n):
     torch.manual_seed(1)
     model = Spectra("backward", n=n, dim=1)
     onnx_bytes = export(model, torch.randn(2, 16, 3), {"x": {0: "b"}}, False)
-    run_both(model, onnx_bytes, [torch.randn(4, 16, 3)])
+    check_runs(model, onnx_bytes, ["x"], [(torch.randn(4, 16, 3),)])
 
 
 def test_fft_of_a_complex_input():
     torch.manual_seed(2)
     onnx_bytes = export(ComplexInput(), torch.randn(3, 8, 2), {"x": {0: "b", 1: "t"}}, True)
-    run_both(ComplexInput(), onnx_bytes, [torch.randn(2, 10, 2), torch.randn(3, 8, 2)])
+    check_runs(ComplexInput(), onnx_bytes, ["x"], [(torch.randn(2, 10, 2),), (torch.randn(3, 8, 2),)])
 
 
 @pytest.mark.parametrize("script", [False, True])
 def test_fft_of_a_real_tensor_made_complex(script):
     torch.manual_seed(3)
     onnx_bytes = export(RealToComplex(), torch.randn(2, 16), {"x": {0: "b", 1: "t"}}, script)
-    run_both(RealToComplex(), onnx_bytes, [torch.randn(3, 12), torch.randn(1, 5)])
+    check_runs(RealToComplex(), onnx_bytes, ["x"], [(torch.randn(3, 12),), (torch.randn(1, 5),)])
