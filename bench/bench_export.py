@@ -604,14 +604,12 @@ def parent_main(argv):
     results = {}
     for i, (tool, m) in enumerate(runs, 1):
         timeout = a.timeout_torch_onnx if tool != "pt2onnx" else PT2ONNX_TIMEOUT
-        hint = (" (torch.onnx's TorchScript path on mlp2000 is quadratic: it took ~6-10 min on torch 1.13)"
-                if (tool, m) == ("torchscript", "mlp2000") else "")
         attempts = []
         for k in range(a.repeat):
             rep = f" run {k + 1}/{a.repeat}" if a.repeat > 1 else ""
             print(f"[{i}/{len(runs)}] {datetime.datetime.now().strftime('%H:%M:%S')} {TOOLS[tool]} on {m}{rep}: "
                   f"running in a fresh process (export timeout {timeout:.0f} s, loadavg {os.getloadavg()[0]:.2f})"
-                  f"{hint} ...", flush=True)
+                  " ...", flush=True)
             r = run_one(tool, m, timeout, a.keep_logs)
             attempts.append(r)
             if r.get("timed_out"):

@@ -1,32 +1,45 @@
-"""pt2onnx's builtin runtime against ONNX Runtime: model latency, and PythonOp call overhead.
+"""pt2onnx's builtin runtime against ONNX Runtime: model latency at 1 and 2 threads, and PythonOp call overhead.
 
-Part 1 (latency): exports resnet50 (1x3x224x224) and the 12-layer d768 transformer encoder
-(1x128x768) from samples/models.py with pt2onnx (opset 17), then times the same input on
-pt2onnx.InferenceSession(path, threads=1) and on ONNX Runtime (the onnxruntime Python package,
-onnxruntime.InferenceSession in this process, intra_op_num_threads = inter_op_num_threads = 1,
-sequential execution, graph_optimization_level ORT_ENABLE_ALL), both single-threaded, interleaved
-in blocks. Prints median / p90 ms, the ratio builtin/ORT against the target "within
-1.5x of ONNX Runtime's latency", and both runtimes' max |a-b|/(1+|a|) against PyTorch. When the
-target is missed, a per-op breakdown (ATen ops inside the builtin runtime, ORT's profiler per op
-type) is printed.
+Part 1 (latency): exports mobilenet_v3_large, efficientnet_b0, resnet50 (1x3x224x224), the 12-layer
+d768 transformer encoder (1x128x768) and a scripted model with a Loop (64 recurrent steps of small
+Linears) from samples/models.py with pt2onnx (opset 17), then, for each thread count of --threads
+(1 and 2 by default), times the same input on pt2onnx.InferenceSession(path, threads=N) and on ONNX
+Runtime (the onnxruntime Python package, onnxruntime.InferenceSession in this process,
+intra_op_num_threads = N, inter_op_num_threads = 1, sequential execution, graph_optimization_level
+ORT_ENABLE_ALL), interleaved in blocks. Prints median / p90 ms, the ratio builtin/ORT against the
+target "within 1.10x of ONNX Runtime's latency", and both runtimes' max |a-b|/(1+|a|) against
+PyTorch. When the target is missed, a per-op breakdown (ATen ops inside the builtin runtime, ORT's
+profiler per op type) is printed.
 
 Part 2 (PythonOp overhead): a model with one com.microsoft::PythonOp calling a trivial
 autograd.Function (x + 1 on a 4x4 tensor), and a chain of 100 of them, run through
-InferenceSession versus calling Function.apply directly; target "< 20 us per call".
+InferenceSession versus calling Function.apply directly (1 thread); target "< 20 us per call".
 
 A benchmark: no assertions; missed targets are printed as MISSED.
 
-    .venv/bin/python bench/bench_runtime.py [--iterations 30] [--models resnet50 transformer12]
+    .venv/bin/python bench/bench_runtime.py [--iterations 30] [--threads 1 2] [--models resnet50 ...]
                                             [--skip-python-op] [--output-json PATH]
 """
 import os
 
-# One thread everywhere, set before torch loads: the torch wheel's ATen runs on OpenMP, its matmuls
-# on the MKL it bundles and its 4-D convolutions on its oneDNN; torch.set_num_threads(1) below covers
-# them too, the variables make sure no pool starts wider first. ONNX Runtime has its own pool, sized
-# by intra_op_num_threads.
+import sys  # noqa: E402
+
+# Thread pools no wider than the most threads measured, set before torch loads: the torch wheel's
+# ATen runs on OpenMP, its matmuls on the MKL it bundles and its 4-D convolutions on its oneDNN;
+# torch.set_num_threads(N) before each measurement sets them exactly, the variables make sure no pool
+# starts wider first. ONNX Runtime has its own pool, sized by intra_op_num_threads.
+def _most_threads(argv):
+    counts, reading = [], False
+    for arg in argv:
+        if arg.startswith("--"):
+            reading = arg == "--threads"
+        elif reading and arg.isdigit():
+            counts.append(int(arg))
+    return max(counts, default=2)
+
+
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+    os.environ.setdefault(_var, str(_most_threads(sys.argv[1:])))
 
 import argparse  # noqa: E402
 import datetime  # noqa: E402
@@ -34,7 +47,6 @@ import gc  # noqa: E402
 import json  # noqa: E402
 import pathlib  # noqa: E402
 import platform  # noqa: E402
-import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
@@ -48,13 +60,16 @@ sys.path.insert(0, str(ROOT))  # samples/; pt2onnx is the package installed in t
 import pt2onnx  # noqa: E402
 from samples import models  # noqa: E402
 
-LATENCY_TARGET = 1.5      # builtin median <= 1.5 x ORT median
+LATENCY_TARGET = 1.10     # builtin median <= 1.10 x ORT median
 PYOP_TARGET_US = 20.0     # per-call overhead < 20 us
 CHAIN = 100
 
 MODELS = {
+    "mobilenet_v3_large": models.mobilenet_v3_large,
+    "efficientnet_b0": models.efficientnet_b0,
     "resnet50": models.resnet50,
     "transformer12": models.transformer_encoder_12x768,
+    "scripted_loop": models.scripted_loop,
 }
 
 
@@ -105,9 +120,9 @@ def ort_session(model_path, threads=1, profile_prefix=None):
     return onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
 
 
-def ort_profile(model_path, feeds, tmp, runs):
+def ort_profile(model_path, feeds, tmp, runs, threads):
     """ORT's own profiler: ms per run by op type (its kernel times), from a separate session."""
-    sess = ort_session(model_path, 1, pathlib.Path(tmp) / "ort_profile")
+    sess = ort_session(model_path, threads, pathlib.Path(tmp) / "ort_profile")
     for _ in range(2 + runs):  # 2 warm-up runs, then the profiled ones: all are in the trace
         sess.run(None, feeds)
     trace = sess.end_profiling()
@@ -164,6 +179,7 @@ def blocks_of(total, rounds):
 
 
 def latency(name, a, tmp):
+    """One result per thread count of --threads."""
     progress(f"part 1 / {name}: building the model and the PyTorch reference")
     model, args = MODELS[name]()
     x = args[0]
@@ -176,18 +192,32 @@ def latency(name, a, tmp):
     t0 = time.perf_counter()
     pt2onnx.export(model, args, str(path), opset_version=17, input_names=["x"], output_names=["y"])
     export_s = time.perf_counter() - t0
+    results = []
+    for threads in a.threads:
+        try:
+            results.append(latency_at(name, model, x, x_np, reference, path, export_s, threads, a, tmp))
+        except Exception as e:  # a benchmark reports failures and goes on
+            msg = f"{type(e).__name__}: {e}"
+            progress(f"part 1 / {name} at {threads} threads: FAILED: {msg}")
+            results.append({"model": name, "threads": threads, "error": msg})
+    model = None
+    gc.collect()
+    path.unlink(missing_ok=True)
+    return results
 
-    progress(f"part 1 / {name}: creating the ONNX Runtime session (1 thread) and the builtin runtime's (threads=1)")
-    torch.set_num_threads(1)
+
+def latency_at(name, model, x, x_np, reference, path, export_s, threads, a, tmp):
+    progress(f"part 1 / {name}: creating the ONNX Runtime session and the builtin runtime's ({threads} threads)")
+    torch.set_num_threads(threads)
     feeds = {"x": x_np}
     t0 = time.perf_counter()
-    ort = ort_session(path, threads=1)
+    ort = ort_session(path, threads=threads)
     ort_session_s = time.perf_counter() - t0
     for _ in range(a.warmup):
         ort_out = ort.run(["y"], feeds)
     ort_out = ort.run(["y"], feeds)
     t0 = time.perf_counter()
-    sess = pt2onnx.InferenceSession(str(path), threads=1)
+    sess = pt2onnx.InferenceSession(str(path), threads=threads)
     builtin_session_s = time.perf_counter() - t0
     for _ in range(a.warmup):
         builtin_out = sess.run(None, feeds)
@@ -200,8 +230,8 @@ def latency(name, a, tmp):
         for _ in range(a.warmup):
             eager()
 
-    progress(f"part 1 / {name}: {a.iterations} timed runs each, in {a.rounds} interleaved blocks "
-             f"(load average {load_average():.2f})")
+    progress(f"part 1 / {name}: {a.iterations} timed runs each at {threads} threads, in {a.rounds} interleaved "
+             f"blocks (load average {load_average():.2f})")
     res = {"builtin": [], "ort": [], "eager": [], "builtin_cpu": [], "ort_cpu": [], "eager_cpu": []}
     gc.collect()
     gc.disable()
@@ -222,7 +252,7 @@ def latency(name, a, tmp):
 
     ort_y = ort_out[0]
     r = {
-        "model": name, "input_shape": list(x.shape), "export_s": export_s,
+        "model": name, "threads": threads, "input_shape": list(x.shape), "export_s": export_s,
         "builtin_session_s": builtin_session_s, "ort_session_s": ort_session_s,
         "builtin": stats(res["builtin"]), "ort": stats(res["ort"]),
         "eager": stats(res["eager"]) if res["eager"] else None,
@@ -238,20 +268,17 @@ def latency(name, a, tmp):
     r["ratio_p90"] = r["builtin"]["p90"] / r["ort"]["p90"]
     r["ratio_cpu_median"] = r["builtin_cpu"]["median"] / r["ort_cpu"]["median"]
     r["verdict"] = "PASS" if r["ratio_median"] <= LATENCY_TARGET else "MISSED"
-    progress(f"part 1 / {name}: builtin median {r['builtin']['median']:.1f} ms, ORT {r['ort']['median']:.1f} ms, "
-             f"ratio {r['ratio_median']:.2f}x {r['verdict']}")
+    progress(f"part 1 / {name} at {threads} threads: builtin median {r['builtin']['median']:.1f} ms, "
+             f"ORT {r['ort']['median']:.1f} ms, ratio {r['ratio_median']:.2f}x {r['verdict']}")
 
     if a.profile == "always" or (a.profile == "missed" and r["verdict"] == "MISSED"):
         progress(f"part 1 / {name}: per-op profile (torch.profiler on the builtin session, ORT's profiler)")
         gc.collect()
         r["builtin_profile"] = builtin_profile(sess, feeds, a.profile_runs)
         try:
-            r["ort_profile"], _ = ort_profile(path, feeds, tmp, a.profile_runs)
+            r["ort_profile"], _ = ort_profile(path, feeds, tmp, a.profile_runs, threads)
         except Exception as e:  # noqa: BLE001 -- onnxruntime's own error classes; reported
             r["ort_profile_error"] = f"{type(e).__name__}: {e}"
-    sess = ort = model = eager = None  # free the weights before the next model
-    gc.collect()
-    path.unlink(missing_ok=True)
     return r
 
 
@@ -393,18 +420,19 @@ def _op_counts(model):
 
 
 def report_latency(results):
-    lines = ["", "=== Part 1: latency, builtin runtime vs ONNX Runtime (1 thread each) ===",
+    lines = ["", "=== Part 1: latency, builtin runtime vs ONNX Runtime (the same thread count each) ===",
              f"target: builtin median <= {LATENCY_TARGET}x ORT median", "",
-             "| model | builtin median ms | builtin p90 ms | ORT median ms | ORT p90 ms | ratio median (p90) | target "
-             "| CPU ms/run builtin / ORT (ratio) | PyTorch eager median ms | err builtin | err ORT |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| model | threads | builtin median ms | builtin p90 ms | ORT median ms | ORT p90 ms | ratio median (p90) "
+             "| target | CPU ms/run builtin / ORT (ratio) | PyTorch eager median ms | err builtin | err ORT |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         if "error" in r:
-            lines.append(f"| {r['model']} | ERROR: {r['error']} |")
+            lines.append(f"| {r['model']} | {r.get('threads', '-')} | ERROR: {r['error']} |")
             continue
         eager = f"{r['eager']['median']:.1f}" if r["eager"] else "-"
         lines.append(
-            f"| {r['model']} {'x'.join(map(str, r['input_shape']))} | {r['builtin']['median']:.1f} | {r['builtin']['p90']:.1f} "
+            f"| {r['model']} {'x'.join(map(str, r['input_shape']))} | {r['threads']} | {r['builtin']['median']:.1f} "
+            f"| {r['builtin']['p90']:.1f} "
             f"| {r['ort']['median']:.1f} | {r['ort']['p90']:.1f} | {r['ratio_median']:.2f}x ({r['ratio_p90']:.2f}x) "
             f"| {r['verdict']} | {r['builtin_cpu']['median']:.1f} / {r['ort_cpu']['median']:.1f} "
             f"({r['ratio_cpu_median']:.2f}x) | {eager} | {r['builtin_err']:.1e} | {r['ort_err']:.1e} |")
@@ -414,9 +442,9 @@ def report_latency(results):
             continue
         eager_cpu = f", eager {r['eager_cpu_per_wall']:.2f}" if r["eager"] else ""
         if (r["ratio_cpu_median"] <= LATENCY_TARGET) != (r["verdict"] == "PASS"):
-            lines.append(f"{r['model']}: NOTE: the CPU-time ratio ({r['ratio_cpu_median']:.2f}x) and the wall-time ratio "
+            lines.append(f"{r['model']} at {r['threads']} threads: NOTE: the CPU-time ratio ({r['ratio_cpu_median']:.2f}x) and the wall-time ratio "
                          "disagree about the target: the machine was loaded, rerun")
-        lines.append(f"{r['model']}: n={r['builtin']['n']} runs each; CPU/wall (1.0 = one busy thread): builtin "
+        lines.append(f"{r['model']} at {r['threads']} threads: n={r['builtin']['n']} runs each; CPU/wall (1.0 = one busy thread): builtin "
                      f"{r['builtin_cpu_per_wall']:.2f}, ORT {r['ort_cpu_per_wall']:.2f}{eager_cpu}; session creation: "
                      f"builtin {r['builtin_session_s']:.2f} s, ORT {r['ort_session_s']:.2f} s; export {r['export_s']:.1f} s")
         if "builtin_profile" in r:
@@ -484,6 +512,8 @@ def main():
                     help="the timed runs are split into this many interleaved blocks (ORT, builtin, eager, ...)")
     ap.add_argument("--models", nargs="*", choices=list(MODELS), default=list(MODELS),
                     help="part 1 models (none: skip part 1)")
+    ap.add_argument("--threads", nargs="+", type=int, default=[1, 2],
+                    help="part 1 thread counts, each measured for both runtimes (default: 1 2)")
     ap.add_argument("--skip-eager", action="store_true", help="do not time PyTorch eager (informational column)")
     ap.add_argument("--skip-python-op", action="store_true", help="skip part 2")
     ap.add_argument("--pyop-iterations", type=int, default=50000, help="PythonOp calls per measured case (part 2)")
@@ -494,6 +524,8 @@ def main():
     a = ap.parse_args()
     if a.iterations < 1 or a.rounds < 1 or a.pyop_iterations < a.rounds:
         ap.error("--iterations and --rounds must be >= 1, --pyop-iterations >= --rounds")
+    if min(a.threads) < 1:
+        ap.error("--threads must be >= 1")
 
     started = datetime.datetime.now()
     print(f"pt2onnx runtime benchmark, {started.isoformat(timespec='seconds')}, {platform.node()}, "
@@ -505,7 +537,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="pt2onnx-bench-runtime-") as tmp:
         for name in a.models:
             try:
-                out["latency"].append(latency(name, a, tmp))
+                out["latency"] += latency(name, a, tmp)
             except Exception as e:  # a benchmark reports failures and goes on
                 msg = f"{type(e).__name__}: {e}"
                 progress(f"part 1 / {name}: FAILED: {msg}")
@@ -525,7 +557,7 @@ def main():
     if out["python_op"] is not None:
         lines += report_python_op(out["python_op"]) if "error" not in out["python_op"] else \
             ["", f"=== Part 2: PythonOp call overhead: ERROR: {out['python_op']['error']} ==="]
-    missed = [r["model"] for r in out["latency"] if r.get("verdict") == "MISSED"]
+    missed = [f"{r['model']} ({r['threads']} threads)" for r in out["latency"] if r.get("verdict") == "MISSED"]
     if out["python_op"] and out["python_op"].get("verdicts", {}).get("chain") == "MISSED":
         missed.append("PythonOp overhead")
     errors = [r["model"] for r in out["latency"] if "error" in r] + \

@@ -35,7 +35,7 @@ constexpr Unknowns kProbes[] = {{17, 17}, {23, 23}, {2, 2}, {19, 3, 1}};
 constexpr Unknowns kRankOnlyFallback = {8, 1};
 
 // How stand-in tensors are made: on the meta device with the argument's shape (nothing computed,
-// exact shapes), or, for ops without meta kernels in LibTorch 1.13 (relu, where, group_norm...), as
+// exact shapes), or, for ops without meta kernels (custom ops, some fused or quantized kernels), as
 // small CPU tensors of ones: with the argument's shape when it is known and small, else with every
 // dimension 1 (promotion depends on dtypes and ranks only).
 // Small CPU stand-ins are made twice, filled differently: where the output shapes differ, they depend

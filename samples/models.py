@@ -45,6 +45,42 @@ def mobilenet_v3_small():
     return _calibrated(_vision_models().mobilenet_v3_small(), (4, 3, 224, 224)), (torch.randn(1, 3, 224, 224),)
 
 
+def mobilenet_v3_large():
+    _seeded()
+    return _calibrated(_vision_models().mobilenet_v3_large(), (4, 3, 224, 224)), (torch.randn(1, 3, 224, 224),)
+
+
+def efficientnet_b0():
+    _seeded()
+    return _calibrated(_vision_models().efficientnet_b0(), (4, 3, 224, 224)), (torch.randn(1, 3, 224, 224),)
+
+
+class RecurrentLoop(torch.nn.Module):
+    """An Elman-style recurrence written as a Python loop over the time steps: scripted, a Loop node
+    whose trip count is the input's length (many small ops per step)."""
+
+    def __init__(self, features=64, hidden=256):
+        super().__init__()
+        self.hidden = hidden
+        self.inp = torch.nn.Linear(features, hidden)
+        self.rec = torch.nn.Linear(hidden, hidden)
+        self.out = torch.nn.Linear(hidden, features)
+
+    def forward(self, x):  # x: (time, batch, features)
+        h = torch.zeros(x.size(1), self.hidden, dtype=x.dtype)
+        ys = []
+        for t in range(x.size(0)):
+            h = torch.tanh(self.inp(x[t]) + self.rec(h))
+            ys.append(self.out(h))
+        return torch.stack(ys)
+
+
+def scripted_loop():
+    """RecurrentLoop scripted (torch.jit.script), 64 steps of a batch of 1."""
+    _seeded()
+    return torch.jit.script(RecurrentLoop().eval()), (torch.randn(64, 1, 64),)
+
+
 def inception_v3():
     _seeded()
     # PyTorch's default init (not torchvision's truncated normal): its float32 rounding noise is

@@ -1,7 +1,7 @@
 // Rewrites the fused CPU kernels that scripted nn.MultiheadAttention / nn.TransformerEncoderLayer
 // call on their inference fast path (reached once is_grad_enabled / is_autocast_enabled fold) into
-// standard aten ops that have symbolics, with the kernels' exact semantics (LibTorch 1.13,
-// aten/src/ATen/native/transformers/attention.cpp and transformer.cpp):
+// standard aten ops that have symbolics, with the kernels' exact semantics (ATen's
+// aten/src/ATen/native/transformers/attention.cpp and transformer.cpp, as of torch 2.14):
 //   q, k, v = (x W_{q,k,v}^T + b_{q,k,v}), q scaled by 1/sqrt(head_dim) after the bias (in float)
 //   weights = softmax(q k^T masked with -inf where mask is true), per head; a fully masked row
 //   gives NaN, as the kernel does (still in torch 2.14); mask_type 0 is an (L, L) mask, 1 a
