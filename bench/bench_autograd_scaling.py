@@ -3,8 +3,11 @@
 For N calls of a small Function (a chain x -> F(x) -> F(..) ...), prints pt2onnx's conversion
 time (tracing excluded: the sum of the export summary's phases) in python_op and inline modes,
 the time per call, and torch.onnx.export's (TorchScript path, dynamo=False, which inlines the
-Functions) time with tracing excluded, in one run. A benchmark: no assertions. (torch.onnx.export's
-dynamo=True path is not measured: it has no PythonOp export to compare python_op mode with.)
+Functions) time with tracing excluded, in one run. Each tool first exports a 10-call chain once,
+untimed: the scaling is measured warm (a first export in a process pays per-process costs, e.g. torch
+importing its Python meta kernels, ~1 s; bench_export.py measures cold exports). A benchmark: no
+assertions. (torch.onnx.export's dynamo=True path is not measured: it has no PythonOp export to
+compare python_op mode with.)
 
     .venv/bin/python bench/bench_autograd_scaling.py [--counts 125 250 500 1000] [--skip-torch-onnx]
 """
@@ -74,13 +77,18 @@ def main():
     print("| calls | pt2onnx python_op s | per call ms | pt2onnx inline s | per call ms "
           "| torch.onnx (dynamo=False) s (CPU, no trace) | ratio |")
     print("|---|---|---|---|---|---|---|")
+    warm_up = Chain(10)
+    for mode in ("python_op", "inline"):
+        pt2onnx_seconds(warm_up, x, mode)
+    if not args.skip_torch_onnx:
+        torch_onnx_seconds(warm_up, x)
     for n in args.counts:
         print(f"[bench] {n} calls ...", file=sys.stderr, flush=True)
         model = Chain(n)
         po = pt2onnx_seconds(model, x, "python_op")
         inl = pt2onnx_seconds(model, x, "inline")
         ref = "skipped" if args.skip_torch_onnx else f"{torch_onnx_seconds(model, x):.2f}"
-        ratio = "" if args.skip_torch_onnx else f"{float(ref) / inl:.0f}x"
+        ratio = "" if args.skip_torch_onnx else f"{float(ref) / inl:.1f}x"
         print(f"| {n} | {po:.3f} | {po / n * 1e3:.3f} | {inl:.3f} | {inl / n * 1e3:.3f} | {ref} | {ratio} |", flush=True)
 
 

@@ -282,8 +282,8 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
     }
     // ONNX inference does not check all PyTorch does (a conv's channels, a Linear's in_features):
     // with every input known, PyTorch's kernels are asked too, so a wrong example shape is an
-    // error here, not a model that fails when it runs.
-    if (failure.empty() && typing_ == Typing::Static)
+    // error here, not a model that fails when it runs (a trace on the example already asked them).
+    if (failure.empty() && typing_ == Typing::Static && !argumentsAcceptedByTrace_)
       if (auto rejected = pytorchRejectionOfTensorArgs(n, args, exampleDimSizesHere()))
         throw ExportError(rejectedInputsMessage(n, *rejected));
   }
@@ -457,6 +457,7 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
 
   for (const std::string& name : ambiguous) exampleDimSizes.erase(name);
   converter.setExampleDimSizes(std::move(exampleDimSizes));
+  converter.setArgumentsAcceptedByTrace(model.tracedOnExampleInputs);
 
   // Parameters: initializers (or inputs without export_params); tied tensors written once.
   std::vector<std::pair<at::Tensor, ir::Value*>> written;

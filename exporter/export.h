@@ -97,6 +97,11 @@ struct ModelGraph {
   // A trace's user inputs that no op reads are not model inputs (torch.onnx's behaviour); a
   // scripted model keeps its signature.
   bool dropUnusedUserInputs = false;
+  // The graph was traced on exampleInputs (pt2onnx.export of an nn.Module): PyTorch ran every node
+  // on these very arguments, so its kernels are not asked again whether they accept them (the check
+  // that finds wrong example shapes in archives and scripted models; under Python it would load
+  // torch's Python meta kernels, ~1 s and 150 MiB once per process).
+  bool tracedOnExampleInputs = false;
   // The root module's Python type ("__main__.Net"), for export_modules_as_functions on graphs
   // whose nodes do not name it (archives: only submodule calls are in the call stacks).
   std::string rootModuleType;

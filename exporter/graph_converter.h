@@ -39,6 +39,9 @@ class GraphConverter {
   // The example's sizes of the inputs' dynamic axes, so that PyTorch checks a node's arguments
   // (see pytorchRejection) also where their dims are dynamic.
   void setExampleDimSizes(ExampleDimSizes sizes) { exampleDimSizes_ = std::move(sizes); }
+  // Whether PyTorch already ran the graph's nodes on the example (ModelGraph::tracedOnExampleInputs):
+  // then a converted node's arguments are not checked against PyTorch's kernels again.
+  void setArgumentsAcceptedByTrace(bool accepted) { argumentsAcceptedByTrace_ = accepted; }
   std::vector<std::string>& warnings() { return warnings_; }
 
  private:
@@ -91,6 +94,7 @@ class GraphConverter {
   std::unordered_map<const torch::jit::Value*, const torch::jit::Node*> deferred_;
   std::vector<std::string> warnings_;
   ExampleDimSizes exampleDimSizes_;
+  bool argumentsAcceptedByTrace_ = false;
   int constantCounter_ = 0;
   std::map<std::string, int64_t> moduleCallIds_;
   std::unordered_map<const void*, ir::ModuleCalls> moduleCallsByScope_;

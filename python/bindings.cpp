@@ -99,6 +99,7 @@ ModelGraph modelFrom(std::shared_ptr<torch::jit::Graph> graph, size_t numUserInp
   model.paramValues = std::move(paramValues);
   model.exampleInputs.assign(exampleInputs.begin(), exampleInputs.end());
   model.dropUnusedUserInputs = true;
+  model.tracedOnExampleInputs = true;  // each caller traced `graph` on these example inputs
   return model;
 }
 

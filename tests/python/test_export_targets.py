@@ -1,8 +1,11 @@
 """Export targets: a path, or a binary file object the model is streamed into (each byte written
 once: small pieces gathered into chunks, initializer bytes handed to write() directly), with the same
-bytes; external data, which needs a path; failing writers. And the type_inference option."""
+bytes; external data, which needs a path; failing writers. And the type_inference option, and what
+a traced export does not redo (PyTorch's argument check of each node)."""
 import io
 import os
+import subprocess
+import sys
 
 import onnx
 import onnx.numpy_helper
@@ -168,3 +171,18 @@ def test_a_target_that_is_neither_a_path_nor_writable_is_a_type_error():
     model, args = _conv_model()
     with pytest.raises(TypeError, match="writable binary file object"):
         pt2onnx.export(model, args, 42)
+
+
+def test_a_traced_export_does_not_load_torchs_python_meta_kernels():
+    """PyTorch ran every node of a trace on the example already, so its kernels are not asked again
+    whether they accept those arguments: the first export in a process does not load torch's Python
+    meta kernels (torch._dynamo and sympy: ~1 s and 150 MiB). A scripted module still gets the check."""
+    code = ("import io, sys, torch, pt2onnx\n"
+            "m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).eval()\n"
+            "pt2onnx.export(m, (torch.randn(2, 8),), io.BytesIO())\n"
+            "print('traced', 'torch._dynamo' in sys.modules)\n"
+            "pt2onnx.export(torch.jit.script(m), (torch.randn(2, 8),), io.BytesIO())\n"
+            "print('scripted', 'torch._dynamo' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-4:] == ["traced", "False", "scripted", "True"]
