@@ -30,29 +30,30 @@ def _calibrated(model, shape):
     return model.eval()
 
 
-def resnet18():
+def _classifier(name):
+    """torchvision's classifier `name`, seeded and calibrated, with a 1x3x224x224 example."""
     _seeded()
-    return _calibrated(_vision_models().resnet18(), (4, 3, 224, 224)), (torch.randn(1, 3, 224, 224),)
+    return _calibrated(getattr(_vision_models(), name)(), (4, 3, 224, 224)), (torch.randn(1, 3, 224, 224),)
+
+
+def resnet18():
+    return _classifier("resnet18")
 
 
 def resnet50():
-    _seeded()
-    return _calibrated(_vision_models().resnet50(), (4, 3, 224, 224)), (torch.randn(1, 3, 224, 224),)
+    return _classifier("resnet50")
 
 
 def mobilenet_v3_small():
-    _seeded()
-    return _calibrated(_vision_models().mobilenet_v3_small(), (4, 3, 224, 224)), (torch.randn(1, 3, 224, 224),)
+    return _classifier("mobilenet_v3_small")
 
 
 def mobilenet_v3_large():
-    _seeded()
-    return _calibrated(_vision_models().mobilenet_v3_large(), (4, 3, 224, 224)), (torch.randn(1, 3, 224, 224),)
+    return _classifier("mobilenet_v3_large")
 
 
 def efficientnet_b0():
-    _seeded()
-    return _calibrated(_vision_models().efficientnet_b0(), (4, 3, 224, 224)), (torch.randn(1, 3, 224, 224),)
+    return _classifier("efficientnet_b0")
 
 
 class RecurrentLoop(torch.nn.Module):
