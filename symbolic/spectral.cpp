@@ -1,6 +1,6 @@
-// Spectral ops: stft (ONNX STFT, opset 17), the 1-D FFTs (lowered to pt2onnx::dft: ONNX DFT, opset 17), istft (an inverse real DFT as two MatMuls with
-// constant bases, then overlap-add: every opset) and the hann/hamming/blackman windows (constants:
-// their length is known at export time).
+// Spectral ops: stft (ONNX STFT, opset 17), the 1-D FFTs (lowered to pt2onnx::dft: ONNX DFT, opset
+// 17), istft (an inverse real DFT as two MatMuls with constant bases, then overlap-add: every opset)
+// and the hann/hamming/blackman windows (constants: their length is known at export time).
 #include <cmath>
 #include <limits>
 #include <optional>
