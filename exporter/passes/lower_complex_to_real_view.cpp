@@ -110,8 +110,12 @@ class ComplexLowering {
 
   // Replaces n's output by `view` (the real view of its complex result), inserted before n.
   void replaceWithView(Node* n, Value* view) {
-    n->output()->replaceAllUsesWith(view);
     complex_.insert(view);
+    replaceWithReal(n, view);
+  }
+  // Replaces n's output by `value`, a real value (a part, a magnitude, a shape) inserted before n.
+  static void replaceWithReal(Node* n, Value* value) {
+    n->output()->replaceAllUsesWith(value);
     n->destroy();
   }
 
@@ -163,15 +167,11 @@ class ComplexLowering {
     if (kind == "aten::resolve_conj" || kind == "aten::resolve_neg") return replaceWithView(n, c);
     if (kind == "aten::view_as_real") {  // the view as a value of its own: its readers are real ops
       Value* view = stamped(op(c10::aten::alias, {c}));
-      n->output()->replaceAllUsesWith(view);
-      n->destroy();
-      return;
+      return replaceWithReal(n, view);
     }
     if (kind == "aten::real" || kind == "aten::imag") {
       Value* p = stamped(part(c, kind == "aten::real" ? 0 : 1));
-      n->output()->replaceAllUsesWith(p);
-      n->destroy();
-      return;
+      return replaceWithReal(n, p);
     }
     if (kind == "aten::size" || kind == "aten::dim" || kind == "aten::numel") {  // of the complex tensor, not its view
       Value* shape = nullptr;
@@ -185,23 +185,17 @@ class ComplexLowering {
         Value* rank = op(c10::aten::sub, {op(c10::aten::dim, {c}), 1});
         shape = op(c10::aten::size, {c, op(c10::aten::remainder, {n->input(1), rank})});
       }
-      n->output()->replaceAllUsesWith(stamped(shape));
-      n->destroy();
-      return;
+      return replaceWithReal(n, stamped(shape));
     }
     if (kind == "aten::angle") {
       Value* angle = stamped(op(c10::aten::atan2, {part(c, 1), part(c, 0)}));
-      n->output()->replaceAllUsesWith(angle);
-      n->destroy();
-      return;
+      return replaceWithReal(n, angle);
     }
     if (kind == "aten::abs") {
       Value* squares = op(c10::aten::mul, {c, c});
       Value* sum = op(c10::aten::sum, {squares, std::vector<int64_t>{-1}});
       Value* magnitude = stamped(op(c10::aten::sqrt, {sum}));
-      n->output()->replaceAllUsesWith(magnitude);
-      n->destroy();
-      return;
+      return replaceWithReal(n, magnitude);
     }
     if (kind == "aten::conj" || kind == "aten::_conj" || kind == "aten::conj_physical") {
       Value* sign = graph_.insertConstant(at::tensor({1.0f, -1.0f}));
@@ -258,6 +252,12 @@ class ComplexLowering {
     return {op(c10::aten::cos, {theta}), op(c10::aten::sin, {theta})};
   }
 
+  // The length of the transformed signal: fft's n, or when None the input's `bins` (irfft: 2 (bins - 1)).
+  Value* signalLength(Node* n, const std::string& kind, Value* bins) {
+    if (!n->input(1)->type()->cast<c10::NoneType>()) return n->input(1);
+    return kind == "aten::fft_irfft" ? op(c10::aten::mul, {op(c10::aten::sub, {bins, 1}), 2}) : bins;
+  }
+
   // fft(x, n, dim, norm) and its inverse and real forms: the transformed dim moved last (next to the
   // view's (re, im) axis), padded or cut to n, multiplied by the DFT's matrices, moved back.
   template <typename Stamp>
@@ -286,12 +286,9 @@ class ComplexLowering {
     } else {
       re = op(c10::aten::movedim, {x, d, -1});
     }
-    Value* length = n->input(1);  // n, or None: the input's length (irfft: 2 (m - 1))
-    bool lengthGiven = !length->type()->cast<c10::NoneType>();
+    bool lengthGiven = !n->input(1)->type()->cast<c10::NoneType>();
     Value* bins = op(c10::aten::size, {re, -1});
-    Value* size = lengthGiven ? length
-                  : realOut   ? op(c10::aten::mul, {op(c10::aten::sub, {bins, 1}), 2})
-                              : bins;
+    Value* size = signalLength(n, kind, bins);
     if (lengthGiven && !realOut) {  // pad with zeros or cut to n
       Value* pad = op(c10::aten::sub, {size, bins});
       Value* pads = graph_.insertNode(graph_.createList(c10::IntType::get(), {graph_.insertConstant(0), pad}))->output();
@@ -303,7 +300,6 @@ class ComplexLowering {
     if (normMode == "ortho") scale = op(c10::aten::pow, {nFloat, -0.5});
     else if (normMode == "backward" && inverse) scale = op(c10::aten::div, {graph_.insertConstant(1.0), nFloat});
     else if (normMode == "forward" && !inverse) scale = op(c10::aten::div, {graph_.insertConstant(1.0), nFloat});
-    else if (normMode != "backward" && normMode != "forward") throw unsupported(n, "fft norm '" + normMode + "'");
     Value* out = nullptr;
     if (realOut) {  // irfft: x[t] = sum_k w_k (Re X_k cos - Im X_k sin), w = 1 at 0 and n/2, 2 elsewhere
       Value* usedBins = op(c10::aten::add, {op(c10::aten::floordiv, {size, 2}), 1});
@@ -318,9 +314,7 @@ class ComplexLowering {
                                 op(c10::aten::matmul, {im, op(c10::aten::mul, {sine, w})})});
       if (scale) out = op(c10::aten::mul, {out, scale});
       out = stamped(op(c10::aten::movedim, {out, -1, d}));
-      n->output()->replaceAllUsesWith(out);
-      n->destroy();
-      return;
+      return replaceWithReal(n, out);
     }
     Value* outBins = kind == "aten::fft_rfft" ? op(c10::aten::add, {op(c10::aten::floordiv, {size, 2}), 1}) : size;
     auto [cosine, sine] = dftMatrices(size, outBins, size, nFloat, re);  // [t, k]
@@ -350,11 +344,8 @@ class ComplexLowering {
     int64_t signalAxis = complexIn ? -2 : -1;  // of the transformed dim once moved
     Value* signal = op(c10::aten::movedim, {x, complexIn && d < 0 ? d - 1 : d, signalAxis});
     Value* bins = op(c10::aten::size, {signal, signalAxis});
-    Value* length = n->input(1);  // n, or None: the input's length (irfft: 2 (m - 1))
-    bool lengthGiven = !length->type()->cast<c10::NoneType>();
-    Value* size = lengthGiven                    ? length
-                  : kind == "aten::fft_irfft" ? op(c10::aten::mul, {op(c10::aten::sub, {bins, 1}), 2})
-                                              : bins;
+    bool lengthGiven = !n->input(1)->type()->cast<c10::NoneType>();
+    Value* size = signalLength(n, kind, bins);
     // Zeros appended to (or, negative, the end cut from) the signal axis.
     auto padSignalTo = [&](Value* v, Value* target) {
       Value* pad = op(c10::aten::sub, {target, bins});
@@ -385,9 +376,7 @@ class ComplexLowering {
     if (normMode == "ortho") out = op(c10::aten::mul, {out, op(c10::aten::pow, {nFloat, inverse ? 0.5 : -0.5})});
     if (kind == "aten::fft_irfft") {
       out = stamped(op(c10::aten::movedim, {out, -1, d}));
-      n->output()->replaceAllUsesWith(out);
-      n->destroy();
-      return;
+      return replaceWithReal(n, out);
     }
     replaceWithView(n, stamped(op(c10::aten::movedim, {out, -2, d < 0 ? d - 1 : d})));
   }

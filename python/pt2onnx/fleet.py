@@ -11,6 +11,7 @@ with the same arguments is skipped (--force converts it again). Prints a line pe
 finishes and a summary table; --summary-json and --junit write the results for CI."""
 import concurrent.futures
 import fnmatch
+import functools
 import glob
 import hashlib
 import json
@@ -91,13 +92,19 @@ def _output_path(outdir, rel):
     return os.path.join(outdir, stem + ".onnx")
 
 
+@functools.lru_cache(maxsize=None)
+def _toolchain():
+    """The pt2onnx and torch versions that convert (imported on first use, once)."""
+    import torch
+    from . import _pt2onnx
+    return _pt2onnx.__version__, torch.__version__
+
+
 def _digest(path, args, common):
     """What an output was made from: the archive, its arguments, the fleet's flags, and the pt2onnx and
     torch that converted it (an upgrade converts everything again)."""
-    import torch
-    from . import _pt2onnx
     st = os.stat(path)
-    key = json.dumps([os.path.abspath(path), st.st_size, args, common, _pt2onnx.__version__, torch.__version__])
+    key = json.dumps([os.path.abspath(path), st.st_size, args, common, *_toolchain()])
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
