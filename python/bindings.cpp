@@ -361,9 +361,10 @@ PYBIND11_MODULE(_pt2onnx, m) {
       .def_readonly("dim_params", &runtime::ValueInfo::dimParams)
       .def_property_readonly("type_name", &runtime::ValueInfo::typeName);
   py::class_<runtime::Session>(m, "RuntimeSession")
-      .def(py::init([](const py::object& model, int threads) {
+      .def(py::init([](const py::object& model, int threads, bool fuseNodes) {
              runtime::SessionOptions options;
              options.intraOpThreads = threads;
+             options.fuseNodes = fuseNodes;
              if (py::isinstance<py::bytes>(model)) {
                std::string bytes = model.cast<std::string>();
                py::gil_scoped_release release;
@@ -373,7 +374,7 @@ PYBIND11_MODULE(_pt2onnx, m) {
              py::gil_scoped_release release;
              return runtime::Session::fromFile(path, options);
            }),
-           py::arg("model"), py::arg("threads") = 0)
+           py::arg("model"), py::arg("threads") = 0, py::arg("fuse_nodes") = true)
       .def_property_readonly("inputs", &runtime::Session::inputs)
       .def_property_readonly("outputs", &runtime::Session::outputs)
       .def_property_readonly("metadata", &runtime::Session::metadata)

@@ -162,6 +162,7 @@ void registerAllKernels(KernelRegistry& r) {
   registerElementwiseKernels(r);
   registerReductionKernels(r);
   registerTensorKernels(r);
+  registerConvKernels(r);
   registerNnKernels(r);
   registerMatMulKernels(r);
   registerSequenceKernels(r);

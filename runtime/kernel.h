@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -71,12 +72,35 @@ class NodeContext {
   const std::unordered_map<std::string, Attribute>& attributes_;
 };
 
+// What a kernel keeps for its node from one run to the next (weights prepacked on the first run).
+// Every thread running the session shares it: the state is made once, under the cache's lock, and
+// never changed afterwards.
+class NodeCache {
+ public:
+  // The state, made by `make` on first use.
+  template <typename T, typename Make>
+  std::shared_ptr<const T> get(Make make) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!state_) state_ = std::shared_ptr<const T>(make());
+    return std::static_pointer_cast<const T>(state_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::shared_ptr<const void> state_;
+};
+
 // What a tensor kernel sees of its node when it runs.
 class KernelContext : public NodeContext {
  public:
   KernelContext(const std::string& nodeName, const std::string& opType, const std::string& domain, int opset,
                 const std::unordered_map<std::string, Attribute>& attributes, std::vector<at::Tensor> inputs,
                 size_t numOutputs);
+  // Run by a session: the node's cache, and which inputs are initializers (the same tensor every run).
+  void bindNode(NodeCache* cache, const std::vector<bool>* constantInputs) {
+    cache_ = cache;
+    constantInputs_ = constantInputs;
+  }
 
   size_t numInputs() const { return inputs_.size(); }
   size_t numOutputs() const { return numOutputs_; }
@@ -88,9 +112,18 @@ class KernelContext : public NodeContext {
   // A 1-D int64 input read into a vector (shapes, axes, pads given as inputs).
   std::vector<int64_t> inputInts(size_t i) const;
 
+  // The node's cache; null outside a session (constant folding at export), where nothing is kept.
+  NodeCache* cache() const { return cache_; }
+  // Whether input i is an initializer no feed can replace, so what is derived from it may be cached.
+  bool inputIsConstant(size_t i) const {
+    return constantInputs_ && i < constantInputs_->size() && (*constantInputs_)[i];
+  }
+
  private:
   std::vector<at::Tensor> inputs_;
   size_t numOutputs_;
+  NodeCache* cache_ = nullptr;
+  const std::vector<bool>* constantInputs_ = nullptr;
 };
 
 // Computes the node's outputs (one tensor per output; an undefined tensor for an omitted one).

@@ -13,6 +13,7 @@
 
 #include "common/errors.h"
 #include "common/logging.h"
+#include "runtime/fusion.h"
 #include "runtime/session.h"
 #include "runtime/tensor_proto.h"
 #include "runtime/value_recorder.h"
@@ -174,6 +175,18 @@ void markRunScopedContexts(Plan& plan) {
     }
 }
 
+// Inputs of tensor kernels that read an initializer no feed replaces (a main-graph initializer
+// listed as an input is only a default).
+void markConstantInputs(Plan& plan) {
+  std::vector<bool> constant(plan.numSlots, false);
+  for (size_t s = 0; s < plan.numSlots; ++s) constant[s] = plan.constants[s].isTensor();
+  for (int s : plan.inputSlots) constant[s] = false;
+  for (Step& step : plan.steps) {
+    step.constantInputs.assign(step.inputs.size(), false);
+    for (size_t i = 0; i < step.inputs.size(); ++i) step.constantInputs[i] = step.inputs[i] >= 0 && constant[step.inputs[i]];
+  }
+}
+
 std::unique_ptr<Plan> planGraph(const onnx::GraphProto& g, const PlanContext& pc, Scope* enclosing) {
   auto plan = std::make_unique<Plan>();
   plan->graphName = g.name();
@@ -203,6 +216,8 @@ std::unique_ptr<Plan> planGraph(const onnx::GraphProto& g, const PlanContext& pc
   }
   plan->constants.resize(plan->numSlots);
   for (auto& [slot, t] : initializers) plan->constants[slot] = Value(std::move(t));
+  markConstantInputs(*plan);
+  if (pc.fuseNodes) fuseNodes(*plan);
   planReleases(*plan);
   if (enclosing)
     logger("runtime")->debug("subgraph '{}': {} nodes, {} values, {} read from enclosing graphs", g.name(),
@@ -241,6 +256,7 @@ void runTensorStep(const Step& step, std::vector<Value>& values) {
     ins.push_back(v.tensor());
   }
   KernelContext ctx(step.name, step.opType, step.domain, step.opset, step.attributes, std::move(ins), step.outputs.size());
+  ctx.bindNode(step.cache.get(), &step.constantInputs);
   std::vector<at::Tensor> outs = callKernel(ctx, [&] { return (*step.kernel)(ctx); });
   if (outs.size() > step.outputs.size()) ctx.fail("kernel returned " + std::to_string(outs.size()) + " outputs");
   if (ValueRecorder* recorder = ValueRecorder::active())

@@ -36,6 +36,9 @@ struct Step {
   // change a sequence in place instead of copying it).
   std::vector<bool> moveInput;
   std::vector<std::pair<std::string, std::unique_ptr<Plan>>> subgraphs;  // by attribute name
+  // Tensor kernels: input i is an initializer of this graph that no feed replaces.
+  std::vector<bool> constantInputs;
+  std::shared_ptr<NodeCache> cache = std::make_shared<NodeCache>();
 };
 
 struct Plan {
@@ -53,6 +56,7 @@ struct Plan {
 // What planning needs from the model.
 struct PlanContext {
   std::string baseDir;                                           // external data
+  bool fuseNodes = true;                                         // runtime/fusion.h
   std::unordered_map<std::string, int> opsets;                   // by domain ("" for ai.onnx)
   std::vector<std::pair<std::string, std::string>> metadata;     // the model's metadata_props
 };

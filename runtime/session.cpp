@@ -178,6 +178,7 @@ void Session::build(onnx::ModelProto& model, const std::string& baseDir, const S
   if (options.intraOpThreads > 0) at::set_num_threads(options.intraOpThreads);
   PlanContext pc;
   pc.baseDir = baseDir;
+  pc.fuseNodes = options.fuseNodes;
   for (const auto& imp : model.opset_import())
     pc.opsets[imp.domain() == "ai.onnx" ? "" : imp.domain()] = static_cast<int>(imp.version());
   for (const auto& p : model.metadata_props()) metadata_.emplace_back(p.key(), p.value());
@@ -189,6 +190,12 @@ void Session::build(onnx::ModelProto& model, const std::string& baseDir, const S
   outputs_ = plan_->outputs;
   logger("runtime")->info("session: {} nodes, {} values, {} initializers", plan_->steps.size(), plan_->numSlots,
                           model.graph().initializer_size());
+}
+
+std::vector<std::string> Session::plannedOps() const {
+  std::vector<std::string> ops;
+  for (const Step& step : plan_->steps) ops.push_back(step.domain + "::" + step.opType);
+  return ops;
 }
 
 template <typename Feeds>

@@ -21,6 +21,7 @@ namespace pt2onnx::runtime {
 
 struct SessionOptions {
   int intraOpThreads = 0;  // 0: leave ATen's setting alone
+  bool fuseNodes = true;   // runtime/fusion.h; off keeps every node's output (verify --bisect records them)
 };
 
 class Session {
@@ -39,6 +40,8 @@ class Session {
     int64_t version = 0;
   };
   const ModelInfo& modelInfo() const { return modelInfo_; }
+  // The main graph's nodes as planned, "domain::op" each ("" for ai.onnx): after fusion, what runs.
+  std::vector<std::string> plannedOps() const;
 
   // Runs a model whose inputs and requested outputs are tensors. `outputNames` empty means every
   // output, in model order. A tensor fed to an optional input is wrapped; an optional output gives

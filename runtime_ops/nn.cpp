@@ -1,7 +1,7 @@
-// Runtime kernels of the nn family: Conv/ConvTranspose, pools, normalizations,
-// Dropout and Resize. Everything runs on ATen's native ops; ONNX's geometry (explicit
-// and asymmetric pads, auto_pad, ceil_mode, output_shape) is mapped onto them, padding explicitly
-// (at::constant_pad_nd) only where ATen's symmetric padding cannot express it.
+// Runtime kernels of the nn family: pools, normalizations, Dropout and Resize (convolutions are
+// conv.cpp's). Everything runs on ATen's native ops; ONNX's geometry (explicit and asymmetric pads,
+// auto_pad, ceil_mode) is mapped onto them, padding explicitly (at::constant_pad_nd) only where
+// ATen's symmetric padding cannot express it.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -10,192 +10,10 @@
 #include "runtime/kernel.h"
 #include "runtime_ops/compute_dtype.h"
 #include "runtime_ops/families.h"
+#include "runtime_ops/geometry.h"
 
 namespace pt2onnx::runtime {
 namespace {
-
-using Ints = std::vector<int64_t>;
-
-std::string str(const Ints& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
-// ---- convolution / pooling geometry ----
-
-struct Geometry {
-  Ints kernel, strides, dilations, padBegin, padEnd;
-  size_t rank() const { return kernel.size(); }
-  bool symmetric() const { return padBegin == padEnd; }
-  int64_t effectiveKernel(size_t i) const { return (kernel[i] - 1) * dilations[i] + 1; }
-};
-
-// strides, dilations and pads (explicit or from auto_pad) for a node whose spatial input sizes are
-// x.sizes()[2:]. `kernel` comes from kernel_shape or the weight.
-Geometry geometry(KernelContext& ctx, const at::Tensor& x, Ints kernel, bool hasDilations) {
-  Geometry g;
-  size_t n = kernel.size();
-  if (x.dim() != static_cast<int64_t>(n) + 2)
-    ctx.fail("input has rank " + std::to_string(x.dim()) + " but the kernel has " + std::to_string(n) +
-             " spatial dimensions (expected N x C x D1 x ... x Dn)");
-  g.kernel = std::move(kernel);
-  g.strides = ctx.attrInts("strides", Ints(n, 1));
-  g.dilations = hasDilations ? ctx.attrInts("dilations", Ints(n, 1)) : Ints(n, 1);
-  if (g.strides.size() != n) ctx.fail("strides has " + std::to_string(g.strides.size()) + " values, expected " + std::to_string(n));
-  if (g.dilations.size() != n)
-    ctx.fail("dilations has " + std::to_string(g.dilations.size()) + " values, expected " + std::to_string(n));
-  for (size_t i = 0; i < n; ++i) {
-    if (g.strides[i] < 1) ctx.fail("strides must be positive, got " + str(g.strides));
-    if (g.dilations[i] < 1) ctx.fail("dilations must be positive, got " + str(g.dilations));
-    if (g.kernel[i] < 1) ctx.fail("kernel_shape must be positive, got " + str(g.kernel));
-  }
-  std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
-  g.padBegin.assign(n, 0);
-  g.padEnd.assign(n, 0);
-  if (autoPad == "NOTSET") {
-    Ints pads = ctx.attrInts("pads", Ints(2 * n, 0));
-    if (pads.size() != 2 * n) ctx.fail("pads has " + std::to_string(pads.size()) + " values, expected " + std::to_string(2 * n));
-    for (size_t i = 0; i < n; ++i) {
-      g.padBegin[i] = pads[i];
-      g.padEnd[i] = pads[i + n];
-      if (pads[i] < 0 || pads[i + n] < 0) ctx.fail("pads must be non-negative, got " + str(pads));
-    }
-  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-    for (size_t i = 0; i < n; ++i) {
-      int64_t in = x.size(i + 2);
-      int64_t out = (in + g.strides[i] - 1) / g.strides[i];
-      int64_t total = std::max<int64_t>(0, (out - 1) * g.strides[i] + g.effectiveKernel(i) - in);
-      g.padBegin[i] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      g.padEnd[i] = total - g.padBegin[i];
-    }
-  } else if (autoPad != "VALID") {
-    ctx.fail("unknown auto_pad '" + autoPad + "' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)");
-  }
-  return g;
-}
-
-// at::constant_pad_nd's pad list (last dimension first) for begin/end pads of the spatial dimensions.
-Ints atenPads(const Ints& begin, const Ints& end) {
-  Ints p;
-  for (size_t i = begin.size(); i-- > 0;) {
-    p.push_back(begin[i]);
-    p.push_back(end[i]);
-  }
-  return p;
-}
-
-Ints kernelShapeAttr(KernelContext& ctx) {
-  if (!ctx.hasAttribute("kernel_shape")) ctx.fail("required attribute 'kernel_shape' is missing");
-  return ctx.attrInts("kernel_shape");
-}
-
-// ---- Conv ----
-
-// oneDNN's kernels for 4-D float32 tensors: ATen's default CPU path sends batch-1 1x1 convolutions
-// to a slow GEMM fallback and runs NCHW max-pooling serially (bench/README.md, bench_runtime.py).
-bool useOneDnn(const at::Tensor& x) {
-  return x.dim() == 4 && x.scalar_type() == at::kFloat && oneDnnEnabled();
-}
-
-std::vector<at::Tensor> conv(KernelContext& ctx) {
-  const at::Tensor& x0 = ctx.input(0);
-  at::Tensor x = toCompute(x0), w = toCompute(ctx.input(1)), b = optionalCompute(ctx, 2);
-  if (w.dim() != x.dim()) ctx.fail("W has rank " + std::to_string(w.dim()) + ", X has rank " + std::to_string(x.dim()));
-  Ints kernel(w.sizes().begin() + 2, w.sizes().end());
-  if (ctx.hasAttribute("kernel_shape") && ctx.attrInts("kernel_shape") != kernel)
-    ctx.fail("kernel_shape " + str(ctx.attrInts("kernel_shape")) + " does not match W's spatial shape " + str(kernel));
-  Geometry g = geometry(ctx, x, kernel, true);
-  int64_t group = ctx.attrInt("group", 1);
-  if (group < 1 || x.size(1) != w.size(1) * group)
-    ctx.fail("X has " + std::to_string(x.size(1)) + " channels but W expects " + std::to_string(w.size(1)) + " x group " +
-             std::to_string(group));
-  Ints padding = g.padBegin;
-  if (!g.symmetric()) {
-    x = at::constant_pad_nd(x, atenPads(g.padBegin, g.padEnd), 0);
-    padding.assign(g.rank(), 0);
-  }
-  at::Tensor y = useOneDnn(x) ? at::mkldnn_convolution(x.contiguous(), w.contiguous(), b, padding, g.strides,
-                                                        g.dilations, group)
-                              : at::convolution(x, w, b, g.strides, padding, g.dilations, false, Ints(g.rank(), 0), group);
-  return {fromCompute(y, x0.scalar_type())};
-}
-
-// ---- ConvTranspose ----
-
-std::vector<at::Tensor> convTranspose(KernelContext& ctx) {
-  const at::Tensor& x0 = ctx.input(0);
-  at::Tensor x = toCompute(x0), w = toCompute(ctx.input(1)), b = optionalCompute(ctx, 2);
-  if (w.dim() != x.dim()) ctx.fail("W has rank " + std::to_string(w.dim()) + ", X has rank " + std::to_string(x.dim()));
-  size_t n = static_cast<size_t>(x.dim()) - 2;
-  Ints kernel(w.sizes().begin() + 2, w.sizes().end());
-  if (ctx.hasAttribute("kernel_shape") && ctx.attrInts("kernel_shape") != kernel)
-    ctx.fail("kernel_shape " + str(ctx.attrInts("kernel_shape")) + " does not match W's spatial shape " + str(kernel));
-  int64_t group = ctx.attrInt("group", 1);
-  if (group < 1 || x.size(1) != w.size(0))
-    ctx.fail("X has " + std::to_string(x.size(1)) + " channels but W has " + std::to_string(w.size(0)));
-  Ints strides = ctx.attrInts("strides", Ints(n, 1));
-  Ints dilations = ctx.attrInts("dilations", Ints(n, 1));
-  Ints outputPadding = ctx.attrInts("output_padding", Ints(n, 0));
-  if (strides.size() != n || dilations.size() != n || outputPadding.size() != n)
-    ctx.fail("strides, dilations and output_padding need " + std::to_string(n) + " values each");
-  std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
-  Ints full(n), pb(n, 0), pe(n, 0);
-  for (size_t i = 0; i < n; ++i) full[i] = strides[i] * (x.size(i + 2) - 1) + (kernel[i] - 1) * dilations[i] + 1;
-  // The pads that give output size `out` along dimension i; a negative total grows the end.
-  auto padsFor = [&](size_t i, int64_t out, bool upper) {
-    int64_t total = full[i] + outputPadding[i] - out;
-    if (total < 0) {
-      pb[i] = 0;
-      pe[i] = total;
-    } else if (upper) {
-      pb[i] = total / 2;
-      pe[i] = total - total / 2;
-    } else {
-      pb[i] = total - total / 2;
-      pe[i] = total / 2;
-    }
-  };
-  if (ctx.hasAttribute("output_shape")) {
-    Ints outShape = ctx.attrInts("output_shape");
-    if (outShape.size() == n + 2) outShape.erase(outShape.begin(), outShape.begin() + 2);
-    if (outShape.size() != n) ctx.fail("output_shape " + str(outShape) + " needs " + std::to_string(n) + " spatial sizes");
-    for (size_t i = 0; i < n; ++i) padsFor(i, outShape[i], autoPad == "SAME_UPPER");
-  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-    for (size_t i = 0; i < n; ++i) padsFor(i, x.size(i + 2) * strides[i], autoPad == "SAME_UPPER");
-  } else if (autoPad == "NOTSET") {
-    Ints pads = ctx.attrInts("pads", Ints(2 * n, 0));
-    if (pads.size() != 2 * n) ctx.fail("pads has " + std::to_string(pads.size()) + " values, expected " + std::to_string(2 * n));
-    for (size_t i = 0; i < n; ++i) {
-      pb[i] = pads[i];
-      pe[i] = pads[i + n];
-    }
-  } else if (autoPad != "VALID") {
-    ctx.fail("unknown auto_pad '" + autoPad + "' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)");
-  }
-  bool native = pb == pe;
-  for (size_t i = 0; i < n && native; ++i)
-    native = pb[i] >= 0 && outputPadding[i] >= 0 && (outputPadding[i] < strides[i] || outputPadding[i] < dilations[i]);
-  at::Tensor y;
-  if (native) {
-    y = at::convolution(x, w, b, strides, pb, dilations, true, outputPadding, group);
-  } else {
-    // The full transposed convolution, then crop (negative pad) or extend with zeros: positions past
-    // the full output receive no input contribution, only the bias.
-    y = at::convolution(x, w, {}, strides, Ints(n, 0), dilations, true, Ints(n, 0), group);
-    Ints end(n);
-    for (size_t i = 0; i < n; ++i) end[i] = outputPadding[i] - pe[i];
-    Ints begin(n);
-    for (size_t i = 0; i < n; ++i) begin[i] = -pb[i];
-    y = at::constant_pad_nd(y, atenPads(begin, end), 0);
-    if (b.defined()) {
-      Ints shape(y.dim(), 1);
-      shape[1] = b.numel();
-      y = y + b.view(shape);
-    }
-  }
-  return {fromCompute(y, x0.scalar_type())};
-}
 
 // ---- pools ----
 
@@ -301,7 +119,7 @@ std::vector<at::Tensor> averagePool(KernelContext& ctx) {
   at::Tensor x = poolCompute(x0);
   Geometry g = geometry(ctx, x, kernelShapeAttr(ctx), true);
   for (int64_t d : g.dilations)
-    if (d != 1) ctx.fail("AveragePool with dilations " + str(g.dilations) + " is not supported");
+    if (d != 1) ctx.fail("AveragePool with dilations " + formatInts(g.dilations) + " is not supported");
   bool ceil = ctx.attrInt("ceil_mode", 0) != 0;
   bool includePad = ctx.attrInt("count_include_pad", 0) != 0;
   if (g.rank() < 1 || g.rank() > 3)
@@ -702,8 +520,6 @@ std::vector<at::Tensor> resize(KernelContext& ctx) {
 }  // namespace
 
 void registerNnKernels(KernelRegistry& r) {
-  r.add("", "Conv", 1, conv);
-  r.add("", "ConvTranspose", 1, convTranspose);
   r.add("", "MaxPool", 1, maxPool);
   r.add("", "AveragePool", 1, averagePool);
   r.add("", "GlobalAveragePool", 1, globalAveragePool);

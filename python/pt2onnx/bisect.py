@@ -16,7 +16,7 @@ import onnx
 import torch
 
 from . import _pt2onnx, exporter
-from .runtime import InferenceSession, _to_torch
+from .runtime import GraphOptimizationLevel, InferenceSession, SessionOptions, _to_torch
 
 AFTER = 8  # checkpoints shown after the first divergence
 
@@ -76,7 +76,9 @@ def bisect(model, args, opset=None, rtol=1e-3, atol=1e-5, autograd_functions="au
         feeds = {name: _to_torch(value) for name, value in _feeds(model, args, proto).items()}
         mapped = [(e, producers[e["onnx"]]) for e in entries if e["onnx"] in producers and e["torch"] in torch_values]
         keys = [f"{node}#{k}" for _, (node, k, _) in mapped]
-        session = InferenceSession(path)
+        options = SessionOptions()  # every node's output recorded: no fusion
+        options.graph_optimization_level = GraphOptimizationLevel.ORT_DISABLE_ALL
+        session = InferenceSession(path, options)
         _, recorded = session._session.run_recording(feeds, keys)
     rows = []
     for (entry, (node, k, op)), key in zip(mapped, keys):

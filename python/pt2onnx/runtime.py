@@ -90,8 +90,9 @@ def get_available_providers():
 
 class SessionOptions:
     """onnxruntime.SessionOptions' fields, so that scripts written for onnxruntime run unchanged.
-    pt2onnx's runtime uses intra_op_num_threads (0: leave ATen's setting); the others are kept and
-    reported but change nothing here."""
+    pt2onnx's runtime uses intra_op_num_threads (0: leave ATen's setting) and
+    graph_optimization_level (ORT_DISABLE_ALL: no session-time node fusion, docs/runtime.md); the
+    others are kept and reported but change nothing here."""
 
     def __init__(self):
         self.intra_op_num_threads = 0
@@ -175,7 +176,10 @@ class InferenceSession:
             threads = int(getattr(self._options, "intra_op_num_threads", 0) or 0)
         model = path_or_bytes if isinstance(path_or_bytes, bytes) else os.fspath(path_or_bytes)
         try:
-            self._session = _pt2onnx.RuntimeSession(model, threads)
+            # ORT_DISABLE_ALL keeps every node as the model has it (no session-time fusion).
+            level = getattr(self._options, "graph_optimization_level", GraphOptimizationLevel.ORT_ENABLE_ALL)
+            fuse = int(level) != GraphOptimizationLevel.ORT_DISABLE_ALL
+            self._session = _pt2onnx.RuntimeSession(model, threads, fuse)
         except _pt2onnx.ExportError as e:
             cls = NoSuchFile if str(e).startswith("cannot open ONNX model") else InvalidGraph
             raise cls(str(e)) from None

@@ -1,5 +1,4 @@
-// Runtime kernels of runtime_ops/nn.cpp (Conv, ConvTranspose, pools, normalizations,
-// Dropout, Resize): one-node ONNX models run through Session and compared with ATen
+// Runtime kernels of runtime_ops/nn.cpp (pools, normalizations, Dropout, Resize): one-node ONNX models run through Session and compared with ATen
 // reference computations (or small naive references where ATen has no equivalent).
 #include <gtest/gtest.h>
 
@@ -36,84 +35,6 @@ at::Tensor f32(const std::vector<float>& v) { return at::tensor(v, at::kFloat); 
 
 // ONNX pads [x1_begin, x2_begin, x1_end, x2_end] as at::constant_pad_nd's list (last dim first).
 Ints atenPads2d(const Ints& p) { return {p[1], p[3], p[0], p[2]}; }
-
-// ---- Conv ----
-
-TEST(NnKernels, ConvSymmetricAndAsymmetricPadsStridesDilations) {
-  at::Tensor x = randn({2, 3, 7, 8}), w = randn({4, 3, 3, 3}), b = randn({4});
-  EXPECT_TENSOR(at::conv2d(x, w, b, {1, 1}, {1, 1}),
-                OneNodeModel("Conv", 11).input(x).constant(w).constant(b).attr("pads", Ints{1, 1, 1, 1}).run1());
-  EXPECT_TENSOR(at::conv2d(x, w, at::Tensor(), {2, 1}, Ints{0, 2}, {1, 2}),
-                OneNodeModel("Conv", 11).input(x).input(w).attr("strides", Ints{2, 1}).attr("dilations", Ints{1, 2})
-                    .attr("pads", Ints{0, 2, 0, 2}).attr("kernel_shape", Ints{3, 3}).run1());
-  // Asymmetric pads: top 0, left 1, bottom 2, right 0.
-  Ints pads{0, 1, 2, 0};
-  EXPECT_TENSOR(at::conv2d(at::constant_pad_nd(x, atenPads2d(pads), 0), w, b, {2, 2}),
-                OneNodeModel("Conv", 11).input(x).constant(w).constant(b).attr("pads", pads).attr("strides", Ints{2, 2}).run1());
-  // Opset 1 has the same semantics.
-  EXPECT_TENSOR(at::conv2d(x, w, b), OneNodeModel("Conv", 1).input(x).constant(w).constant(b).run1());
-}
-
-TEST(NnKernels, ConvAutoPadSameUpperSameLowerValid) {
-  at::Tensor x = randn({1, 2, 7, 7}), w = randn({3, 2, 4, 4});
-  // in 7, stride 2, kernel 4: output 4, total pad 3 -> SAME_UPPER 1 before / 2 after, SAME_LOWER 2 / 1.
-  at::Tensor upper = at::conv2d(at::constant_pad_nd(x, {1, 2, 1, 2}, 0), w, at::Tensor(), {2, 2});
-  at::Tensor lower = at::conv2d(at::constant_pad_nd(x, {2, 1, 2, 1}, 0), w, at::Tensor(), {2, 2});
-  EXPECT_TENSOR(upper, OneNodeModel("Conv", 11).input(x).constant(w).attr("auto_pad", "SAME_UPPER").attr("strides", Ints{2, 2}).run1());
-  EXPECT_TENSOR(lower, OneNodeModel("Conv", 11).input(x).constant(w).attr("auto_pad", "SAME_LOWER").attr("strides", Ints{2, 2}).run1());
-  EXPECT_TENSOR(at::conv2d(x, w, at::Tensor(), {2, 2}),
-                OneNodeModel("Conv", 11).input(x).constant(w).attr("auto_pad", "VALID").attr("strides", Ints{2, 2}).run1());
-  // SAME keeps the size at stride 1, with dilations counting in the effective kernel (3 -> 5).
-  at::Tensor w3 = randn({3, 2, 3, 3});
-  at::Tensor same = OneNodeModel("Conv", 11).input(x).constant(w3).attr("auto_pad", "SAME_UPPER").attr("dilations", Ints{2, 2}).run1();
-  EXPECT_TENSOR(at::conv2d(x, w3, at::Tensor(), {1, 1}, {2, 2}, {2, 2}), same);
-}
-
-TEST(NnKernels, ConvGroupsDepthwiseAnd1d3d) {
-  at::Tensor x = randn({2, 4, 6, 5}), w = randn({6, 2, 3, 3}), b = randn({6});
-  EXPECT_TENSOR(at::conv2d(x, w, b, {1, 1}, {1, 1}, {1, 1}, 2),
-                OneNodeModel("Conv", 11).input(x).constant(w).constant(b).attr("group", int64_t{2}).attr("pads", Ints{1, 1, 1, 1}).run1());
-  at::Tensor dw = randn({8, 1, 3, 3});
-  EXPECT_TENSOR(at::conv2d(x, dw, at::Tensor(), {2, 2}, {1, 1}, {1, 1}, 4),
-                OneNodeModel("Conv", 11).input(x).constant(dw).attr("group", int64_t{4}).attr("strides", Ints{2, 2})
-                    .attr("pads", Ints{1, 1, 1, 1}).run1());
-  at::Tensor x1 = randn({2, 3, 10}), w1 = randn({5, 3, 3});
-  EXPECT_TENSOR(at::conv1d(at::constant_pad_nd(x1, {2, 1}, 0), w1, at::Tensor(), {2}),
-                OneNodeModel("Conv", 11).input(x1).constant(w1).attr("pads", Ints{2, 1}).attr("strides", Ints{2}).run1());
-  at::Tensor x3 = randn({1, 2, 5, 6, 4}), w3 = randn({3, 2, 3, 2, 3});
-  EXPECT_TENSOR(at::conv3d(x3, w3, at::Tensor(), {1, 2, 1}, {1, 0, 1}),
-                OneNodeModel("Conv", 11).input(x3).constant(w3).attr("strides", Ints{1, 2, 1}).attr("pads", Ints{1, 0, 1, 1, 0, 1}).run1());
-}
-
-TEST(NnKernels, ConvTransposeOutputPaddingOutputShapePadsAndGroups) {
-  at::Tensor x = randn({1, 4, 5, 4}), w = randn({4, 3, 3, 3}), b = randn({3});
-  at::Tensor ref = at::conv_transpose2d(x, w, b, {2, 2}, {1, 1}, {1, 1});  // 10 x 8
-  EXPECT_TENSOR(ref, OneNodeModel("ConvTranspose", 11).input(x).constant(w).constant(b).attr("strides", Ints{2, 2})
-                         .attr("pads", Ints{1, 1, 1, 1}).attr("output_padding", Ints{1, 1}).run1());
-  // output_shape: full output 11 x 9, total padding 1 -> 1 at the start (NOTSET), 0 at the end.
-  at::Tensor full = at::conv_transpose2d(x, w, b, {2, 2});
-  EXPECT_TENSOR(full.slice(2, 1, 11).slice(3, 1, 9),
-                OneNodeModel("ConvTranspose", 11).input(x).constant(w).constant(b).attr("strides", Ints{2, 2})
-                    .attr("output_shape", Ints{10, 8}).run1());
-  // Asymmetric pads crop the full output.
-  EXPECT_TENSOR(full.slice(2, 2, 11 - 1).slice(3, 0, 9 - 3),
-                OneNodeModel("ConvTranspose", 11).input(x).constant(w).constant(b).attr("strides", Ints{2, 2})
-                    .attr("pads", Ints{2, 0, 1, 3}).run1());
-  // output_padding larger than the stride extends the output with bias-only positions.
-  at::Tensor big = OneNodeModel("ConvTranspose", 11).input(x).constant(w).constant(b).attr("output_padding", Ints{2, 0}).run1();
-  at::Tensor ref1 = at::conv_transpose2d(x, w, b);
-  ASSERT_EQ(big.sizes(), at::IntArrayRef({1, 3, 9, 6}));
-  EXPECT_TENSOR(ref1, big.slice(2, 0, 7));
-  EXPECT_TENSOR(b.view({1, 3, 1, 1}).expand({1, 3, 2, 6}), big.slice(2, 7, 9));
-  // Groups and dilations.
-  at::Tensor wg = randn({4, 2, 2, 3});
-  EXPECT_TENSOR(at::conv_transpose2d(x, wg, at::Tensor(), {1, 2}, {0, 1}, {0, 0}, 2, {2, 1}),
-                OneNodeModel("ConvTranspose", 11).input(x).constant(wg).attr("group", int64_t{2}).attr("strides", Ints{1, 2})
-                    .attr("dilations", Ints{2, 1}).attr("pads", Ints{0, 1, 0, 1}).run1());
-  // SAME_UPPER: output = input * stride.
-  at::Tensor same = OneNodeModel("ConvTranspose", 11).input(x).constant(w).attr("auto_pad", "SAME_UPPER").attr("strides", Ints{2, 2}).run1();
-  EXPECT_EQ(same.sizes(), at::IntArrayRef({1, 3, 10, 8}));
-}
 
 // ---- pools ----
 
