@@ -1,6 +1,7 @@
 // Runtime kernels of the matrix-product family: Gemm, MatMul, Einsum.
 //
-// Every product runs in ATen, whose float32 GEMM is the torch wheel's (MKL on x86-64). A direct
+// Every product runs in ATen, whose float32 GEMM is the torch wheel's (MKL on x86-64), except Gemms
+// of a few rows (runtime_ops/small_gemm.h). A direct
 // oneDNN call is not made: the wheel carries its own oneDNN 3.x, and a second copy (Debian's 2.6)
 // in the same process risks symbol interposition.
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include "runtime/kernel.h"
 #include "runtime_ops/compute_dtype.h"
 #include "runtime_ops/families.h"
+#include "runtime_ops/small_gemm.h"
 
 namespace pt2onnx::runtime {
 namespace {
@@ -21,11 +23,13 @@ std::vector<at::Tensor> gemm(KernelContext& ctx) {
   at::Tensor a = toCompute(a0), b = toCompute(ctx.input(1)), c = optionalCompute(ctx, 2);
   if (a.dim() != 2 || b.dim() != 2)
     ctx.fail("A and B must be 2-D, got shapes " + c10::str(a.sizes()) + " and " + c10::str(b.sizes()));
+  bool transB = ctx.attrInt("transB", 0) != 0;
+  double alpha = ctx.attrFloat("alpha", 1.0), beta = ctx.attrFloat("beta", 1.0);
   if (ctx.attrInt("transA", 0)) a = a.t();
-  if (ctx.attrInt("transB", 0)) b = b.t();
+  if (smallGemmApplies(a, b, transB, c)) return {fromCompute(smallGemm(a, b, transB, c, alpha, beta), a0.scalar_type())};
+  if (transB) b = b.t();
   if (a.size(1) != b.size(0))
     ctx.fail("inner dimensions differ: A' is " + c10::str(a.sizes()) + ", B' is " + c10::str(b.sizes()));
-  double alpha = ctx.attrFloat("alpha", 1.0), beta = ctx.attrFloat("beta", 1.0);
   bool useC = c.defined() && beta != 0;
   at::Tensor y;
   if (a.is_floating_point()) {

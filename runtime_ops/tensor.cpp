@@ -397,6 +397,14 @@ Tensors gather(KernelContext& ctx) {
   if (data.dim() == 0) ctx.fail("data must have rank >= 1");
   int64_t axis = normAxis(ctx, ctx.attrInt("axis", 0), data.dim());
   const at::Tensor& indices = ctx.input(1);
+  if (indices.dim() == 0 && !indices.is_floating_point()) {
+    // One index (a Loop body's x[t]): a view, without the index tensors' arithmetic.
+    int64_t i = indices.item<int64_t>(), dim = data.size(axis);
+    if (i < -dim || i >= dim)
+      ctx.fail("indices must lie in [" + std::to_string(-dim) + ", " + std::to_string(dim - 1) + "], got values in [" +
+               std::to_string(i) + ", " + std::to_string(i) + "]");
+    return {data.select(axis, i < 0 ? i + dim : i)};
+  }
   at::Tensor idx = wrapIndices(ctx, indices, data.size(axis));
   std::vector<int64_t> shape(data.sizes().begin(), data.sizes().begin() + axis);
   for (int64_t d : indices.sizes()) shape.push_back(d);

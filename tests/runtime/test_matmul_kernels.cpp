@@ -47,6 +47,23 @@ TEST(MatMulKernels, GemmTransposesAlphaBetaAndBroadcastC) {
   EXPECT_TRUE(at::equal(at::mm(ia, ib) + ic, OneNodeModel("Gemm", 13).input(ia).input(ib).input(ic).run1()));
 }
 
+TEST(MatMulKernels, GemmOfAFewRowsOnEverySizeAroundTheVectorWidth) {
+  // Up to 4 rows run on small_gemm.cpp's loops (32 partial sums), more on MKL: both against double.
+  for (int64_t m : {1, 2, 4, 5})
+    for (int64_t k : {1, 31, 32, 33, 100})
+      for (int64_t n : {1, 17, 64}) {
+        at::Tensor a = randn({m, k}), w = randn({n, k}), bias = randn({n});
+        at::Tensor ref = (exactMatmul(a, w.t()) * 0.5 + bias * 1.5).to(at::kFloat);
+        std::string what = std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n);
+        EXPECT_TENSOR(ref, OneNodeModel("Gemm", 13).input(a).constant(w).constant(bias).attr("transB", int64_t{1})
+                               .attr("alpha", 0.5).attr("beta", 1.5).run1()) << what;
+        EXPECT_TENSOR(ref, OneNodeModel("Gemm", 13).input(a).input(w.t().contiguous()).input(bias.view({1, n}))
+                               .attr("alpha", 0.5).attr("beta", 1.5).run1()) << what;
+        EXPECT_TENSOR(exactMatmul(a, w.t()), OneNodeModel("Gemm", 13).input(a).input(w).attr("transB", int64_t{1}).run1())
+            << what;
+      }
+}
+
 TEST(MatMulKernels, MatMulNumpySemantics) {
   at::Tensor a = randn({2, 1, 3, 4}), b = randn({5, 4, 6}), v = randn({4}), w = randn({3});
   EXPECT_TENSOR(at::matmul(a, b), OneNodeModel("MatMul", 13).input(a).input(b).run1());

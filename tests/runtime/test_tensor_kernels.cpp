@@ -157,8 +157,12 @@ TEST(TensorKernels, GatherFamilyWithNegativeIndices) {
   at::Tensor wrapped = longs({3, 0, 2, 0});
   expectSame(run1("Gather", 13, {feed(data), feed(idx)}, {attrInt("axis", -1)}),
              data.index_select(1, wrapped).reshape({3, 2, 2}));
-  // A scalar index drops the axis.
+  // A scalar index drops the axis (any axis, negative or not, int32 or int64).
   expectSame(run1("Gather", 13, {feed(data), init(at::scalar_tensor(-1, at::kLong))}), data[2]);
+  expectSame(run1("Gather", 13, {feed(data), feed(at::scalar_tensor(1, at::kInt))}, {attrInt("axis", 1)}),
+             data.select(1, 1));
+  expectSame(run1("Gather", 13, {feed(data), feed(at::scalar_tensor(-4, at::kLong))}, {attrInt("axis", 1)}),
+             data.select(1, 0));
   // int32 indices.
   expectSame(run1("Gather", 13, {feed(data), feed(at::tensor({2, 0}, at::kInt))}), data.index_select(0, longs({2, 0})));
 
@@ -296,6 +300,8 @@ TEST(TensorKernels, ErrorsNameTheNodeAndExplain) {
 
   e = errorOf("Gather", 13, {feed(x), feed(longs({0, 3}))}, {attrInt("axis", 1)});
   EXPECT_NE(e.find("indices must lie in [-3, 2], got values in [0, 3]"), std::string::npos) << e;
+  e = errorOf("Gather", 13, {feed(x), feed(at::scalar_tensor(-3, at::kLong))});
+  EXPECT_NE(e.find("indices must lie in [-2, 1], got values in [-3, -3]"), std::string::npos) << e;
 
   e = errorOf("Squeeze", 13, {feed(x), ints({1})});
   EXPECT_NE(e.find("cannot squeeze axis 1 of shape [2, 3]: its size is not 1"), std::string::npos) << e;
