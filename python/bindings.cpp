@@ -378,6 +378,7 @@ PYBIND11_MODULE(_pt2onnx, m) {
       .def_property_readonly("inputs", &runtime::Session::inputs)
       .def_property_readonly("outputs", &runtime::Session::outputs)
       .def_property_readonly("metadata", &runtime::Session::metadata)
+      .def_property_readonly("planned_ops", &runtime::Session::plannedOps)
       .def_property_readonly("model_info",
                              [](const runtime::Session& s) {
                                const auto& i = s.modelInfo();

@@ -13,14 +13,19 @@ namespace pt2onnx::runtime {
 namespace {
 
 // Who reads each slot: one step index per read; a graph output or a value a subgraph reads is pinned.
+// And which step writes it (-1: an input, an initializer or a captured value).
 struct Uses {
   std::vector<std::vector<int>> readers;
   std::vector<bool> pinned;
+  std::vector<int> producer;
 };
 
 Uses usesOf(const Plan& plan) {
-  Uses u{std::vector<std::vector<int>>(plan.numSlots), std::vector<bool>(plan.numSlots, false)};
+  Uses u{std::vector<std::vector<int>>(plan.numSlots), std::vector<bool>(plan.numSlots, false),
+         std::vector<int>(plan.numSlots, -1)};
   for (size_t k = 0; k < plan.steps.size(); ++k) {
+    for (int s : plan.steps[k].outputs)
+      if (s >= 0) u.producer[s] = static_cast<int>(k);
     for (int s : plan.steps[k].inputs)
       if (s >= 0) u.readers[s].push_back(static_cast<int>(k));
     for (const auto& [attr, sub] : plan.steps[k].subgraphs)
@@ -59,11 +64,17 @@ class Fuser {
     return uses_.readers[slot][0];
   }
 
-  // A scalar initializer's value (Clip's min/max inputs); nullopt when the input is not one.
+  // The value of a one-element float initializer or Constant node's output (Clip's min/max, as
+  // torch.onnx writes ReLU6); nullopt for anything else.
   std::optional<double> constantScalar(int slot) const {
-    if (slot < 0 || !plan_.constants[slot].isTensor()) return std::nullopt;
-    const at::Tensor& t = plan_.constants[slot].tensor();
-    if (t.numel() != 1 || !t.is_floating_point()) return std::nullopt;
+    at::Tensor t;
+    if (plan_.constants[slot].isTensor()) {
+      t = plan_.constants[slot].tensor();
+    } else if (int p = uses_.producer[slot]; p >= 0 && is(plan_.steps[p], "Constant") && plan_.steps[p].inputs.empty()) {
+      auto value = plan_.steps[p].attributes.find("value");
+      if (value != plan_.steps[p].attributes.end() && value->second.kind == Attribute::Kind::Tensor) t = value->second.t;
+    }
+    if (!t.defined() || t.numel() != 1 || !t.is_floating_point()) return std::nullopt;
     return t.item<double>();
   }
 

@@ -248,6 +248,55 @@ def test_e2e_dynamic_batch(name, tmp_path):
         assert_close(expected[0], actual, what=f"{name} batch {batch}")
 
 
+class FusableBlocks(torch.nn.Module):
+    """The chains the session fuses (runtime/fusion.h) in one net: Conv+BN+ReLU, a residual Add then
+    ReLU, SiLU, HardSwish, a squeeze-and-excitation gate (1x1 convs over one position) and a
+    depthwise Conv+ReLU6 (Clip)."""
+
+    def __init__(self):
+        super().__init__()
+        c = 8
+        self.stem = torch.nn.Sequential(torch.nn.Conv2d(3, c, 3, padding=1), torch.nn.BatchNorm2d(c), torch.nn.ReLU())
+        self.conv = torch.nn.Conv2d(c, c, 3, padding=1)
+        self.silu = torch.nn.Sequential(torch.nn.Conv2d(c, c, 1), torch.nn.SiLU())
+        self.hswish = torch.nn.Sequential(torch.nn.Conv2d(c, c, 3, stride=2, padding=1), torch.nn.Hardswish())
+        self.se = torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(1), torch.nn.Conv2d(c, 4, 1), torch.nn.ReLU(),
+                                      torch.nn.Conv2d(4, c, 1), torch.nn.Hardsigmoid())
+        self.dw = torch.nn.Sequential(torch.nn.Conv2d(c, c, 3, padding=1, groups=c), torch.nn.ReLU6())
+
+    def forward(self, x):
+        x = self.stem(x)
+        x = torch.relu(self.conv(x) + x)
+        x = self.hswish(self.silu(x))
+        x = x * self.se(x)
+        return self.dw(x) * torch.sigmoid(x)
+
+
+def test_fused_and_unfused_sessions_match_pytorch(tmp_path):
+    torch.manual_seed(0)
+    model = FusableBlocks().eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.5)
+    x = torch.randn(2, 3, 12, 12)
+    export(model, (x,), tmp_path / "m.onnx", opset_version=17, input_names=["x"], output_names=["y"],
+           dynamic_axes={"x": {0: "n", 2: "h", 3: "w"}})
+    unfused_options = pt2onnx.SessionOptions()
+    unfused_options.graph_optimization_level = pt2onnx.GraphOptimizationLevel.ORT_DISABLE_ALL
+    fused, unfused = pt2onnx.InferenceSession(tmp_path / "m.onnx"), pt2onnx.InferenceSession(tmp_path / "m.onnx", unfused_options)
+    # What runs: each of the 7 Convs fused with its activation (the second with the residual Add too);
+    # the last Sigmoid/Mul pair gates another value and stays.
+    planned = fused._session.planned_ops
+    assert "::Conv" not in planned and planned.count("com.microsoft::FusedConv") == 7, planned
+    assert "com.microsoft::FusedConv" not in unfused._session.planned_ops
+    for shape in ((1, 3, 9, 7), (3, 3, 16, 16), (2, 3, 12, 12)):
+        feed = torch.randn(shape) * 2
+        (expected,) = torch_outputs(model, (feed,))
+        for what, sess in (("fused", fused), ("unfused", unfused)):
+            (actual,) = sess.run(None, {"x": feed.numpy()})
+            assert_close(expected, actual, what=f"{what} {shape}")
+
+
 # ---------------------------------------------------------------------------------------------
 # 2. autograd.Function samples as com.microsoft::PythonOp
 

@@ -88,6 +88,11 @@ TEST(Fusion, ClipFusesWithConstantBoundsOnly) {
   constant.initializer("lo", at::scalar_tensor(0.0, at::kFloat)).initializer("hi", at::scalar_tensor(6.0, at::kFloat));
   constant.node("Clip", {"c", "lo", "hi"}, {"y"}).output("y", at::kFloat);
   EXPECT_EQ(runBoth(constant, {{"x", x}}, {at::clamp(y, 0, 6)}), Ops{"com.microsoft::FusedConv"});
+  GraphModel constantNodes = convGraph(w, b);  // ReLU6 as torch.onnx writes it
+  constantNodes.constant("lo", at::scalar_tensor(0.0, at::kFloat)).constant("hi", at::scalar_tensor(6.0, at::kFloat));
+  constantNodes.node("Clip", {"c", "lo", "hi"}, {"y"}).output("y", at::kFloat);
+  EXPECT_EQ(runBoth(constantNodes, {{"x", x}}, {at::clamp(y, 0, 6)}),
+            (Ops{"::Constant", "::Constant", "com.microsoft::FusedConv"}));
   GraphModel onlyMax = convGraph(w, b);
   onlyMax.initializer("hi", at::scalar_tensor(1.5, at::kFloat)).node("Clip", {"c", "", "hi"}, {"y"}).output("y", at::kFloat);
   EXPECT_EQ(runBoth(onlyMax, {{"x", x}}, {at::clamp_max(y, 1.5)}), Ops{"com.microsoft::FusedConv"});
