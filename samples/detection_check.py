@@ -1,7 +1,8 @@
 """Comparing an exported detection model's detections with PyTorch's, when PyTorch's own are not
 stable. Untrained detectors score neighbouring anchors almost alike, so which of two overlapping
 boxes survives NMS (or the top-k cut) is decided by float noise: PyTorch itself keeps other
-detections with 1 thread than with 2, on an input perturbed by 1e-6 or in float64 (11 of
+detections with 1 thread than with 2, in channels-last memory format (oneDNN's blocked
+convolutions, as pt2onnx's runtime runs them), on an input perturbed by 1e-6 or in float64 (11 of
 fasterrcnn_mobilenet_v3_large_320_fpn's 100). A traced detector also takes another path than the
 eager one (torchvision's batched_nms offsets boxes per class when tracing), and ONNX's
 NonMaxSuppression computes in float32 only. So:
@@ -23,7 +24,7 @@ So the exported model passes when it differs from PyTorch no more than PyTorch d
 under float noise. A converter bug (wrong box decoding, thresholds, scores, masks) gives unexplained
 detections where PyTorch has none; `budget` in the result says how much noise a model has.
 
-CPU cost: the reference runs take ~8 forward passes."""
+CPU cost: the reference runs take ~10 forward passes."""
 import contextlib
 import copy
 
@@ -76,15 +77,20 @@ def _run(model, images):
 
 def reference_runs(model, images, perturbations=4):
     """PyTorch's detections for `images` (a list of image tensors, the model's argument) under float
-    noise: 1 thread and the current thread count, float64, and inputs perturbed by PERTURBATION.
+    noise: 1 thread and the current thread count (each in the default and in channels-last memory
+    format), float64, and inputs perturbed by PERTURBATION.
     Returns a list of runs, each a list (one per image) of dicts of numpy arrays."""
     import torch
     runs = []
     threads = torch.get_num_threads()
     try:
+        # Channels-last weights and activations too: oneDNN's blocked convolutions, which sum in the
+        # order the builtin runtime's prepacked ones do (and, with several threads, split the sums).
+        channels_last = copy.deepcopy(model).to(memory_format=torch.channels_last)
         for t in sorted({1, threads}):
             torch.set_num_threads(t)
             runs.append(_run(model, images))
+            runs.append(_run(channels_last, images))
     finally:
         torch.set_num_threads(threads)
     runs.append(_run(copy.deepcopy(model).double(), [i.double() for i in images]))
