@@ -237,13 +237,19 @@ def latency_at(name, model, x, x_np, reference, path, export_s, threads, a, tmp)
     gc.disable()
     try:
         for n in blocks_of(a.iterations, a.rounds):
+            # Before each block, the idle threads of the side that ran before settle: ORT's intra-op
+            # workers spin after its runs (allow_spinning), OpenMP's after ATen's, and either takes
+            # a core from the other side's block on this 2-core machine (--settle).
+            time.sleep(a.settle)
             times, cpu = timed_block(lambda: ort.run(None, feeds), n)
             res["ort"] += times
             res["ort_cpu"] += cpu
+            time.sleep(a.settle)
             times, cpu = timed_block(lambda: sess.run(None, feeds), n)
             res["builtin"] += times
             res["builtin_cpu"] += cpu
             if eager is not None:
+                time.sleep(a.settle)
                 times, cpu = timed_block(eager, n)
                 res["eager"] += times
                 res["eager_cpu"] += cpu
@@ -510,6 +516,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=5, help="warm-up runs per model and runtime (part 1)")
     ap.add_argument("--rounds", type=int, default=5,
                     help="the timed runs are split into this many interleaved blocks (ORT, builtin, eager, ...)")
+    ap.add_argument("--settle", type=float, default=0.2,
+                    help="seconds of pause before each timed block, for the other side's idle (spinning) "
+                         "threads to settle (default 0.2)")
     ap.add_argument("--models", nargs="*", choices=list(MODELS), default=list(MODELS),
                     help="part 1 models (none: skip part 1)")
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2],
