@@ -15,10 +15,14 @@ Part 2 (PythonOp overhead): a model with one com.microsoft::PythonOp calling a t
 autograd.Function (x + 1 on a 4x4 tensor), and a chain of 100 of them, run through
 InferenceSession versus calling Function.apply directly (1 thread); target "< 20 us per call".
 
+Part 3 (per-node overhead, informational): a one-node model (the whole run's fixed cost) and
+chains of 1000 Relu, 100 Tanh and 100 Gemm (256 x 256) on a 1 x 256 input, builtin versus ORT on
+1 thread, per node.
+
 A benchmark: no assertions; missed targets are printed as MISSED.
 
     .venv/bin/python bench/bench_runtime.py [--iterations 30] [--threads 1 2] [--models resnet50 ...]
-                                            [--skip-python-op] [--output-json PATH]
+                                            [--skip-python-op] [--skip-overheads] [--output-json PATH]
 """
 import os
 
@@ -289,6 +293,77 @@ def latency_at(name, model, x, x_np, reference, path, export_s, threads, a, tmp)
 
 
 # ---------------------------------------------------------------------------------------------
+# Part 3: per-node overhead
+
+
+def _chain_model(op, nodes, width):
+    """`nodes` chained ops on a 1 x width float32 input (Gemm: width x width, bias, transB)."""
+    import onnx
+    from onnx import helper, numpy_helper
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array((rng.standard_normal((width, width)) / width ** 0.5).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal(width).astype(np.float32), "b")] if op == "Gemm" else []
+    chain, prev = [], "x"
+    for i in range(nodes):
+        out = "y" if i == nodes - 1 else f"v{i}"
+        chain.append(helper.make_node(op, [prev, "w", "b"] if op == "Gemm" else [prev], [out],
+                                      **({"transB": 1} if op == "Gemm" else {})))
+        prev = out
+    graph = helper.make_graph(chain, "chain", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, width])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, width])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+OVERHEAD_CASES = [("Identity", 1, 256), ("Relu", 1000, 256), ("Tanh", 100, 256), ("Gemm", 100, 256)]
+
+
+def overheads(a):
+    """Per run (1 node) or per node (chains): the builtin runtime and ORT on 1 thread, the same
+    alternating blocks as part 1."""
+    torch.set_num_threads(1)
+    x = np.random.default_rng(1).standard_normal((1, 256)).astype(np.float32)
+    rows = []
+    for op, nodes, width in OVERHEAD_CASES:
+        model = _chain_model(op, nodes, width)
+        sess = pt2onnx.InferenceSession(model, threads=1)
+        so = onnxruntime.SessionOptions()
+        so.intra_op_num_threads, so.inter_op_num_threads = 1, 1
+        so.log_severity_level = 3
+        ort = onnxruntime.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+        feeds = {"x": x}
+        err = max_rel_error(ort.run(None, feeds)[0], sess.run(None, feeds)[0])
+        runs = max(20, 20000 // nodes)
+        for fn in (lambda: sess.run(None, feeds), lambda: ort.run(None, feeds)):
+            for _ in range(max(3, runs // 10)):
+                fn()
+        builtin, ort_times = [], []
+        gc.collect()
+        gc.disable()
+        try:
+            for n in blocks_of(runs, a.rounds):
+                time.sleep(a.settle)
+                ort_times += timed_block(lambda: ort.run(None, feeds), n)[0]
+                time.sleep(a.settle)
+                builtin += timed_block(lambda: sess.run(None, feeds), n)[0]
+        finally:
+            gc.enable()
+        b_us, o_us = float(np.median(builtin)) * 1e3 / nodes, float(np.median(ort_times)) * 1e3 / nodes
+        rows.append({"op": op, "nodes": nodes, "width": width, "builtin_us": b_us, "ort_us": o_us, "err_vs_ort": err})
+        progress(f"part 3 / {nodes} x {op}: builtin {b_us:.2f} us, ORT {o_us:.2f} us per node")
+    return rows
+
+
+def report_overheads(rows):
+    lines = ["", "=== Part 3: per-node overhead, 1 thread (1 x 256 float32; informational) ===", "",
+             "| model | builtin us per node | ORT us per node | ratio | outputs vs ORT |", "|---|---|---|---|---|"]
+    for r in rows:
+        what = "one node: a whole run" if r["nodes"] == 1 else f"chain of {r['nodes']}"
+        lines.append(f"| {r['op']} ({what}) | {r['builtin_us']:.2f} | {r['ort_us']:.2f} | "
+                     f"{r['builtin_us'] / r['ort_us']:.2f}x | {r['err_vs_ort']:.1e} |")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
 # Part 2: PythonOp overhead
 
 
@@ -516,6 +591,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=5, help="warm-up runs per model and runtime (part 1)")
     ap.add_argument("--rounds", type=int, default=5,
                     help="the timed runs are split into this many interleaved blocks (ORT, builtin, eager, ...)")
+    ap.add_argument("--skip-overheads", action="store_true", help="skip part 3 (per-node overhead)")
     ap.add_argument("--settle", type=float, default=0.2,
                     help="seconds of pause before each timed block, for the other side's idle (spinning) "
                          "threads to settle (default 0.2)")
@@ -542,7 +618,7 @@ def main():
           f"pt2onnx {pt2onnx.__version__}, load average {load_average():.2f}", flush=True)
     out = {"started": started.isoformat(timespec="seconds"), "argv": sys.argv, "torch": torch.__version__,
            "onnxruntime": onnxruntime.__version__, "pt2onnx": pt2onnx.__version__, "cpus": os.cpu_count(), "load_average_start": load_average(),
-           "latency": [], "python_op": None}
+           "latency": [], "python_op": None, "overheads": None}
     with tempfile.TemporaryDirectory(prefix="pt2onnx-bench-runtime-") as tmp:
         for name in a.models:
             try:
@@ -558,6 +634,13 @@ def main():
                 msg = f"{type(e).__name__}: {e}"
                 progress(f"part 2 / PythonOp: FAILED: {msg}")
                 out["python_op"] = {"error": msg}
+    if not a.skip_overheads:
+        try:
+            out["overheads"] = overheads(a)
+        except Exception as e:
+            msg = f"{type(e).__name__}: {e}"
+            progress(f"part 3 / overheads: FAILED: {msg}")
+            out["overheads"] = {"error": msg}
     out["load_average_end"] = load_average()
 
     lines = []
@@ -566,6 +649,10 @@ def main():
     if out["python_op"] is not None:
         lines += report_python_op(out["python_op"]) if "error" not in out["python_op"] else \
             ["", f"=== Part 2: PythonOp call overhead: ERROR: {out['python_op']['error']} ==="]
+    if isinstance(out["overheads"], list):
+        lines += report_overheads(out["overheads"])
+    elif out["overheads"] is not None:
+        lines += ["", f"=== Part 3: per-node overhead: ERROR: {out['overheads']['error']} ==="]
     missed = [f"{r['model']} ({r['threads']} threads)" for r in out["latency"] if r.get("verdict") == "MISSED"]
     if out["python_op"] and out["python_op"].get("verdicts", {}).get("chain") == "MISSED":
         missed.append("PythonOp overhead")

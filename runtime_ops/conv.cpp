@@ -13,6 +13,7 @@
 #include "runtime_ops/families.h"
 #include "runtime_ops/geometry.h"
 #include "runtime_ops/onednn_conv.h"
+#include "runtime_ops/small_gemm.h"
 
 namespace pt2onnx::runtime {
 namespace {
@@ -109,8 +110,10 @@ at::Tensor convolve(KernelContext& ctx, const Activation& activation, const at::
   if (float32 && pointwise && x.size(0) * x.size(2) * x.size(3) <= kMaxGemmPositions) {
     int64_t n = x.size(0), h = x.size(2), wd = x.size(3);
     at::Tensor rows = x.permute({0, 2, 3, 1}).reshape({n * h * wd, x.size(1)});
-    at::Tensor w2d = w.view({w.size(0), w.size(1)}).t();
-    at::Tensor y = b.defined() ? at::addmm(b, rows, w2d) : at::mm(rows, w2d);
+    at::Tensor w2d = w.reshape({w.size(0), w.size(1)});
+    at::Tensor y = smallGemmApplies(rows, w2d, true, b) ? smallGemm(rows, w2d, true, b, 1.0, 1.0)
+                   : b.defined()                        ? at::addmm(b, rows, w2d.t())
+                                                        : at::mm(rows, w2d.t());
     return finish(y.view({n, h, wd, w.size(0)}).permute({0, 3, 1, 2}), false);
   }
   onednn::ConvGeometry cg{padding, g.strides, g.dilations, group};

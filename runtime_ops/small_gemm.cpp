@@ -1,5 +1,9 @@
 #include "runtime_ops/small_gemm.h"
 
+#include <algorithm>
+
+#include <ATen/Parallel.h>
+
 namespace pt2onnx::runtime {
 namespace {
 
@@ -7,6 +11,7 @@ namespace {
 // for each clone). Written out because GCC's vectorizer spills plain-array partial sums here.
 typedef float Vec16 __attribute__((vector_size(64)));
 constexpr int kLanes = 16;
+constexpr int64_t kParallelMacs = 1 << 18;  // multiply-adds per thread's share, at least
 
 // y[n] = sum_k a[k] * b[n * K + k] (b's rows are the weight's rows: transB, nn.Linear's layout).
 // Four outputs at a time, sharing each load of a.
@@ -61,13 +66,14 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void rowTimesRows(c
   }
 }
 
-// y[n] = sum_k a[k] * b[k * N + n] (b is K x N).
+// y[n] = sum_k a[k] * b[k * ldb + n] for n < N (b is K x ldb; N of its columns).
 __attribute__((target_clones("avx512f", "avx2", "default"))) void rowTimesColumns(const float* a, const float* b,
-                                                                                    int64_t K, int64_t N, float* y) {
+                                                                                    int64_t K, int64_t N, int64_t ldb,
+                                                                                    float* y) {
   for (int64_t n = 0; n < N; ++n) y[n] = 0;
   for (int64_t k = 0; k < K; ++k) {
     const float ak = a[k];
-    const float* row = b + k * N;
+    const float* row = b + k * ldb;
     for (int64_t n = 0; n < N; ++n) y[n] += ak * row[n];
   }
 }
@@ -93,15 +99,20 @@ at::Tensor smallGemm(const at::Tensor& a, const at::Tensor& b, bool transB, cons
   float* py = y.data_ptr<float>();
   const float* pc = c.defined() && beta != 0 ? c.data_ptr<float>() : nullptr;
   int64_t cStride = c.defined() && c.numel() == 1 ? 0 : 1;
-  for (int64_t m = 0; m < M; ++m) {
-    float* ym = py + m * N;
-    if (transB) rowTimesRows(pa + m * K, pb, K, N, ym);
-    else rowTimesColumns(pa + m * K, pb, K, N, ym);
-    if (alpha != 1.0)
-      for (int64_t n = 0; n < N; ++n) ym[n] = static_cast<float>(alpha * ym[n]);
-    if (pc)
-      for (int64_t n = 0; n < N; ++n) ym[n] = static_cast<float>(ym[n] + beta * pc[n * cStride]);
-  }
+  // Output columns split across ATen's threads when the product is large enough to pay for it
+  // (a classifier's 1280 x 1000 weight: memory-bound, each thread streams its own rows).
+  int64_t grain = std::max<int64_t>(16, kParallelMacs / std::max<int64_t>(1, K));
+  at::parallel_for(0, N, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t m = 0; m < M; ++m) {
+      float* ym = py + m * N;
+      if (transB) rowTimesRows(pa + m * K, pb + begin * K, K, end - begin, ym + begin);
+      else rowTimesColumns(pa + m * K, pb + begin, K, end - begin, N, ym + begin);
+      for (int64_t n = begin; n < end; ++n) {
+        if (alpha != 1.0) ym[n] = static_cast<float>(alpha * ym[n]);
+        if (pc) ym[n] = static_cast<float>(ym[n] + beta * pc[n * cStride]);
+      }
+    }
+  });
   return y;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include "common/errors.h"
 #include "runtime/session.h"
@@ -62,6 +63,19 @@ TEST(MatMulKernels, GemmOfAFewRowsOnEverySizeAroundTheVectorWidth) {
         EXPECT_TENSOR(exactMatmul(a, w.t()), OneNodeModel("Gemm", 13).input(a).input(w).attr("transB", int64_t{1}).run1())
             << what;
       }
+}
+
+TEST(MatMulKernels, GemmOfAFewRowsSplitsLargeProductsAcrossThreads) {
+  // 2 x 600 x 1100: 660k multiply-adds, split by output columns (uneven shares) over 2 threads.
+  int threads = at::get_num_threads();
+  at::set_num_threads(2);
+  at::Tensor a = randn({2, 600}), w = randn({1100, 600}), bias = randn({1100});
+  at::Tensor ref = (exactMatmul(a, w.t()) + bias).to(at::kFloat);
+  at::Tensor viaRows = OneNodeModel("Gemm", 13).input(a).constant(w).constant(bias).attr("transB", int64_t{1}).run1();
+  at::Tensor viaColumns = OneNodeModel("Gemm", 13).input(a).input(w.t().contiguous()).input(bias).run1();
+  at::set_num_threads(threads);
+  EXPECT_TENSOR(ref, viaRows);
+  EXPECT_TENSOR(ref, viaColumns);
 }
 
 TEST(MatMulKernels, MatMulNumpySemantics) {
