@@ -297,6 +297,27 @@ def test_fused_and_unfused_sessions_match_pytorch(tmp_path):
             assert_close(expected, actual, what=f"{what} {shape}")
 
 
+def test_a_model_onnx_runtime_optimized_and_saved_runs_with_its_fused_convs(tmp_path):
+    """ONNX Runtime's ORT_ENABLE_EXTENDED level writes com.microsoft::FusedConv (Conv + activation);
+    the saved model runs on the builtin runtime's FusedConv kernel, on another input."""
+    import onnxruntime
+    torch.manual_seed(0)
+    model = FusableBlocks().eval()
+    x = torch.randn(2, 3, 12, 12)
+    export(model, (x,), tmp_path / "m.onnx", opset_version=17, input_names=["x"], output_names=["y"],
+           dynamic_axes={"x": {0: "n"}})
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    onnxruntime.InferenceSession(str(tmp_path / "m.onnx"), options, providers=["CPUExecutionProvider"])
+    optimized = onnx.load(str(tmp_path / "optimized.onnx"))
+    assert any(n.op_type == "FusedConv" and n.domain == MS for n in optimized.graph.node)
+    feed = torch.randn(3, 3, 12, 12)
+    (expected,) = torch_outputs(model, (feed,))
+    (actual,) = pt2onnx.InferenceSession(tmp_path / "optimized.onnx").run(None, {"x": feed.numpy()})
+    assert_close(expected, actual, what="ORT-optimized model")
+
+
 # ---------------------------------------------------------------------------------------------
 # 2. autograd.Function samples as com.microsoft::PythonOp
 
