@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/errors.h"
 #include "common/logging.h"
 #include "runtime/plan.h"
 
@@ -166,12 +167,7 @@ class Fuser {
     }
     if (chain.size() == 1) return 0;
 
-    Step fused;
-    fused.name = conv.name;
-    fused.opType = "FusedConv";
-    fused.domain = "com.microsoft";
-    fused.opset = 1;
-    fused.kernel = &defaultKernels().find(fused.domain, fused.opType, fused.opset)->tensor;
+    Step fused = contribStep(conv.name, "FusedConv");
     fused.attributes = conv.attributes;
     Attribute activation;
     activation.kind = Attribute::Kind::String;
@@ -198,12 +194,7 @@ class Fuser {
   int fuseSilu(int sig) {
     int mul = soleReader(plan_.steps[sig].outputs[0]);
     if (mul < 0 || !isSiluPair(sig, mul)) return 0;
-    Step fused;
-    fused.name = plan_.steps[sig].name;
-    fused.opType = "QuickGelu";
-    fused.domain = "com.microsoft";
-    fused.opset = 1;
-    fused.kernel = &defaultKernels().find(fused.domain, fused.opType, fused.opset)->tensor;
+    Step fused = contribStep(plan_.steps[sig].name, "QuickGelu");
     Attribute alpha;
     alpha.kind = Attribute::Kind::Float;
     alpha.f = 1.0;
@@ -213,6 +204,19 @@ class Fuser {
     fused.outputs = plan_.steps[mul].outputs;
     replace({sig, mul}, std::move(fused));
     return 1;
+  }
+
+  // A com.microsoft (version 1) step for `opType`, with its registered tensor kernel.
+  static Step contribStep(const std::string& name, const std::string& opType) {
+    Step step;
+    step.name = name;
+    step.opType = opType;
+    step.domain = "com.microsoft";
+    step.opset = 1;
+    const RegisteredKernel* kernel = defaultKernels().find(step.domain, step.opType, step.opset);
+    PT2ONNX_ASSERT(kernel && kernel->tensor, "fusion writes com.microsoft::" << opType << ", which has no tensor kernel");
+    step.kernel = &kernel->tensor;
+    return step;
   }
 
   // The chain's last step becomes `fused`; the others go.

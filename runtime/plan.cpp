@@ -175,8 +175,8 @@ void markRunScopedContexts(Plan& plan) {
     }
 }
 
-// Inputs of tensor kernels that read an initializer no feed replaces (a main-graph initializer
-// listed as an input is only a default).
+// Inputs of tensor kernels that read an initializer no feed replaces (a subgraph input of an
+// initializer's name replaces it each run; in the main graph such an input is not planned).
 void markConstantInputs(Plan& plan) {
   std::vector<bool> constant(plan.numSlots, false);
   for (size_t s = 0; s < plan.numSlots; ++s) constant[s] = plan.constants[s].isTensor();
