@@ -47,8 +47,14 @@ class Scope {
     if (outer < 0) return -1;
     int local = define(name);
     plan_.captures.emplace_back(local, outer);
+    if (enclosing_->isConstant(outer)) constants_.insert(local);
     return local;
   }
+
+  // An initializer of this graph that no input replaces, or a capture of one from an enclosing graph.
+  void markConstant(int slot) { constants_.insert(slot); }
+  void markVariable(int slot) { constants_.erase(slot); }
+  bool isConstant(int slot) const { return constants_.count(slot) != 0; }
 
   bool nested() const { return enclosing_ != nullptr; }
 
@@ -56,6 +62,7 @@ class Scope {
   Plan& plan_;
   Scope* enclosing_;
   std::unordered_map<std::string, int> slots_;
+  std::set<int> constants_;
 };
 
 std::unique_ptr<Plan> planGraph(const onnx::GraphProto& g, const PlanContext& pc, Scope* enclosing);
@@ -176,11 +183,11 @@ void markRunScopedContexts(Plan& plan) {
 }
 
 // Inputs of tensor kernels that read an initializer no feed replaces (a subgraph input of an
-// initializer's name replaces it each run; in the main graph such an input is not planned).
-void markConstantInputs(Plan& plan) {
+// initializer's name replaces it each run; in the main graph such an input is not planned), here or
+// in an enclosing graph (a Loop body's weights).
+void markConstantInputs(Plan& plan, const Scope& scope) {
   std::vector<bool> constant(plan.numSlots, false);
-  for (size_t s = 0; s < plan.numSlots; ++s) constant[s] = plan.constants[s].isTensor();
-  for (int s : plan.inputSlots) constant[s] = false;
+  for (size_t s = 0; s < plan.numSlots; ++s) constant[s] = scope.isConstant(static_cast<int>(s));
   for (Step& step : plan.steps) {
     step.constantInputs.assign(step.inputs.size(), false);
     for (size_t i = 0; i < step.inputs.size(); ++i) step.constantInputs[i] = step.inputs[i] >= 0 && constant[step.inputs[i]];
@@ -196,12 +203,14 @@ std::unique_ptr<Plan> planGraph(const onnx::GraphProto& g, const PlanContext& pc
   for (const auto& t : g.initializer()) {
     initNames.insert(t.name());
     initializers.emplace_back(scope.define(t.name()), tensorFromProto(t, pc.baseDir));
+    scope.markConstant(initializers.back().first);
   }
   for (const auto& in : g.input()) {
     // In the main graph, an initializer listed as input is a default value (a subgraph has no defaults).
     if (!enclosing && initNames.count(in.name())) continue;
     plan->inputs.push_back(valueInfoFromProto(in));
     plan->inputSlots.push_back(scope.define(in.name()));
+    scope.markVariable(plan->inputSlots.back());
   }
   for (const auto& n : g.node()) plan->steps.push_back(planNode(n, pc, scope));
   markRunScopedContexts(*plan);
@@ -216,7 +225,7 @@ std::unique_ptr<Plan> planGraph(const onnx::GraphProto& g, const PlanContext& pc
   }
   plan->constants.resize(plan->numSlots);
   for (auto& [slot, t] : initializers) plan->constants[slot] = Value(std::move(t));
-  markConstantInputs(*plan);
+  markConstantInputs(*plan, scope);
   if (pc.fuseNodes) fuseNodes(*plan);
   planReleases(*plan);
   if (enclosing)

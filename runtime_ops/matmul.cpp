@@ -26,7 +26,15 @@ std::vector<at::Tensor> gemm(KernelContext& ctx) {
   bool transB = ctx.attrInt("transB", 0) != 0;
   double alpha = ctx.attrFloat("alpha", 1.0), beta = ctx.attrFloat("beta", 1.0);
   if (ctx.attrInt("transA", 0)) a = a.t();
-  if (smallGemmApplies(a, b, transB, c)) return {fromCompute(smallGemm(a, b, transB, c, alpha, beta), a0.scalar_type())};
+  if (smallGemmApplies(a, b, transB, c)) {
+    // A constant nn.Linear weight (N x K) is transposed once per node: the K x N layout is the
+    // faster one for a few rows (runtime_ops/small_gemm.h).
+    if (transB && ctx.inputIsConstant(1) && ctx.cache()) {
+      auto columns = ctx.cache()->get<at::Tensor>([&] { return new at::Tensor(b.t().contiguous()); });
+      return {fromCompute(smallGemm(a, *columns, false, c, alpha, beta), a0.scalar_type())};
+    }
+    return {fromCompute(smallGemm(a, b, transB, c, alpha, beta), a0.scalar_type())};
+  }
   if (transB) b = b.t();
   if (a.size(1) != b.size(0))
     ctx.fail("inner dimensions differ: A' is " + c10::str(a.sizes()) + ", B' is " + c10::str(b.sizes()));

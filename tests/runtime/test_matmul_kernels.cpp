@@ -13,6 +13,7 @@
 #include "common/errors.h"
 #include "runtime/session.h"
 #include "tests/util/compare.h"
+#include "tests/util/graph_model.h"
 #include "tests/util/one_node_model.h"
 
 namespace {
@@ -76,6 +77,58 @@ TEST(MatMulKernels, GemmOfAFewRowsSplitsLargeProductsAcrossThreads) {
   at::set_num_threads(threads);
   EXPECT_TENSOR(ref, viaRows);
   EXPECT_TENSOR(ref, viaColumns);
+}
+
+// h_{t+1} = tanh(h_t W^T + b) for `trips` steps, in double: the reference for the Loop below.
+at::Tensor recurrence(at::Tensor h, const at::Tensor& w, const at::Tensor& b, int64_t trips) {
+  h = h.to(at::kDouble);
+  for (int64_t t = 0; t < trips; ++t) h = at::tanh(at::addmm(b.to(at::kDouble), h, w.to(at::kDouble).t()));
+  return h.to(at::kFloat);
+}
+
+// Loop(m, h0) whose body is h = tanh(Gemm(h, W, b, transB=1)): W read from the main graph, an
+// initializer when `weightFed` is false (transposed once, runtime_ops/matmul.cpp), else a feed.
+std::string recurrentLoopModel(const at::Tensor& w, const at::Tensor& b, bool weightFed) {
+  using pt2onnx::testing::attrGraph;
+  using pt2onnx::testing::GraphModel;
+  onnx::AttributeProto transB;
+  transB.set_name("transB");
+  transB.set_type(onnx::AttributeProto::INT);
+  transB.set_i(1);
+  GraphModel body("body");
+  body.input("i", at::kLong, Ints{}).input("cond_in", at::kBool, Ints{}).input("h", at::kFloat)
+      .node("Gemm", {"h", "W", "b"}, {"pre"}, {transB}).node("Tanh", {"pre"}, {"h_out"})
+      .node("Identity", {"cond_in"}, {"cond_out"})
+      .output("cond_out", at::kBool, Ints{}).output("h_out", at::kFloat);
+  GraphModel main("main");
+  main.input("m", at::kLong, Ints{}).input("h0", at::kFloat, Ints{-1, w.size(1)});
+  if (weightFed) main.input("W", at::kFloat, Ints{w.size(0), w.size(1)});
+  else main.initializer("W", w);
+  main.initializer("b", b).node("Loop", {"m", "", "h0"}, {"h"}, {attrGraph("body", body)}).output("h", at::kFloat);
+  return main.modelBytes(13);
+}
+
+TEST(MatMulKernels, GemmInALoopBodyOnTheEnclosingGraphsWeight) {
+  using pt2onnx::runtime::Session;
+  using pt2onnx::runtime::Value;
+  for (int64_t n : {37, 64, 130}) {  // below, at and around the 64-column block
+    at::Tensor w = randn({n, n}) / std::sqrt(static_cast<double>(n)), b = randn({n});
+    auto constant = Session::fromBytes(recurrentLoopModel(w, b, false));
+    auto fed = Session::fromBytes(recurrentLoopModel(w, b, true));
+    at::Tensor w2 = randn({n, n}) / std::sqrt(static_cast<double>(n));
+    for (int64_t rows : {1, 3})
+      for (int64_t trips : {0, 1, 5}) {
+        at::Tensor h0 = randn({rows, n});
+        std::string what = std::to_string(n) + " " + std::to_string(rows) + " rows, " + std::to_string(trips) + " trips";
+        std::map<std::string, Value> feeds{{"m", at::scalar_tensor(trips, at::kLong)}, {"h0", h0}};
+        EXPECT_TENSOR(recurrence(h0, w, b, trips), constant->runValues(feeds).at(0).tensor()) << what;
+        // A fed weight is read on every run: a second weight gives the second recurrence.
+        for (const at::Tensor& weight : {w, w2}) {
+          feeds["W"] = weight;
+          EXPECT_TENSOR(recurrence(h0, weight, b, trips), fed->runValues(feeds).at(0).tensor()) << what;
+        }
+      }
+  }
 }
 
 TEST(MatMulKernels, MatMulNumpySemantics) {
