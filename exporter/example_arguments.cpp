@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "common/errors.h"
+#include "common/limits.h"
 #include "runtime/npy.h"
 
 namespace pt2onnx {
@@ -131,6 +132,7 @@ class SpecReader {
         start = x + 1;
       }
     }
+    checkShape(shape, c10::elementSize(dtype), "-i " + spec_.text);
     at::TensorOptions options = at::TensorOptions().dtype(dtype);
     // Integer inputs are zeros: valid indices and lengths-of-nothing; verify --random varies them.
     return at::isFloatingType(dtype) ? at::randn(shape, options) : at::zeros(shape, options);

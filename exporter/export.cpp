@@ -1,6 +1,8 @@
 // The export pipeline: validate options -> lower -> pre-flight support check -> capture types ->
 // convert -> write (checker + shape inference inside the writer).
 #include "exporter/export.h"
+
+#include "exporter/archive_limits.h"
 #include "exporter/torch_compat.h"
 
 #include <algorithm>
@@ -442,6 +444,7 @@ ModelGraph loadTorchScript(const std::string& path) {
 }
 
 ModelGraph loadTorchScript(std::istream& in) {
+  checkArchiveLimits(in);
   torch::jit::Module module;
   try {
     module = torch::jit::load(in);

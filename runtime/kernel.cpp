@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "common/limits.h"
 #include "runtime_ops/families.h"
 
 namespace pt2onnx::runtime {
@@ -12,6 +13,14 @@ namespace pt2onnx::runtime {
 NodeContext::NodeContext(const std::string& nodeName, const std::string& opType, const std::string& domain, int opset,
                          const std::unordered_map<std::string, Attribute>& attributes)
     : nodeName_(nodeName), opType_(opType), domain_(domain), opset_(opset), attributes_(attributes) {}
+
+void KernelContext::checkOutputShape(const std::vector<int64_t>& shape, at::ScalarType type) const {
+  try {
+    checkShape(shape, c10::elementSize(type), "the output");
+  } catch (const ExportError& e) {
+    fail(e.what());
+  }
+}
 
 KernelContext::KernelContext(const std::string& nodeName, const std::string& opType, const std::string& domain,
                              int opset, const std::unordered_map<std::string, Attribute>& attributes,

@@ -112,6 +112,10 @@ class KernelContext : public NodeContext {
   // A 1-D int64 input read into a vector (shapes, axes, pads given as inputs).
   std::vector<int64_t> inputInts(size_t i) const;
 
+  // Fails before an output of `shape` is allocated when common/limits.h refuses it: for kernels
+  // whose output size comes from input values or attributes (Range, ConstantOfShape, Expand, Tile).
+  void checkOutputShape(const std::vector<int64_t>& shape, at::ScalarType type) const;
+
   // The node's cache; null outside a session (constant folding at export), where nothing is kept.
   NodeCache* cache() const { return cache_; }
   // Whether input i is an initializer no feed can replace, so what is derived from it may be cached.

@@ -12,6 +12,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "common/errors.h"
+#include "common/limits.h"
 #include "common/logging.h"
 #include "runtime/fusion.h"
 #include "runtime/session.h"
@@ -57,6 +58,7 @@ class Scope {
   bool isConstant(int slot) const { return constants_.count(slot) != 0; }
 
   bool nested() const { return enclosing_ != nullptr; }
+  int depth() const { return enclosing_ ? enclosing_->depth() + 1 : 0; }
 
  private:
   Plan& plan_;
@@ -198,6 +200,10 @@ std::unique_ptr<Plan> planGraph(const onnx::GraphProto& g, const PlanContext& pc
   auto plan = std::make_unique<Plan>();
   plan->graphName = g.name();
   Scope scope(*plan, enclosing);
+  if (scope.depth() > resourceLimits().maxSubgraphDepth)
+    throw ExportError("graph '" + g.name() + "' is nested " + std::to_string(scope.depth()) +
+                      " subgraphs deep, more than PT2ONNX_MAX_SUBGRAPH_DEPTH (" +
+                      std::to_string(resourceLimits().maxSubgraphDepth) + ")");
   std::set<std::string> initNames;
   std::vector<std::pair<int, at::Tensor>> initializers;
   for (const auto& t : g.initializer()) {

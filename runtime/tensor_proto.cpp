@@ -1,5 +1,6 @@
 #include "runtime/tensor_proto.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -7,6 +8,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "common/errors.h"
+#include "common/limits.h"
 #include "runtime/kernel.h"
 
 namespace pt2onnx::runtime {
@@ -52,26 +54,44 @@ at::Tensor tensorFromProto(const onnx::TensorProto& proto, const std::string& ba
   auto type = atenType(proto.data_type());
   if (!type) throw ExportError("tensor '" + proto.name() + "' has unsupported element type " + std::to_string(proto.data_type()));
   std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
-  at::Tensor out = at::empty(dims, at::TensorOptions().dtype(*type));
-  size_t nbytes = out.nbytes();
+  // The data is checked against the dims before anything is allocated: a tensor that claims more
+  // than its data holds is refused, whatever it claims.
+  uint64_t numel = checkShape(dims, c10::elementSize(*type), "tensor '" + proto.name() + "'");
+  size_t nbytes = numel * c10::elementSize(*type);
+  auto allocate = [&] { return at::empty(dims, at::TensorOptions().dtype(*type)); };
+  auto checkBools = [&](const std::string& bytes) {
+    if (*type == at::kBool)
+      for (char c : bytes)
+        if (static_cast<uint8_t>(c) > 1) throw ExportError("bool tensor '" + proto.name() + "' holds a byte other than 0 or 1");
+  };
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string bytes = externalBytes(proto, baseDir, nbytes);
-    std::memcpy(out.data_ptr(), bytes.data(), nbytes);
+    checkBools(bytes);
+    at::Tensor out = allocate();
+    if (nbytes) std::memcpy(out.data_ptr(), bytes.data(), nbytes);
     return out;
   }
   if (proto.has_raw_data()) {
     if (proto.raw_data().size() != nbytes)
       throw ExportError("tensor '" + proto.name() + "' has " + std::to_string(proto.raw_data().size()) +
                         " bytes of data for " + std::to_string(nbytes));
-    std::memcpy(out.data_ptr(), proto.raw_data().data(), nbytes);
+    checkBools(proto.raw_data());
+    at::Tensor out = allocate();
+    if (nbytes) std::memcpy(out.data_ptr(), proto.raw_data().data(), nbytes);
     return out;
   }
-  int64_t n = out.numel();
+  int64_t n = static_cast<int64_t>(numel);
   auto check = [&](int size) {
     if (size != n)
       throw ExportError("tensor '" + proto.name() + "' has " + std::to_string(size) + " values for " + std::to_string(n) +
                         " elements");
   };
+  int typedValues = std::max({proto.float_data_size(), proto.double_data_size(), proto.int64_data_size(),
+                              proto.int32_data_size()});
+  if (typedValues != n)  // before allocating; the switch checks the field of the element type
+    throw ExportError("tensor '" + proto.name() + "' has " + std::to_string(typedValues) + " values for " + std::to_string(n) +
+                      " elements");
+  at::Tensor out = allocate();
   switch (*type) {
     case at::kFloat: check(proto.float_data_size()); copyTyped<float>(proto.float_data(), out); break;
     case at::kDouble: check(proto.double_data_size()); copyTyped<double>(proto.double_data(), out); break;

@@ -12,6 +12,7 @@
 
 #include "runtime/kernel.h"
 #include "runtime_ops/families.h"
+#include "runtime_ops/geometry.h"
 
 namespace pt2onnx::runtime {
 namespace {
@@ -84,9 +85,11 @@ struct Sample {
   double weights[4] = {0, 0, 0, 0};
 };
 
+constexpr double kMaxSamplesPerBin = 1 << 20;
+
 Sample bilinearSample(double y, double x, int64_t height, int64_t width) {
   Sample s;
-  if (y < -1.0 || y > height || x < -1.0 || x > width) return s;
+  if (!(y >= -1.0 && y <= height && x >= -1.0 && x <= width)) return s;  // NaN included
   y = std::max(y, 0.0);
   x = std::max(x, 0.0);
   int64_t yLow = static_cast<int64_t>(y), xLow = static_cast<int64_t>(x), yHigh, xHigh;
@@ -120,6 +123,10 @@ std::vector<at::Tensor> roiAlign(KernelContext& ctx) {
   std::string transform = ctx.attrString("coordinate_transformation_mode", ctx.opset() >= 16 ? "half_pixel" : "output_half_pixel");
   bool aligned = transform == "half_pixel";
   int64_t channels = x.size(1), height = x.size(2), width = x.size(3), numRois = rois.size(0);
+  if (pooledH < 1 || pooledW < 1) ctx.fail("output_height and output_width must be positive");
+  if (samplingRatio < 0) ctx.fail("sampling_ratio must not be negative");
+  if (numRois > 0 && (height == 0 || width == 0)) ctx.fail("X has an empty feature map " + c10::str(x.sizes()));
+  ctx.checkOutputShape({numRois, channels, pooledH, pooledW}, x.scalar_type());
   at::Tensor out = at::zeros({numRois, channels, pooledH, pooledW}, x.options());
   auto roi = rois.accessor<double, 2>();
   auto batch = batchIndices.accessor<int64_t, 1>();
@@ -133,8 +140,15 @@ std::vector<at::Tensor> roiAlign(KernelContext& ctx) {
       double roiW = roi[r][2] * scale - offset - startW, roiH = roi[r][3] * scale - offset - startH;
       if (!aligned) roiW = std::max(roiW, 1.0), roiH = std::max(roiH, 1.0);
       double binH = roiH / pooledH, binW = roiW / pooledW;
-      int64_t gridH = samplingRatio > 0 ? samplingRatio : static_cast<int64_t>(std::ceil(roiH / pooledH));
-      int64_t gridW = samplingRatio > 0 ? samplingRatio : static_cast<int64_t>(std::ceil(roiW / pooledW));
+      // Samples per bin: a roi of non-finite or enormous extent would make them uncountable.
+      double gridHValue = samplingRatio > 0 ? samplingRatio : std::ceil(roiH / pooledH);
+      double gridWValue = samplingRatio > 0 ? samplingRatio : std::ceil(roiW / pooledW);
+      if (!(gridHValue * gridWValue <= kMaxSamplesPerBin))
+        ctx.fail("roi " + std::to_string(r) + " [" + std::to_string(roi[r][0]) + ", " + std::to_string(roi[r][1]) + ", " +
+                 std::to_string(roi[r][2]) + ", " + std::to_string(roi[r][3]) + "] needs more than " +
+                 std::to_string(kMaxSamplesPerBin) + " samples per output bin (or is not finite)");
+      int64_t gridH = std::max<int64_t>(0, static_cast<int64_t>(gridHValue));
+      int64_t gridW = std::max<int64_t>(0, static_cast<int64_t>(gridWValue));
       double count = std::max<int64_t>(gridH * gridW, 1);
       for (int64_t ph = 0; ph < pooledH; ++ph)
         for (int64_t pw = 0; pw < pooledW; ++pw) {
@@ -176,9 +190,14 @@ std::vector<at::Tensor> maxRoiPool(KernelContext& ctx) {
   if (pooled.size() != 2) ctx.fail("pooled_shape must have 2 values");
   double scale = ctx.attrFloat("spatial_scale", 1.0);
   int64_t height = x.size(2), width = x.size(3);
+  if (pooled[0] < 1 || pooled[1] < 1) ctx.fail("pooled_shape must be positive, got " + formatInts(pooled));
+  ctx.checkOutputShape({rois.size(0), x.size(1), pooled[0], pooled[1]}, x.scalar_type());
   at::Tensor out = at::zeros({rois.size(0), x.size(1), pooled[0], pooled[1]}, x.options());
   auto roi = rois.accessor<double, 2>();
   for (int64_t r = 0; r < rois.size(0); ++r) {
+    for (int k = 0; k < 5; ++k)  // beyond 2^52 coordinates are not pixels, and the integer maths overflows
+      if (!(std::abs(roi[r][k] * (k ? scale : 1.0)) < 4.5e15))
+        ctx.fail("roi " + std::to_string(r) + " has a non-finite or out-of-range value " + std::to_string(roi[r][k]));
     int64_t b = static_cast<int64_t>(roi[r][0]);
     if (b < 0 || b >= x.size(0)) ctx.fail("roi batch index " + std::to_string(b) + " out of range");
     int64_t startW = std::llround(roi[r][1] * scale), startH = std::llround(roi[r][2] * scale);

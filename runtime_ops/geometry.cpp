@@ -51,6 +51,11 @@ Geometry geometry(KernelContext& ctx, const at::Tensor& x, Ints kernel, bool has
   } else if (autoPad != "VALID") {
     ctx.fail("unknown auto_pad '" + autoPad + "' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)");
   }
+  // ONNX's output size would be 0 or less (ATen's oneDNN pools divide by zero on it).
+  for (size_t i = 0; i < n; ++i)
+    if (x.size(i + 2) + g.padBegin[i] + g.padEnd[i] < g.effectiveKernel(i))
+      ctx.fail("the kernel (" + formatInts(g.kernel) + ", dilations " + formatInts(g.dilations) +
+               ") is larger than the padded input " + c10::str(x.sizes()) + " in spatial dimension " + std::to_string(i));
   return g;
 }
 

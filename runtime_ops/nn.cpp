@@ -446,12 +446,16 @@ std::vector<at::Tensor> resize(KernelContext& ctx) {
     if (s.numel() != rank) ctx.fail("scales has " + std::to_string(s.numel()) + " values for an input of rank " + std::to_string(rank));
     for (int64_t i = 0; i < rank; ++i) {
       scales[i] = static_cast<double>(s.data_ptr<float>()[i]);
-      if (scales[i] <= 0) ctx.fail("scales must be positive, got " + std::to_string(scales[i]));
-      outSizes[i] = static_cast<int64_t>(std::floor(scales[i] * static_cast<double>(x0.size(i))));
+      if (!(scales[i] > 0) || std::isinf(scales[i])) ctx.fail("scales must be positive and finite, got " + std::to_string(scales[i]));
+      double size = std::floor(scales[i] * static_cast<double>(x0.size(i)));
+      outSizes[i] = size >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(size);
     }
   } else {
     ctx.fail("one of 'scales' and 'sizes' must be given");
   }
+  for (int64_t d : outSizes)
+    if (d < 0) ctx.fail("sizes must not be negative, got " + formatInts(outSizes));
+  ctx.checkOutputShape(outSizes, x0.scalar_type());
   std::vector<double> roi(2 * rank, 0.0);
   for (int64_t i = 0; i < rank; ++i) roi[rank + i] = 1.0;
   if (m.transform == "tf_crop_and_resize") {

@@ -88,9 +88,13 @@ Tensors constantOfShape(KernelContext& ctx) {
   std::vector<int64_t> shape = ctx.inputInts(0);
   for (int64_t d : shape)
     if (d < 0) ctx.fail("shape " + str(shape) + " has a negative dimension");
-  if (!ctx.hasAttribute("value")) return {at::zeros(shape, at::kFloat)};
+  if (!ctx.hasAttribute("value")) {
+    ctx.checkOutputShape(shape, at::kFloat);
+    return {at::zeros(shape, at::kFloat)};
+  }
   at::Tensor v = ctx.attrTensor("value");
   if (v.numel() != 1) ctx.fail("attribute 'value' must have one element, got shape " + c10::str(v.sizes()));
+  ctx.checkOutputShape(shape, v.scalar_type());
   return {at::full(shape, v.reshape({}).item(), v.options())};
 }
 
@@ -116,20 +120,31 @@ Tensors range(KernelContext& ctx) {
   if (at::isIntegralType(type, /*includeBool=*/false)) {
     int64_t s = start.item<int64_t>(), l = limit.item<int64_t>(), d = delta.item<int64_t>();
     if (d == 0) ctx.fail("delta must not be zero");
-    int64_t n = d > 0 ? (l > s ? (l - s + d - 1) / d : 0) : (s > l ? (s - l - d - 1) / -d : 0);
-    return {(at::arange(n, at::kLong) * d + s).to(type)};
+    // In 128 bits: limit - start overflows int64 for extreme values.
+    __int128 span = static_cast<__int128>(l) - s, step = d;
+    __int128 count = step > 0 ? (span > 0 ? (span + step - 1) / step : 0) : (span < 0 ? (-span - step - 1) / -step : 0);
+    ctx.checkOutputShape({count > INT64_MAX ? INT64_MAX : static_cast<int64_t>(count)}, type);
+    return {(at::arange(static_cast<int64_t>(count), at::kLong) * d + s).to(type)};
   }
   double s = start.item<double>(), l = limit.item<double>(), d = delta.item<double>();
   if (d == 0) ctx.fail("delta must not be zero");
-  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
-  return {(at::arange(n, at::kDouble) * d + s).to(type)};
+  double count = std::ceil((l - s) / d);
+  if (std::isnan(count)) ctx.fail("start, limit and delta give no element count (" + std::to_string(s) + ", " +
+                                  std::to_string(l) + ", " + std::to_string(d) + ")");
+  count = std::max(0.0, count);
+  ctx.checkOutputShape({count >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(count)}, type);
+  return {(at::arange(static_cast<int64_t>(count), at::kDouble) * d + s).to(type)};
 }
 
 Tensors oneHot(KernelContext& ctx) {
   const at::Tensor& indices = ctx.input(0);
-  int64_t depth = static_cast<int64_t>(scalarInput(ctx, 1, "depth").item<double>());
-  if (depth < 1) ctx.fail("depth must be positive, got " + std::to_string(depth));
+  double depthValue = scalarInput(ctx, 1, "depth").item<double>();
+  if (!(depthValue >= 1 && depthValue < 9.2e18)) ctx.fail("depth must be positive, got " + std::to_string(depthValue));
+  int64_t depth = static_cast<int64_t>(depthValue);
   const at::Tensor& values = ctx.input(2);
+  std::vector<int64_t> outShape = sizesOf(indices);
+  outShape.push_back(depth);
+  ctx.checkOutputShape(outShape, values.scalar_type());
   if (values.numel() != 2) ctx.fail("values must have two elements [off, on], got shape " + c10::str(values.sizes()));
   int64_t rank = indices.dim() + 1;
   int64_t axis = normAxis(ctx, ctx.attrInt("axis", -1), rank);
@@ -527,6 +542,7 @@ Tensors expand(KernelContext& ctx) {
       ctx.fail("input shape " + c10::str(x.sizes()) + " cannot be broadcast to " + str(shape));
     out[i] = a == 1 ? b : a;
   }
+  ctx.checkOutputShape(out, x.scalar_type());
   return {x.expand(out).contiguous()};
 }
 
@@ -537,6 +553,10 @@ Tensors tile(KernelContext& ctx) {
     ctx.fail("repeats " + str(repeats) + " must have one entry per input dimension (rank " + std::to_string(x.dim()) + ")");
   for (int64_t r : repeats)
     if (r < 0) ctx.fail("repeats " + str(repeats) + " has a negative entry");
+  std::vector<int64_t> out = sizesOf(x);
+  for (size_t i = 0; i < out.size(); ++i)
+    if (__builtin_mul_overflow(out[i], repeats[i], &out[i])) out[i] = INT64_MAX;
+  ctx.checkOutputShape(out, x.scalar_type());
   return {x.repeat(repeats)};
 }
 
@@ -564,6 +584,13 @@ at::Tensor padTensor(const KernelContext& ctx, at::Tensor x, std::vector<int64_t
     before[axes[i]] = pads[i];
     after[axes[i]] = pads[i + n];
   }
+  std::vector<int64_t> out = sizesOf(x);
+  for (int64_t d = 0; d < r; ++d)
+    if (__builtin_add_overflow(out[d], before[d], &out[d]) || __builtin_add_overflow(out[d], after[d], &out[d]))
+      out[d] = INT64_MAX;
+    else if (out[d] < 0)
+      ctx.fail("pads " + str(pads) + " crop more than axis " + std::to_string(d) + " holds");
+  ctx.checkOutputShape(out, x.scalar_type());
   if (mode == "constant") {
     // constant_pad_nd takes (before, after) pairs from the last dimension backwards; negative pads crop.
     std::vector<int64_t> pairs;

@@ -343,3 +343,20 @@ TEST(NnKernels, ErrorsNameTheNodeAndTheProblem) {
 }
 
 }  // namespace
+
+namespace {
+// Found by fuzzing (tests/fuzz_regressions/onnx_session): a kernel larger than the padded input made
+// oneDNN's pooling divide by zero. Now an error naming the dimension, for pools and convolutions.
+TEST(NnKernels, KernelLargerThanThePaddedInputIsAnError) {
+  at::Tensor x = randn({1, 1, 4, 4});
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    std::string err = runError(OneNodeModel(op, 12).input(x).attr("kernel_shape", Ints{3, 7}).attr("strides", Ints{2, 2})
+                                   .attr("ceil_mode", int64_t{1}));
+    EXPECT_NE(err.find("larger than the padded input [1, 1, 4, 4] in spatial dimension 1"), std::string::npos) << op << ": " << err;
+  }
+  // Pads that make it fit are fine: 4 + 2 + 1 >= 7.
+  EXPECT_EQ(runError(OneNodeModel("MaxPool", 12).input(x).attr("kernel_shape", Ints{3, 7}).attr("pads", Ints{0, 2, 0, 1})), "");
+  std::string err = runError(OneNodeModel("Conv", 11).input(x).constant(randn({2, 1, 5, 1})));
+  EXPECT_NE(err.find("larger than the padded input"), std::string::npos) << err;
+}
+}  // namespace
