@@ -46,7 +46,7 @@ if [ ! -f "$FUZZ_BUILD/build.ninja" ]; then
     -DPT2ONNX_FUZZ=ON -DPT2ONNX_BUILD_PYTHON=OFF -DPython3_EXECUTABLE="$PYTHON" > "$FUZZ_BUILD.configure.log" 2>&1 ||
     { tail -20 "$FUZZ_BUILD.configure.log" >&2; exit 1; }
 fi
-echo "[fuzz] building fuzz_$target (the first build compiles pt2onnx with clang: ~15 min on 2 cores)"
+echo "[fuzz] building fuzz_$target (the first build compiles pt2onnx with clang: about 7 min on 2 cores)"
 cmake --build "$FUZZ_BUILD" --target "fuzz_$target" > "$FUZZ_BUILD/build-$target.log" 2>&1 ||
   { grep -E "error" "$FUZZ_BUILD/build-$target.log" | head -20 >&2; echo "[fuzz] build failed: $FUZZ_BUILD/build-$target.log" >&2; exit 1; }
 

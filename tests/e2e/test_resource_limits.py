@@ -1,0 +1,117 @@
+"""Resource limits (docs/hardening.md): an archive, model, .npy file or argument spec that claims more
+than a limit is refused by the CLI with one line and exit status 2, before allocating, and nothing is
+written; each limit is overridable through its environment variable."""
+import io
+import os
+import subprocess
+import zipfile
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from onnx import TensorProto, helper
+
+
+class Scale(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def run(cli, argv, **env):
+    return subprocess.run([cli, *argv], capture_output=True, text=True, env={**os.environ, **env}, timeout=300)
+
+
+def assert_refused(result, *fragments):
+    assert result.returncode == 2, result.stderr
+    lines = [l for l in result.stderr.splitlines() if l.startswith("pt2onnx: error:")]
+    assert len(lines) == 1, result.stderr
+    for f in fragments:
+        assert f in lines[0], lines[0]
+
+
+@pytest.fixture
+def archive(tmp_path):
+    path = tmp_path / "scale.pt"
+    torch.jit.save(torch.jit.script(Scale()), str(path))
+    return path
+
+
+def test_input_shape_beyond_the_tensor_limit(cli, archive, tmp_path):
+    out = tmp_path / "m.onnx"
+    assert_refused(run(cli, ["convert", str(archive), "-i", "x:100000x100000x100", "-o", str(out)]),
+                   "PT2ONNX_MAX_TENSOR_BYTES", "x:100000x100000x100")
+    assert not out.exists()
+    # Within a raised limit the same kind of spec converts (a smaller shape, to keep the test light).
+    assert_refused(run(cli, ["convert", str(archive), "-i", "x:64x64", "-o", str(out)], PT2ONNX_MAX_TENSOR_BYTES="1000"),
+                   "16384 bytes, more than PT2ONNX_MAX_TENSOR_BYTES (1000)")
+    assert run(cli, ["convert", str(archive), "-i", "x:64x64", "-o", str(out)], PT2ONNX_MAX_TENSOR_BYTES="20000").returncode == 0
+    assert out.exists()
+
+
+def test_archive_limit_and_zip_bomb(cli, archive, tmp_path):
+    out = tmp_path / "m.onnx"
+    assert_refused(run(cli, ["convert", str(archive), "-i", "x:2", "-o", str(out)], PT2ONNX_MAX_ARCHIVE_BYTES="100"),
+                   "PT2ONNX_MAX_ARCHIVE_BYTES (100)")
+    assert not out.exists()
+    # A deflated record of zeros: 200 MB from a few hundred kB.
+    bomb = tmp_path / "bomb.pt"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        with z.open("bomb/data.pkl", "w", force_zip64=True) as f:
+            chunk = bytes(1 << 20)
+            for _ in range(200):
+                f.write(chunk)
+    assert bomb.stat().st_size < 1 << 20
+    assert_refused(run(cli, ["convert", str(bomb), "-o", str(out)]), "zip bomb", "bomb/data.pkl")
+
+
+def nested_loops(depth):
+    """depth Loops, each body holding the next; the innermost adds 1 to its carried value."""
+    body = None
+    for level in range(depth):
+        inner_nodes = ([helper.make_node("Add", ["v_in", "one"], ["v_out"])] if body is None else
+                       [helper.make_node("Loop", ["two", "", "v_in"], ["v_out"], body=body)])
+        inner_nodes.append(helper.make_node("Identity", ["cond_in"], ["cond_out"]))
+        body = helper.make_graph(
+            inner_nodes, f"body{level}",
+            [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+             helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [1])],
+            [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [1])])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["two", "", "x"], ["y"], body=body)], "main",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+        [helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0]), helper.make_tensor("two", TensorProto.INT64, [], [2])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_subgraph_depth_limit(cli, tmp_path):
+    model = tmp_path / "nested.onnx"
+    onnx.save(nested_loops(4), str(model))
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros(1, np.float32))
+    ok = run(cli, ["run", str(model), "--input", f"x={x}", "--output-dir", str(tmp_path / "o1")])
+    assert ok.returncode == 0, ok.stderr
+    assert np.load(tmp_path / "o1" / "y.npy").tolist() == [16.0]  # 2^4 innermost additions
+    assert_refused(run(cli, ["run", str(model), "--input", f"x={x}", "--output-dir", str(tmp_path / "o2")],
+                       PT2ONNX_MAX_SUBGRAPH_DEPTH="3"), "nested 4 subgraphs deep", "PT2ONNX_MAX_SUBGRAPH_DEPTH (3)")
+
+
+def test_npy_claims_and_devices(cli, tmp_path):
+    model = tmp_path / "id.onnx"
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(model))
+    liar = tmp_path / "liar.npy"
+    buffer = io.BytesIO()
+    np.save(buffer, np.zeros(4, np.float32))
+    liar.write_bytes(buffer.getvalue().replace(b"(4,)", b"(9,)"))  # the header claims 9 floats, the data holds 4
+    assert_refused(run(cli, ["run", str(model), "--input", f"x={liar}", "--output-dir", str(tmp_path / "o")]),
+                   "needs 36 bytes of data, the file has 16")
+    assert_refused(run(cli, ["run", str(model), "--input", "x=/dev/zero", "--output-dir", str(tmp_path / "o")]),
+                   "not a regular .npy file")
+
+
+def test_bad_limit_value_is_an_error(cli, archive, tmp_path):
+    assert_refused(run(cli, ["convert", str(archive), "-i", "x:2", "-o", str(tmp_path / "m.onnx")], PT2ONNX_MAX_TENSOR_BYTES="lots"),
+                   "PT2ONNX_MAX_TENSOR_BYTES='lots' is not a positive integer")
