@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include <zlib.h>
+
 #include "common/errors.h"
 #include "common/limits.h"
 
@@ -29,37 +31,106 @@ std::string readAt(std::istream& in, uint64_t offset, uint64_t n) {
   return b;
 }
 
-void check(std::istream& in) {
+// "" when every opcode of the pickle `p` fits in it (the lengths LibTorch's unpickler would
+// allocate before reading), else what does not. Opcodes of pickle protocols 0-4.
+std::string pickleProblem(const std::string& p) {
+  auto at = [&](size_t k) { return static_cast<uint8_t>(p[k]); };
+  for (size_t k = 0; k < p.size();) {
+    uint8_t op = at(k++);
+    uint64_t arg = 0;  // bytes after the opcode
+    switch (op) {
+      case '.': return "";  // STOP
+      case '(': case ')': case ']': case '}': case 'N': case 'R': case 'b': case 'e': case 'a': case 's': case 'u':
+      case 't': case 'Q': case 'l': case 'd': case 'o': case '0': case '1': case '2': case 0x81: case 0x85:
+      case 0x86: case 0x87: case 0x88: case 0x89: case 0x8f: case 0x90: case 0x91: case 0x92: case 0x93: case 0x94:
+        break;
+      case 'K': case 'h': case 'q': case 0x80: arg = 1; break;
+      case 'M': arg = 2; break;
+      case 'J': case 'j': case 'r': arg = 4; break;
+      case 'G': case 0x95: arg = 8; break;
+      case 'C': case 'U': case 0x8c: case 0x8a: case 'B': case 'X': case 'T': case 0x8b: case 0x8d: case 0x8e: {
+        int width = op == 'C' || op == 'U' || op == 0x8c || op == 0x8a ? 1 : op == 0x8d || op == 0x8e ? 8 : 4;
+        if (k + width > p.size()) return "a truncated length at byte " + std::to_string(k);
+        uint64_t claimed = little(p, k, width);
+        k += width;
+        if (claimed > p.size() - k)
+          return "opcode " + std::to_string(op) + " at byte " + std::to_string(k - width - 1) + " claims " +
+                 std::to_string(claimed) + " bytes, " + std::to_string(p.size() - k) + " remain";
+        arg = claimed;
+        break;
+      }
+      case 'c': case 'I': case 'L': case 'F': case 'S': case 'V': case 'P': case 'g': case 'p': {
+        for (int lines = op == 'c' ? 2 : 1; lines > 0; --lines) {
+          size_t end = p.find('\n', k);
+          if (end == std::string::npos) return "an unterminated line at byte " + std::to_string(k);
+          k = end + 1;
+        }
+        break;
+      }
+      default:
+        return "unknown opcode " + std::to_string(op) + " at byte " + std::to_string(k - 1);
+    }
+    if (arg > p.size() - k)
+      return "opcode " + std::to_string(op) + " at byte " + std::to_string(k - 1) + " claims " + std::to_string(arg) +
+             " bytes, " + std::to_string(p.size() - k) + " remain";
+    k += arg;
+  }
+  return "no STOP opcode";
+}
+
+// A deflated record's `size` bytes (its central directory's claim, checked against the limits
+// already), or "" when it does not inflate to exactly that.
+std::string inflateRecord(const std::string& compressed, uint64_t size) {
+  std::string out(size, '\0');
+  z_stream z{};
+  if (inflateInit2(&z, -MAX_WBITS) != Z_OK) return "";
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  z.avail_in = static_cast<uInt>(compressed.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(size);
+  int status = inflate(&z, Z_FINISH);
+  bool whole = status == Z_STREAM_END && z.total_out == size;
+  inflateEnd(&z);
+  return whole ? out : "";
+}
+
+bool endsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+ArchiveCheck check(std::istream& in) {
+  ArchiveCheck result;
   in.seekg(0, std::ios::end);
   auto end = in.tellg();
-  if (end <= 0) return;
+  if (end <= 0) return result;
   uint64_t size = static_cast<uint64_t>(end);
   uint64_t tailSize = std::min<uint64_t>(size, 22 + 65535);
   std::string tail = readAt(in, size - tailSize, tailSize);
-  if (tail.size() < 22) return;
+  if (tail.size() < 22) return result;
   size_t eocd = std::string::npos;
   for (size_t k = tail.size() - 22 + 1; k-- > 0;)
     if (little(tail, k, 4) == kEndOfDirectory) {
       eocd = k;
       break;
     }
-  if (eocd == std::string::npos) return;
+  if (eocd == std::string::npos) return result;
   uint64_t entries = little(tail, eocd + 10, 2), dirSize = little(tail, eocd + 12, 4), dirOffset = little(tail, eocd + 16, 4);
   if ((entries == 0xffff || dirSize == 0xffffffff || dirOffset == 0xffffffff) && eocd >= 20 &&
       little(tail, eocd - 20, 4) == kZip64Locator) {
     std::string record = readAt(in, little(tail, eocd - 20 + 8, 8), 56);
-    if (record.size() < 56 || little(record, 0, 4) != kZip64End) return;
+    if (record.size() < 56 || little(record, 0, 4) != kZip64End) return result;
     entries = little(record, 32, 8);
     dirSize = little(record, 40, 8);
     dirOffset = little(record, 48, 8);
   }
-  if (dirSize > size || dirOffset > size - dirSize) return;
+  if (dirSize > size || dirOffset > size - dirSize) return result;
   std::string dir = readAt(in, dirOffset, dirSize);
   uint64_t total = 0, limit = resourceLimits().maxArchiveBytes;
   for (size_t at = 0; at + 46 <= dir.size() && little(dir, at, 4) == kDirectoryEntry;) {
     uint64_t compressed = little(dir, at + 20, 4), uncompressed = little(dir, at + 24, 4);
     size_t nameLen = little(dir, at + 28, 2), extraLen = little(dir, at + 30, 2), commentLen = little(dir, at + 32, 2);
-    if (at + 46 + nameLen + extraLen > dir.size()) return;
+    if (at + 46 + nameLen + extraLen > dir.size()) return result;
+    uint64_t method = little(dir, at + 10, 2), localOffset = little(dir, at + 42, 4);
     std::string name = dir.substr(at + 46, nameLen);
     // Zip64: the sizes that are 0xffffffff here follow in extra field 0x0001, uncompressed first.
     for (size_t e = at + 46 + nameLen, stop = e + extraLen; e + 4 <= stop;) {
@@ -68,7 +139,8 @@ void check(std::istream& in) {
       if (id == 1) {
         size_t field = e + 4;
         if (uncompressed == 0xffffffff && field + 8 <= e + 4 + len) uncompressed = little(dir, field, 8), field += 8;
-        if (compressed == 0xffffffff && field + 8 <= e + 4 + len) compressed = little(dir, field, 8);
+        if (compressed == 0xffffffff && field + 8 <= e + 4 + len) compressed = little(dir, field, 8), field += 8;
+        if (localOffset == 0xffffffff && field + 8 <= e + 4 + len) localOffset = little(dir, field, 8);
       }
       e += 4 + len;
     }
@@ -79,16 +151,34 @@ void check(std::istream& in) {
     if (__builtin_add_overflow(total, uncompressed, &total) || total > limit)
       throw ExportError("the archive's records hold more than PT2ONNX_MAX_ARCHIVE_BYTES (" + std::to_string(limit) +
                         ") bytes uncompressed (" + std::to_string(entries) + " records)");
+    // A pickle record, stored or deflated (torch.jit.save deflates the debug info): its opcodes'
+    // lengths must fit in it.
+    bool stored = method == 0 && compressed == uncompressed, deflated = method == 8 && compressed <= size;
+    if ((stored || deflated) && (endsWith(name, ".pkl") || endsWith(name, ".debug_pkl")) && uncompressed < (uint64_t{1} << 32)) {
+      std::string local = readAt(in, localOffset, 30);
+      if (local.size() == 30 && little(local, 0, 4) == 0x04034b50) {
+        std::string data = readAt(in, localOffset + 30 + little(local, 26, 2) + little(local, 28, 2), compressed);
+        if (deflated && data.size() == compressed) data = inflateRecord(data, uncompressed);
+        std::string problem = data.size() == uncompressed ? pickleProblem(data) : "the record is truncated or does not inflate";
+        if (!problem.empty()) {
+          if (!endsWith(name, ".debug_pkl"))
+            throw ExportError("archive record '" + name + "' is a damaged pickle (" + problem + ")");
+          if (result.damagedDebugInfo.empty()) result.damagedDebugInfo = "'" + name + "': " + problem;
+        }
+      }
+    }
     at += 46 + nameLen + extraLen + commentLen;
   }
+  return result;
 }
 
 }  // namespace
 
-void checkArchiveLimits(std::istream& in) {
-  check(in);
+ArchiveCheck checkArchiveLimits(std::istream& in) {
+  ArchiveCheck result = check(in);
   in.clear();
   in.seekg(0);
+  return result;
 }
 
 }  // namespace pt2onnx

@@ -3,13 +3,22 @@
 #pragma once
 
 #include <istream>
+#include <string>
 
 namespace pt2onnx {
 
+// What the check found that loading must know.
+struct ArchiveCheck {
+  // Empty, or why the archive's debug info (code/*.debug_pkl: the user's source locations) must not
+  // be loaded: LibTorch unpickles it lazily, trusting its lengths.
+  std::string damagedDebugInfo;
+};
+
 // Throws ExportError when the records' uncompressed sizes add up to more than
-// PT2ONNX_MAX_ARCHIVE_BYTES, or a compressed record inflates more than 1000-fold (torch.jit.save
-// stores records uncompressed). A stream that is no readable zip is left to LibTorch's own error.
-// Leaves the stream's position at its start.
-void checkArchiveLimits(std::istream& in);
+// PT2ONNX_MAX_ARCHIVE_BYTES, a compressed record inflates more than 1000-fold (torch.jit.save
+// stores records uncompressed), or a pickle record (data.pkl, constants.pkl) has an opcode claiming
+// more bytes than the record holds (LibTorch's unpickler would allocate them first). A stream that
+// is no readable zip is left to LibTorch's own error. Leaves the stream's position at its start.
+ArchiveCheck checkArchiveLimits(std::istream& in);
 
 }  // namespace pt2onnx

@@ -444,10 +444,14 @@ ModelGraph loadTorchScript(const std::string& path) {
 }
 
 ModelGraph loadTorchScript(std::istream& in) {
-  checkArchiveLimits(in);
+  ArchiveCheck archive = checkArchiveLimits(in);
+  if (!archive.damagedDebugInfo.empty())
+    logger("exporter")->warn("the archive's debug info is damaged ({}): loaded without it, so messages name no source "
+                             "location",
+                             archive.damagedDebugInfo);
   torch::jit::Module module;
   try {
-    module = torch::jit::load(in);
+    module = torch::jit::load(in, std::nullopt, /*load_debug_files=*/archive.damagedDebugInfo.empty());
   } catch (const std::exception& e) {
     if (isPickledObject(in))
       throw ExportError("this is a torch.save() file (a pickled Python object: an nn.Module or a state_dict), not a "

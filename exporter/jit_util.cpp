@@ -11,11 +11,15 @@ namespace pt2onnx::jit {
 std::string sourceLocation(const torch::jit::Node* node) {
   auto range = node->sourceRange();
   // Graphs loaded from an archive point into its generated code; the archive's debug info maps
-  // those ranges back to the user's source.
-  if (auto original = range.findSourceRangeThatGenerated()) range = *original;
-  if (auto flc = range.file_line_col()) {
-    const auto& [file, line, col] = *flc;
-    return file + ":" + std::to_string(line);
+  // those ranges back to the user's source. That debug info is unpickled lazily, here: a damaged
+  // record costs the location, never the message being built (found by fuzzing).
+  try {
+    if (auto original = range.findSourceRangeThatGenerated()) range = *original;
+    if (auto flc = range.file_line_col()) {
+      const auto& [file, line, col] = *flc;
+      return file + ":" + std::to_string(line);
+    }
+  } catch (const std::exception&) {
   }
   return "";
 }

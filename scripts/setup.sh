@@ -17,7 +17,7 @@ REQUIREMENTS=${PT2ONNX_REQUIREMENTS:-requirements/torch-2.14.txt}
 PACKAGES=(
   build-essential ccache pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler
-  libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libonnx-testdata
+  libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libonnx-testdata zlib1g-dev
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: GoogleTest (converter tests: TorchScript IR -> TorchScript interpreter
 # vs pt2onnx -> ONNX Runtime) through CTest, then the Python/end-to-end suite through pytest, in the
-# venv scripts/setup.sh made (README's second command does both). Extra arguments go to pytest.
+# venv scripts/setup.sh made (README's second command does both), then each fuzz target for 60 s
+# under ASan + UBSan (scripts/fuzz.sh; a finding fails the run). Extra arguments go to pytest.
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$ROOT"
@@ -9,4 +10,6 @@ status=0
 export PT2ONNX_LINT_EACH_PASS=1  # lint the TorchScript graph after every lowering pass (docs/testing.md)
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j 2 || status=1
 "$PYTHON" -m pytest -q -p no:cacheprovider tests/python tests/e2e "$@" || status=1
+# A fixed seed: the same mutations on every run of the same corpus (docs/hardening.md).
+bash scripts/fuzz.sh all 60 -seed=1 || status=1
 exit $status

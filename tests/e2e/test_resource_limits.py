@@ -115,3 +115,33 @@ def test_npy_claims_and_devices(cli, tmp_path):
 def test_bad_limit_value_is_an_error(cli, archive, tmp_path):
     assert_refused(run(cli, ["convert", str(archive), "-i", "x:2", "-o", str(tmp_path / "m.onnx")], PT2ONNX_MAX_TENSOR_BYTES="lots"),
                    "PT2ONNX_MAX_TENSOR_BYTES='lots' is not a positive integer")
+
+
+def rewrite_record(src, dst, suffix, edit):
+    """Copies archive `src` to `dst`, `edit`ing the record ending in `suffix`; each record keeps its
+    compression (torch.jit.save stores data.pkl and deflates the debug info)."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            zout.writestr(zipfile.ZipInfo(info.filename), edit(data) if info.filename.endswith(suffix) else data,
+                          compress_type=info.compress_type)
+
+
+def test_pickles_claiming_more_than_they_hold(cli, archive, tmp_path):
+    # A BINUNICODE claiming 4 GB inside data.pkl: refused before LibTorch's unpickler allocates it.
+    liar = tmp_path / "liar.pt"
+    rewrite_record(archive, liar, "/data.pkl", lambda d: d[:2] + b"X\xf0\xff\xff\xff" + d[2:])
+    out = tmp_path / "m.onnx"
+    assert_refused(run(cli, ["convert", str(liar), "-i", "x:2", "-o", str(out)]), "data.pkl' is a damaged pickle",
+                   "claims 4294967280 bytes")
+    assert not out.exists()
+    # The same in the debug info (source locations): the archive converts without it, with a warning.
+    damaged = tmp_path / "debug.pt"
+    rewrite_record(archive, damaged, ".debug_pkl", lambda d: d[:2] + b"X\xf0\xff\xff\xff" + d[2:])
+    result = run(cli, ["convert", str(damaged), "-i", "x:2", "-o", str(out)])
+    assert result.returncode == 0, result.stderr
+    assert "debug info is damaged" in result.stderr and "loaded without it" in result.stderr, result.stderr
+    assert "claims 4294967280 bytes" in result.stderr, result.stderr
+    assert out.exists()
+    with zipfile.ZipFile(damaged) as z:  # the damaged record was deflated, as torch.jit.save wrote it
+        assert [i.compress_type for i in z.infolist() if i.filename.endswith(".debug_pkl")] == [zipfile.ZIP_DEFLATED]
