@@ -13,10 +13,22 @@ typedef float Vec16 __attribute__((vector_size(64)));
 constexpr int kLanes = 16;
 constexpr int64_t kParallelMacs = 1 << 18;  // multiply-adds per thread's share, at least
 
+// One clone per instruction set, picked when the library loads (an ifunc). Not under
+// ThreadSanitizer: the resolver is instrumented and runs before TSan's runtime is up.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PT2ONNX_NO_CPU_CLONES
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(PT2ONNX_NO_CPU_CLONES)
+#define PT2ONNX_CPU_CLONES
+#else
+#define PT2ONNX_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+
 // y[n] = sum_k a[k] * b[n * K + k] (b's rows are the weight's rows: transB, nn.Linear's layout).
 // Four outputs at a time, sharing each load of a.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void rowTimesRows(const float* a, const float* b,
-                                                                                 int64_t K, int64_t N, float* y) {
+PT2ONNX_CPU_CLONES void rowTimesRows(const float* a, const float* b, int64_t K, int64_t N, float* y) {
   int64_t kVec = K - K % kLanes;
   int64_t n = 0;
   for (; n + 4 <= N; n += 4) {
@@ -68,9 +80,8 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void rowTimesRows(c
 
 // y[n] = sum_k a[k] * b[k * ldb + n] for n < N (b is K x ldb; N of its columns). 64 outputs at a
 // time held in four registers while k runs: no horizontal sums, one weight load per multiply-add.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void rowTimesColumns(const float* a, const float* b,
-                                                                                    int64_t K, int64_t N, int64_t ldb,
-                                                                                    float* y) {
+PT2ONNX_CPU_CLONES void rowTimesColumns(const float* a, const float* b, int64_t K, int64_t N, int64_t ldb,
+                                        float* y) {
   int64_t n = 0;
   for (; n + 4 * kLanes <= N; n += 4 * kLanes) {
     Vec16 acc0 = {}, acc1 = {}, acc2 = {}, acc3 = {}, wv;
