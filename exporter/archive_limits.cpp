@@ -94,10 +94,6 @@ std::string inflateRecord(const std::string& compressed, uint64_t size) {
   return whole ? out : "";
 }
 
-bool endsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 ArchiveCheck check(std::istream& in) {
   ArchiveCheck result;
   in.seekg(0, std::ios::end);
@@ -154,14 +150,15 @@ ArchiveCheck check(std::istream& in) {
     // A pickle record, stored or deflated (torch.jit.save deflates the debug info): its opcodes'
     // lengths must fit in it.
     bool stored = method == 0 && compressed == uncompressed, deflated = method == 8 && compressed <= size;
-    if ((stored || deflated) && (endsWith(name, ".pkl") || endsWith(name, ".debug_pkl")) && uncompressed < (uint64_t{1} << 32)) {
+    bool pickle = name.ends_with(".pkl") || name.ends_with(".debug_pkl");
+    if ((stored || deflated) && pickle && uncompressed < (uint64_t{1} << 32)) {
       std::string local = readAt(in, localOffset, 30);
       if (local.size() == 30 && little(local, 0, 4) == 0x04034b50) {
         std::string data = readAt(in, localOffset + 30 + little(local, 26, 2) + little(local, 28, 2), compressed);
         if (deflated && data.size() == compressed) data = inflateRecord(data, uncompressed);
         std::string problem = data.size() == uncompressed ? pickleProblem(data) : "the record is truncated or does not inflate";
         if (!problem.empty()) {
-          if (!endsWith(name, ".debug_pkl"))
+          if (!name.ends_with(".debug_pkl"))
             throw ExportError("archive record '" + name + "' is a damaged pickle (" + problem + ")");
           if (result.damagedDebugInfo.empty()) result.damagedDebugInfo = "'" + name + "': " + problem;
         }
