@@ -145,3 +145,67 @@ def test_pickles_claiming_more_than_they_hold(cli, archive, tmp_path):
     assert out.exists()
     with zipfile.ZipFile(damaged) as z:  # the damaged record was deflated, as torch.jit.save wrote it
         assert [i.compress_type for i in z.infolist() if i.filename.endswith(".debug_pkl")] == [zipfile.ZIP_DEFLATED]
+
+
+def with_zip64_end_records(path, classic_fields):
+    """Rewrites `path`'s end of central directory as zip64 end record + locator + a classic record
+    whose entry counts, size and offset are `classic_fields`: readers that see the locator (LibTorch's
+    miniz, Python's zipfile) take the zip64 record's fields, whatever the classic ones say."""
+    import struct
+    raw = path.read_bytes()
+    assert raw[-22:-18] == b"PK\x05\x06", "expected an archive without a comment"
+    _, _, here, total, size, offset, _ = struct.unpack("<HHHHIIH", raw[-18:])
+    body = raw[:-22]
+    zip64_end = struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, here, total, size, offset)
+    locator = struct.pack("<IIQI", 0x07064B50, 0, len(body), 1)
+    classic = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, *classic_fields, 0)
+    path.write_bytes(body + zip64_end + locator + classic)
+
+
+def test_zip_directory_is_read_as_libtorch_reads_it(cli, archive, tmp_path):
+    # A fuzzer's finding: the classic end record says nonsense, the zip64 one is right. The check must
+    # read the directory LibTorch reads, or a lying debug pickle slips past it (LibTorch then
+    # allocates its claim at every source-location lookup: 26 s for a 5-node graph).
+    out = tmp_path / "m.onnx"
+    damaged = tmp_path / "debug.pt"
+    rewrite_record(archive, damaged, ".debug_pkl", lambda d: d[:2] + b"X\xf0\xff\xff\x7f" + d[2:])
+    with_zip64_end_records(damaged, (0x0701, 0xE100, 0x700, 0x6B8))
+    with zipfile.ZipFile(damaged) as z:  # Python's reader takes the zip64 record too
+        assert any(n.endswith(".debug_pkl") for n in z.namelist())
+    result = run(cli, ["convert", str(damaged), "-i", "x:2", "-o", str(out)])
+    assert result.returncode == 0, result.stderr
+    assert "debug info is damaged" in result.stderr and "claims 2147483632 bytes" in result.stderr, result.stderr
+    liar = tmp_path / "liar.pt"
+    rewrite_record(archive, liar, "/data.pkl", lambda d: d[:2] + b"X\xf0\xff\xff\xff" + d[2:])
+    with_zip64_end_records(liar, (0x0701, 0xE100, 0x700, 0x6B8))
+    assert_refused(run(cli, ["convert", str(liar), "-i", "x:2", "-o", str(tmp_path / "n.onnx")]),
+                   "data.pkl' is a damaged pickle")
+    assert not (tmp_path / "n.onnx").exists()
+
+
+@pytest.mark.parametrize("damage", ["directory entry", "directory offset", "zip64 locator"])
+def test_damaged_zip_directory_is_refused(cli, archive, tmp_path, damage):
+    """A directory whose records cannot all be read is refused: what LibTorch would read from it (its
+    reader is lenient) cannot be checked first."""
+    import struct
+    raw = bytearray(archive.read_bytes())
+    end = raw.rindex(b"PK\x05\x06")
+    locator = raw.rfind(b"PK\x06\x07", 0, end)
+    zip64_end = raw.rfind(b"PK\x06\x06", 0, end)
+    directory = struct.unpack_from("<Q", raw, zip64_end + 48)[0] if locator >= 0 else struct.unpack_from("<I", raw, end + 16)[0]
+    if damage == "directory entry":
+        raw[raw.index(b"PK\x01\x02", directory) + 3] ^= 0xFF
+    elif damage == "directory offset":
+        if locator >= 0:
+            struct.pack_into("<Q", raw, zip64_end + 48, len(raw))
+        else:
+            struct.pack_into("<I", raw, end + 16, len(raw))
+    else:
+        assert locator >= 0 and zip64_end >= 0, "torch.jit.save writes zip64 end records"
+        raw[zip64_end] ^= 0xFF  # the record the locator points at is gone
+        struct.pack_into("<Q", raw, locator + 8, len(raw))
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(bytes(raw))
+    out = tmp_path / "m.onnx"
+    assert_refused(run(cli, ["convert", str(bad), "-i", "x:2", "-o", str(out)]), "zip directory is damaged")
+    assert not out.exists()
