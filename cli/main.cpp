@@ -6,11 +6,13 @@
 #include "cli/commands/commands.h"
 #include "exporter/torch_compat.h"
 #include "common/errors.h"
+#include "common/interrupt.h"
 #include "common/opsets.h"
 #include "common/logging.h"
 
 int main(int argc, char** argv) {
   using namespace pt2onnx;
+  interrupt::removePendingFilesOnSignals();  // Ctrl-C during an export leaves no partial file
   CLI::App app{"pt2onnx: convert PyTorch TorchScript models to ONNX (opsets " + std::to_string(kMinOpset) +
                "-" + std::to_string(kMaxOpset) + ")"};
   app.require_subcommand(1);

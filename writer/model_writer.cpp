@@ -14,6 +14,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "common/errors.h"
+#include "common/interrupt.h"
 #include "common/progress.h"
 #include "common/logging.h"
 #include "common/opsets.h"
@@ -330,10 +331,11 @@ uint64_t totalInitializerBytes(const ir::Graph& graph) {
   return total;
 }
 
-// Removes a temp file unless released: no half-written file survives a failure.
+// Removes a temp file unless committed: no half-written file survives a failure or, in the CLI,
+// an interruption (common/interrupt.h).
 class TempFile {
  public:
-  explicit TempFile(std::string path) : path_(std::move(path)) {}
+  explicit TempFile(std::string path) : path_(std::move(path)), pending_(path_) {}
   ~TempFile() {
     if (!path_.empty()) std::remove(path_.c_str());
   }
@@ -342,11 +344,13 @@ class TempFile {
     std::error_code ec;
     std::filesystem::rename(path_, finalPath, ec);
     if (ec) throw ExportError("cannot move " + path_ + " to " + finalPath + ": " + ec.message());
+    pending_.release();
     path_.clear();
   }
 
  private:
   std::string path_;
+  interrupt::PendingFile pending_;
 };
 
 void closeChecked(std::ofstream& os, const std::string& path) {
@@ -399,8 +403,18 @@ WriteResult writeModel(const ir::Graph& graph, const WriteOptions& options, cons
     closeChecked(os, modelTemp.path());
   }
   result.modelBytes = std::filesystem::file_size(modelTemp.path());
-  if (dataTemp) dataTemp->commitTo(dataPath);
-  modelTemp.commitTo(path);
+  // The data file lands first; until the model does, an interruption removes it too.
+  std::optional<interrupt::PendingFile> dataWithoutModel;
+  if (dataTemp) {
+    dataTemp->commitTo(dataPath);
+    dataWithoutModel.emplace(dataPath);
+  }
+  try {
+    modelTemp.commitTo(path);
+  } catch (const ExportError&) {
+    if (dataTemp) std::remove(dataPath.c_str());
+    throw;
+  }
   return result;
 }
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "common/interrupt.h"
 
 namespace pt2onnx::cli {
 namespace {
@@ -78,6 +79,7 @@ void writeJUnit(const std::string& path, const std::string& suite, const std::ve
   }
   xml << "  </testsuite>\n</testsuites>\n";
   std::string tmp = path + ".tmp";
+  interrupt::PendingFile pending(tmp);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out || !(out << xml.str()) || !out.flush())
