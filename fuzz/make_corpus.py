@@ -1,8 +1,10 @@
 """Seed corpora for the fuzz targets (fuzz/entry_points.h), from real exports: scripts/fuzz.sh runs
 it once per build directory.  python fuzz/make_corpus.py OUT_DIR  ->  OUT_DIR/<target>/<name>"""
 import io
+import json
 import pathlib
 import sys
+import warnings
 
 import numpy as np
 import torch
@@ -60,7 +62,7 @@ def main(out):
     import pt2onnx
 
     out = pathlib.Path(out)
-    dirs = {t: out / t for t in ("onnx_session", "npy_reader", "input_specs", "torchscript_archive")}
+    dirs = {t: out / t for t in ("onnx_session", "npy_reader", "input_specs", "torchscript_archive", "python_op_attributes")}
     for d in dirs.values():
         d.mkdir(parents=True, exist_ok=True)
 
@@ -95,6 +97,34 @@ def main(out):
              "tuples": "\x03\nstate:(1x4,1x4)\npair=(1,2.5)\ns=3\n", "optional": "\x04\nmaybe:[2x2,none]\nscales=[0.5,2]\n"}
     for name, text in specs.items():
         (dirs["input_specs"] / f"{name}.txt").write_text(text)
+    # Every PythonOp node of the autograd.Function samples exported in python_op mode, its attributes
+    # as a JSON object (fuzz/python_op_attributes.py), plus the gradient node of a training export.
+    import onnx
+    from onnx import helper
+    from samples import autograd_functions
+
+    def json_value(a):
+        v = helper.get_attribute_value(a)
+        if isinstance(v, bytes):
+            return v.decode()
+        if isinstance(v, list):
+            return [x.decode() if isinstance(x, bytes) else x for x in v]
+        return v
+
+    for name, builder in sorted(autograd_functions.BUILDERS.items()):
+        model, args = builder()
+        buffer = io.BytesIO()
+        try:
+            with warnings.catch_warnings():  # "exported as com.microsoft::PythonOp": wanted here
+                warnings.simplefilter("ignore")
+                pt2onnx.export(model, args, buffer, opset_version=17, autograd_functions="python_op")
+        except Exception as e:  # a seed less, not a failure
+            print(f"[corpus] {name}: not exported ({type(e).__name__})")
+            continue
+        nodes = [n for n in onnx.load_from_string(buffer.getvalue()).graph.node if n.op_type in ("PythonOp", "PythonOpGrad")]
+        for k, node in enumerate(nodes):
+            attrs = {a.name: json_value(a) for a in node.attribute if a.type != onnx.AttributeProto.GRAPH}
+            (dirs["python_op_attributes"] / f"{name}_{k}.json").write_text(json.dumps(attrs, sort_keys=True))
     for target, d in dirs.items():
         print(f"[corpus] {target}: {sum(1 for _ in d.iterdir())} seeds in {d}")
 

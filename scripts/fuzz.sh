@@ -3,7 +3,8 @@
 #   scripts/fuzz.sh TARGET SECONDS [LIBFUZZER_OPTION...]   fuzz one target for SECONDS
 #   scripts/fuzz.sh all SECONDS                            each target in turn, SECONDS each
 #   scripts/fuzz.sh list                                   the targets
-# TARGET: onnx_session, npy_reader, input_specs, torchscript_archive (fuzz/entry_points.h).
+# TARGET: onnx_session, npy_reader, input_specs, torchscript_archive (fuzz/entry_points.h), and
+# python_op_attributes (fuzz/python_op_attributes.py: the PythonOp decoder, with atheris from PyPI).
 # Builds build/fuzz with clang and -fsanitize=fuzzer,address,undefined against the torch of the venv
 # scripts/setup.sh made (run it first), installs Debian's libFuzzer runtime when missing, makes the
 # seed corpus once (fuzz/make_corpus.py: real exports), and keeps what the fuzzer learns in
@@ -13,7 +14,7 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$ROOT"
-TARGETS=(onnx_session npy_reader input_specs torchscript_archive)
+TARGETS=(onnx_session npy_reader input_specs torchscript_archive python_op_attributes)
 FUZZ_BUILD=${PT2ONNX_FUZZ_BUILD:-$ROOT/build/fuzz}
 
 usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
@@ -31,25 +32,33 @@ printf '%s\n' "${TARGETS[@]}" | grep -qx "$target" || { echo "[fuzz] unknown tar
 [[ "$seconds" =~ ^[0-9]+$ ]] || { echo "[fuzz] SECONDS must be a whole number, got '$seconds'" >&2; exit 2; }
 [ -x "$PYTHON" ] || { echo "[fuzz] no venv at $VENV: run scripts/setup.sh first" >&2; exit 1; }
 
-if ! dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "install ok installed" || ! command -v clang++ >/dev/null; then
-  echo "[fuzz] installing clang and its libFuzzer runtime (Debian: clang libclang-rt-14-dev)"
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO=sudo
-  $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends clang libclang-rt-14-dev
+if [ "$target" = python_op_attributes ]; then
+  # Python code, fuzzed through atheris (libFuzzer for Python; a wheel on PyPI): no clang build.
+  "$PYTHON" -c "import atheris" 2>/dev/null || { echo "[fuzz] installing atheris into $VENV"; "$PYTHON" -m pip install -q atheris==3.0.0; }
+  fuzzer=("$PYTHON" "$ROOT/fuzz/python_op_attributes.py")
+else
+  if ! dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "install ok installed" || ! command -v clang++ >/dev/null; then
+    echo "[fuzz] installing clang and its libFuzzer runtime (Debian: clang libclang-rt-14-dev)"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends clang libclang-rt-14-dev
+  fi
+
+  export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
+  if [ ! -f "$FUZZ_BUILD/build.ninja" ]; then
+    echo "[fuzz] configuring $FUZZ_BUILD (clang, ASan + UBSan + libFuzzer)"
+    cmake -S . -B "$FUZZ_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+      -DPT2ONNX_FUZZ=ON -DPT2ONNX_BUILD_PYTHON=OFF -DPython3_EXECUTABLE="$PYTHON" > "$FUZZ_BUILD.configure.log" 2>&1 ||
+      { tail -20 "$FUZZ_BUILD.configure.log" >&2; exit 1; }
+  fi
+  echo "[fuzz] building fuzz_$target (the first build compiles pt2onnx with clang: about 7 min on 2 cores)"
+  cmake --build "$FUZZ_BUILD" --target "fuzz_$target" > "$FUZZ_BUILD/build-$target.log" 2>&1 ||
+    { grep -E "error" "$FUZZ_BUILD/build-$target.log" | head -20 >&2; echo "[fuzz] build failed: $FUZZ_BUILD/build-$target.log" >&2; exit 1; }
+  fuzzer=("$FUZZ_BUILD/fuzz_$target")
 fi
 
-export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
-if [ ! -f "$FUZZ_BUILD/build.ninja" ]; then
-  echo "[fuzz] configuring $FUZZ_BUILD (clang, ASan + UBSan + libFuzzer)"
-  cmake -S . -B "$FUZZ_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
-    -DPT2ONNX_FUZZ=ON -DPT2ONNX_BUILD_PYTHON=OFF -DPython3_EXECUTABLE="$PYTHON" > "$FUZZ_BUILD.configure.log" 2>&1 ||
-    { tail -20 "$FUZZ_BUILD.configure.log" >&2; exit 1; }
-fi
-echo "[fuzz] building fuzz_$target (the first build compiles pt2onnx with clang: about 7 min on 2 cores)"
-cmake --build "$FUZZ_BUILD" --target "fuzz_$target" > "$FUZZ_BUILD/build-$target.log" 2>&1 ||
-  { grep -E "error" "$FUZZ_BUILD/build-$target.log" | head -20 >&2; echo "[fuzz] build failed: $FUZZ_BUILD/build-$target.log" >&2; exit 1; }
-
+mkdir -p "$FUZZ_BUILD"
 seeds=$FUZZ_BUILD/seeds/$target corpus=$FUZZ_BUILD/corpus/$target findings=$FUZZ_BUILD/findings/$target
 if [ ! -d "$seeds" ]; then
   echo "[fuzz] making the seed corpora ($FUZZ_BUILD/seeds)"
@@ -64,7 +73,7 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/fuzz/lsan.supp}
 echo "[fuzz] fuzzing $target for $seconds s (corpus $corpus, findings $findings)"
 start=$(date +%s)
 status=0
-"$FUZZ_BUILD/fuzz_$target" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=6144 -max_len=1048576 \
+"${fuzzer[@]}" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=6144 -max_len=1048576 \
   -print_final_stats=1 -artifact_prefix="$findings/" "$@" "$corpus" "$seeds" "${regressions[@]}" \
   > "$FUZZ_BUILD/fuzz-$target.log" 2>&1 || status=$?
 elapsed=$(( $(date +%s) - start ))

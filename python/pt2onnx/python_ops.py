@@ -63,27 +63,107 @@ def resolve_function(name):
     raise LookupError(f"Function {name}: cannot import its module (is it on sys.path?)")
 
 
-def _from_portable(record):
+class _Attributes:
+    """A node's attributes as the runtime passes them (ONNX kinds: int, float, str, lists of those),
+    read with their kinds checked: a damaged or hand-written node gets a ValueError naming the node
+    and the attribute, never a KeyError or TypeError from deep inside the decoder."""
+
+    _KINDS = {"int": int, "float": float, "str": str, "ints": int, "floats": float, "strings": str}
+
+    def __init__(self, op, node_name, attrs):
+        self.where = f"{op} {node_name}"
+        self.attrs = attrs
+
+    def error(self, message):
+        return ValueError(f"{self.where}: {message}")
+
+    def get(self, name, kind, default=None):
+        if name not in self.attrs:
+            if default is None:
+                raise self.error(f"attribute '{name}' is missing")
+            return default
+        value, want = self.attrs[name], self._KINDS[kind]
+        if kind in ("ints", "floats", "strings"):
+            ok = isinstance(value, list) and all(isinstance(v, want) and not isinstance(v, bool) for v in value)
+        else:
+            ok = isinstance(value, want) and not isinstance(value, bool)
+        if not ok:
+            raise self.error(f"attribute '{name}' must be of kind {kind}, got {type(value).__name__}")
+        return value
+
+    def pairs(self, positions_name, values_name, kind, arity):
+        """(position, value) from two parallel list attributes; positions must index the arguments."""
+        positions = self.get(positions_name, "ints", [])
+        values = self.get(values_name, kind, [])
+        if len(positions) != len(values):
+            raise self.error(f"'{positions_name}' has {len(positions)} entries, '{values_name}' {len(values)}")
+        self.check_positions(positions_name, positions, arity)
+        return list(zip(positions, values))
+
+    def tuples(self, prefix, kind, arity):
+        """(position, tuple) from <prefix>_tuples, _tuple_positions and _tuple_begins."""
+        values = self.get(f"{prefix}_tuples", kind, [])
+        positions = self.get(f"{prefix}_tuple_positions", "ints", [])
+        begins = self.get(f"{prefix}_tuple_begins", "ints", [])
+        if len(positions) != len(begins):
+            raise self.error(f"'{prefix}_tuple_positions' has {len(positions)} entries, '{prefix}_tuple_begins' "
+                             f"{len(begins)}")
+        ends = list(begins[1:]) + [len(values)]
+        if any(not 0 <= b <= e <= len(values) for b, e in zip(begins, ends)):
+            raise self.error(f"'{prefix}_tuple_begins' {begins!s:.80} does not split {len(values)} values in order")
+        self.check_positions(f"{prefix}_tuple_positions", positions, arity)
+        return [(p, tuple(values[b:e])) for p, b, e in zip(positions, begins, ends)]
+
+    def check_positions(self, name, positions, arity):
+        bad = [p for p in positions if not 0 <= p < arity]
+        if bad:
+            raise self.error(f"'{name}' holds {bad[0]}, not an argument position (the Function takes {arity})")
+
+
+_PORTABLE_SCALARS = {"bool": bool, "int": int, "str": str}
+
+
+def _from_portable(record, depth=0):
+    """A value from pt2onnx's portable metadata; ValueError when the record is not one."""
+    if not isinstance(record, dict) or not isinstance(record.get("type"), str):
+        raise ValueError(f"{record!r:.80} is not a record with a type")
     kind = record["type"]
     if kind == "none":
         return None
-    if kind in ("bool", "int", "str"):
-        return record["value"]
+    if kind in _PORTABLE_SCALARS:
+        value = record.get("value")
+        if type(value) is not _PORTABLE_SCALARS[kind]:
+            raise ValueError(f"a {kind} record holds {value!r:.80}")
+        return value
     if kind == "float":
-        return float.fromhex(record["value"])
+        return float.fromhex(str(record.get("value")))
     if kind == "dtype":
-        return getattr(torch, record["value"])
+        value = getattr(torch, str(record.get("value")), None)
+        if not isinstance(value, torch.dtype):
+            raise ValueError(f"{record.get('value')!r:.80} is not a torch dtype")
+        return value
     if kind == "device":
-        return torch.device(record["value"])
+        return torch.device(str(record.get("value")))
     if kind in ("tuple", "list"):
-        items = [_from_portable(r) for r in record["items"]]
+        if depth > 64 or not isinstance(record.get("items"), list):
+            raise ValueError(f"a {kind} record without items, or nested more than 64 deep")
+        items = [_from_portable(r, depth + 1) for r in record["items"]]
         return tuple(items) if kind == "tuple" else items
-    raise ValueError(f"argument of kind {kind!r} has no portable form")
+    raise ValueError(f"argument of kind {kind!r:.80} has no portable form")
 
 
-def _grouped(values, positions, begins):
-    ends = list(begins[1:]) + [len(values)]
-    return {p: tuple(values[b:e]) for p, b, e in zip(positions, begins, ends)}
+def _portable_arguments(attrs, arity):
+    """position -> value from the __metadata attribute (pt2onnx's exact values of the arguments)."""
+    text = attrs.get("__metadata", "str")
+    try:
+        records = json.loads(text)["args"]
+        portable = {r["position"]: r for r in records}
+        if any(type(p) is not int or not 0 <= p < arity for p in portable):
+            raise ValueError("an argument position out of range")
+        return {p: _from_portable(r) for p, r in portable.items() if r["type"] != "object"}
+    except Exception as e:  # noqa: BLE001 - anything this attribute's decoding raises means it is malformed
+        raise attrs.error(f"attribute '__metadata' is not pt2onnx's argument metadata ({type(e).__name__}: "
+                          f"{str(e):.200})") from None
 
 
 class PythonOpPlan:
@@ -91,29 +171,30 @@ class PythonOpPlan:
 
     def __init__(self, node_name, attrs):
         self.node_name = node_name
-        self.name = attrs["name"]
+        attrs = _Attributes("PythonOp", node_name, attrs)
+        self.name = attrs.get("name", "str")
         self.cls = resolve_function(self.name)
-        self.convention = attrs["input_convention"]
-        self.training = bool(attrs.get("training_mode", 0))
+        self.convention = attrs.get("input_convention", "str")
+        if set(self.convention) - {"c", "d"}:
+            raise attrs.error(f"input_convention '{self.convention:.80}' holds letters other than 'c' and 'd'")
+        arity = len(self.convention)
+        self.training = bool(attrs.get("training_mode", "int", 0))
         # A Function that mutates its inputs (mark_dirty) or saves them for backward must not see
         # the caller's buffers: those are copied (ONNX Runtime does the same).
-        self.copy_inputs = self.training or bool(attrs.get("inplace", 0))
-        self.requires_grad = list(attrs.get("input_requires_grads", [])) or [0] * len(self.convention)
-        portable = {}
-        if "__metadata" in attrs:
-            portable = {r["position"]: r for r in json.loads(attrs["__metadata"])["args"]}
+        self.copy_inputs = self.training or bool(attrs.get("inplace", "int", 0))
+        self.requires_grad = attrs.get("input_requires_grads", "ints", []) or [0] * arity
+        if len(self.requires_grad) != arity:
+            raise attrs.error(f"input_requires_grads has {len(self.requires_grad)} entries for {arity} arguments")
         constants = {}
-        for kind, convert in (("bool", bool), ("int", int), ("float", float)):
-            for p, v in zip(attrs.get(f"input_{kind}_scalar_positions", []), attrs.get(f"input_{kind}_scalars", [])):
+        for kind, convert, attr_kind in (("bool", bool, "ints"), ("int", int, "ints"), ("float", float, "floats")):
+            for p, v in attrs.pairs(f"input_{kind}_scalar_positions", f"input_{kind}_scalars", attr_kind, arity):
                 constants[p] = convert(v)
-            for p, t in _grouped(attrs.get(f"input_{kind}_tuples", []), attrs.get(f"input_{kind}_tuple_positions", []),
-                                 attrs.get(f"input_{kind}_tuple_begins", [])).items():
+            for p, t in attrs.tuples(f"input_{kind}", attr_kind, arity):
                 constants[p] = tuple(convert(v) for v in t)
-        for p, address in zip(attrs.get("input_pointer_scalar_positions", []), attrs.get("input_pointer_scalars", [])):
+        for p, address in attrs.pairs("input_pointer_scalar_positions", "input_pointer_scalars", "ints", arity):
             constants[p] = ("pointer", address)
-        for p, record in portable.items():  # exact values win over float32 attributes and addresses
-            if record["type"] != "object":
-                constants[p] = _from_portable(record)
+        if "__metadata" in attrs.attrs:  # exact values win over float32 attributes and addresses
+            constants.update(_portable_arguments(attrs, arity))
         self.slots = []  # per argument: ("tensor", k, requires_grad) or ("const", value)
         tensor_index = 0
         for pos, c in enumerate(self.convention):
@@ -176,10 +257,13 @@ class PythonOpGradPlan:
 
     def __init__(self, node_name, attrs):
         self.node_name = node_name
-        self.name = attrs["name"]
+        attrs = _Attributes("PythonOpGrad", node_name, attrs)
+        self.name = attrs.get("name", "str")
         self.cls = resolve_function(self.name)
-        self.convention = attrs["output_convention"]
-        self.wanted = list(attrs["output_tensor_requires_grads"])
+        self.convention = attrs.get("output_convention", "str")
+        self.wanted = list(attrs.get("output_tensor_requires_grads", "ints"))
+        if set(self.convention) - {"c", "d"}:
+            raise attrs.error(f"output_convention '{self.convention:.80}' holds letters other than 'c' and 'd'")
         if len(self.wanted) != self.convention.count("d"):
             raise ValueError(f"PythonOpGrad {node_name}: output_tensor_requires_grads has {len(self.wanted)} entries "
                              f"for {self.convention.count('d')} tensor arguments")
