@@ -152,7 +152,7 @@ std::optional<Directory> locateDirectory(std::istream& in, uint64_t fileSize) {
   }
   if (d.entries != entriesHere || ((disk | dirDisk) != 0 && (disk != 1 || dirDisk != 1)))
     damagedDirectory("a multi-disk archive, or its entry counts disagree");
-  if (d.size < d.entries * 46 || d.size > fileSize || d.offset > fileSize - d.size || eocdOffset < d.offset + d.size)
+  if (d.entries > d.size / 46 || d.size > fileSize || d.offset > fileSize - d.size || eocdOffset < d.offset + d.size)
     damagedDirectory("the central directory's size or offset does not fit in the file");
   d.archiveOffset = eocdOffset - (d.offset + d.size);
   if (zip64) {
