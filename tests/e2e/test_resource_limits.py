@@ -135,6 +135,19 @@ def test_pickles_claiming_more_than_they_hold(cli, archive, tmp_path):
     assert_refused(run(cli, ["convert", str(liar), "-i", "x:2", "-o", str(out)]), "data.pkl' is a damaged pickle",
                    "claims 4294967280 bytes")
     assert not out.exists()
+    # The first BINPUT (memo entry 0) rewritten as a LONG_BINPUT to entry 1879048192 of none: LibTorch's
+    # unpickler would grow its memo table to it first (30 GB).
+    def first_put_to(index):
+        return lambda d: d.replace(b"q\x00", b"r" + index.to_bytes(4, "little"), 1)
+    memo = tmp_path / "memo.pt"
+    rewrite_record(archive, memo, "/data.pkl", first_put_to(0x70000000))
+    assert_refused(run(cli, ["convert", str(memo), "-i", "x:2", "-o", str(out)]), "data.pkl' is a damaged pickle",
+                   "memo index 1879048192")
+    sane = tmp_path / "sane.pt"  # the same rewrite to entry 0 converts
+    rewrite_record(archive, sane, "/data.pkl", first_put_to(0))
+    result = run(cli, ["convert", str(sane), "-i", "x:2", "-o", str(out)])
+    assert result.returncode == 0, result.stderr
+    out.unlink()
     # The same in the debug info (source locations): the archive converts without it, with a warning.
     damaged = tmp_path / "debug.pt"
     rewrite_record(archive, damaged, ".debug_pkl", lambda d: d[:2] + b"X\xf0\xff\xff\xff" + d[2:])
