@@ -10,6 +10,7 @@
 
 #include "common/errors.h"
 #include "common/limits.h"
+#include "exporter/pickle_check.h"
 
 namespace pt2onnx {
 namespace {
@@ -31,80 +32,6 @@ std::string readAt(std::istream& in, uint64_t offset, uint64_t n) {
   in.seekg(static_cast<std::streamoff>(offset));
   if (!in.read(b.data(), static_cast<std::streamsize>(n))) return "";
   return b;
-}
-
-// "" when every opcode of the pickle `p` fits in it (the lengths LibTorch's unpickler would
-// allocate before reading) and every memo index it stores is the next free one or a used one
-// (LibTorch's unpickler grows its memo table up to the index: 4 bytes of LONG_BINPUT can ask for
-// 64 GiB), else what does not. Opcodes of pickle protocols 0-4.
-std::string pickleProblem(const std::string& p) {
-  auto at = [&](size_t k) { return static_cast<uint8_t>(p[k]); };
-  uint64_t memoSize = 0;  // pickle writers number memo entries 0, 1, 2, ...
-  auto put = [&](uint64_t index, size_t where) -> std::string {
-    if (index > memoSize)
-      return "a memo index " + std::to_string(index) + " at byte " + std::to_string(where) + " skips past the " +
-             std::to_string(memoSize) + " entries stored";
-    memoSize = std::max(memoSize, index + 1);
-    return "";
-  };
-  for (size_t k = 0; k < p.size();) {
-    uint8_t op = at(k++);
-    uint64_t arg = 0;  // bytes after the opcode
-    switch (op) {
-      case '.': return "";  // STOP
-      case '(': case ')': case ']': case '}': case 'N': case 'R': case 'b': case 'e': case 'a': case 's': case 'u':
-      case 't': case 'Q': case 'l': case 'd': case 'o': case '0': case '1': case '2': case 0x81: case 0x85:
-      case 0x86: case 0x87: case 0x88: case 0x89: case 0x8f: case 0x90: case 0x91: case 0x92: case 0x93:
-        break;
-      case 0x94: ++memoSize; break;  // MEMOIZE
-      case 'q': case 'r': {  // BINPUT, LONG_BINPUT
-        int width = op == 'q' ? 1 : 4;
-        if (k + width > p.size()) return "a truncated memo index at byte " + std::to_string(k);
-        if (std::string problem = put(little(p, k, width), k - 1); !problem.empty()) return problem;
-        k += width;
-        break;
-      }
-      case 'K': case 'h': case 0x80: arg = 1; break;
-      case 'M': arg = 2; break;
-      case 'J': case 'j': arg = 4; break;
-      case 'G': case 0x95: arg = 8; break;
-      case 'C': case 'U': case 0x8c: case 0x8a: case 'B': case 'X': case 'T': case 0x8b: case 0x8d: case 0x8e: {
-        int width = op == 'C' || op == 'U' || op == 0x8c || op == 0x8a ? 1 : op == 0x8d || op == 0x8e ? 8 : 4;
-        if (k + width > p.size()) return "a truncated length at byte " + std::to_string(k);
-        uint64_t claimed = little(p, k, width);
-        k += width;
-        if (claimed > p.size() - k)
-          return "opcode " + std::to_string(op) + " at byte " + std::to_string(k - width - 1) + " claims " +
-                 std::to_string(claimed) + " bytes, " + std::to_string(p.size() - k) + " remain";
-        arg = claimed;
-        break;
-      }
-      case 'c': case 'I': case 'L': case 'F': case 'S': case 'V': case 'P': case 'g': case 'p': {
-        size_t start = k;
-        for (int lines = op == 'c' ? 2 : 1; lines > 0; --lines) {
-          size_t end = p.find('\n', k);
-          if (end == std::string::npos) return "an unterminated line at byte " + std::to_string(k);
-          k = end + 1;
-        }
-        if (op == 'p') {  // PUT: the index in decimal
-          uint64_t index = 0;
-          for (size_t d = start; d + 1 < k; ++d) {
-            if (p[d] < '0' || p[d] > '9' || index > (uint64_t{1} << 40)) return "a bad PUT index at byte " + std::to_string(start);
-            index = index * 10 + static_cast<uint64_t>(p[d] - '0');
-          }
-          if (std::string problem = put(index, start - 1); !problem.empty()) return problem;
-        }
-        break;
-      }
-      default:
-        return "unknown opcode " + std::to_string(op) + " at byte " + std::to_string(k - 1);
-    }
-    if (arg > p.size() - k)
-      return "opcode " + std::to_string(op) + " at byte " + std::to_string(k - 1) + " claims " + std::to_string(arg) +
-             " bytes, " + std::to_string(p.size() - k) + " remain";
-    k += arg;
-  }
-  return "no STOP opcode";
 }
 
 // A deflated record's `size` bytes (its central directory's claim, checked against the limits

@@ -148,6 +148,16 @@ def test_pickles_claiming_more_than_they_hold(cli, archive, tmp_path):
     result = run(cli, ["convert", str(sane), "-i", "x:2", "-o", str(out)])
     assert result.returncode == 0, result.stderr
     out.unlink()
+    # Lists nested 200000 deep in constants.pkl: LibTorch frees them recursively (a segfault before).
+    nested = tmp_path / "nested.pt"
+    rewrite_record(archive, nested, "/constants.pkl", lambda d: b"\x80\x02(" + b"]" * 200000 + b"a" * 199999 + b"t.")
+    assert_refused(run(cli, ["convert", str(nested), "-i", "x:2", "-o", str(out)]), "constants.pkl' is a damaged pickle",
+                   "nested more than 5000 deep")
+    shallow = tmp_path / "shallow.pt"  # 5000 deep (4999 lists in the constants tuple) is a pickle LibTorch reads
+    rewrite_record(archive, shallow, "/constants.pkl", lambda d: b"\x80\x02(" + b"]" * 4999 + b"a" * 4998 + b"t.")
+    result = run(cli, ["convert", str(shallow), "-i", "x:2", "-o", str(out)])
+    assert result.returncode == 0, result.stderr
+    out.unlink()
     # The same in the debug info (source locations): the archive converts without it, with a warning.
     damaged = tmp_path / "debug.pt"
     rewrite_record(archive, damaged, ".debug_pkl", lambda d: d[:2] + b"X\xf0\xff\xff\xff" + d[2:])
