@@ -168,11 +168,12 @@ ArchiveCheck check(std::istream& in) {
       // A record this cannot read is one LibTorch might read differently: it counts as damaged.
       std::string problem = "method " + std::to_string(method) + " with sizes " + std::to_string(compressed) + " and " +
                             std::to_string(uncompressed) + " is neither stored nor deflated";
+      std::string data;
       std::string local = readAt(in, localOffset, 30);
       if (local.size() != 30 || little(local, 0, 4) != 0x04034b50) {
         problem = "no local header at its offset";
       } else if (stored || deflated) {
-        std::string data = readAt(in, localOffset + 30 + little(local, 26, 2) + little(local, 28, 2), compressed);
+        data = readAt(in, localOffset + 30 + little(local, 26, 2) + little(local, 28, 2), compressed);
         if (deflated && data.size() == compressed) data = inflateRecord(data, uncompressed);
         problem = data.size() == uncompressed ? pickleProblem(data) : "the record is truncated or does not inflate";
       }
@@ -180,6 +181,8 @@ ArchiveCheck check(std::istream& in) {
         if (!lower.ends_with(".debug_pkl"))
           throw ExportError("archive record '" + name + "' is a damaged pickle (" + problem + ")");
         if (result.damagedDebugInfo.empty()) result.damagedDebugInfo = "'" + name + "': " + problem;
+      } else if (lower.ends_with(".debug_pkl")) {
+        result.debugPickles.emplace_back(name, std::move(data));
       }
     }
     at += 46 + nameLen + extraLen + commentLen;

@@ -4,6 +4,8 @@
 
 #include <istream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace pt2onnx {
 
@@ -12,13 +14,17 @@ struct ArchiveCheck {
   // Empty, or why the archive's debug info (code/*.debug_pkl: the user's source locations) must not
   // be loaded: LibTorch unpickles it lazily, trusting its lengths.
   std::string damagedDebugInfo;
+  // The debug info records whose pickles passed (name, bytes): their layout is checked by
+  // exporter/debug_info_check.h, which needs LibTorch's unpickler.
+  std::vector<std::pair<std::string, std::string>> debugPickles;
 };
 
 // Throws ExportError when the records' uncompressed sizes add up to more than
 // PT2ONNX_MAX_ARCHIVE_BYTES, a compressed record inflates more than 1000-fold (torch.jit.save
-// stores records uncompressed), or a pickle record (data.pkl, constants.pkl) has an opcode claiming
-// more bytes than the record holds (LibTorch's unpickler would allocate them first). A stream that
-// is no readable zip is left to LibTorch's own error. Leaves the stream's position at its start.
+// stores records uncompressed), the zip directory (located as LibTorch's miniz locates it) cannot be
+// read whole, or a pickle record (data.pkl, constants.pkl) fails exporter/pickle_check.h (LibTorch's
+// unpickler would allocate or recurse first). A stream without a zip directory is left to LibTorch's
+// own error. Leaves the stream's position at its start.
 ArchiveCheck checkArchiveLimits(std::istream& in);
 
 }  // namespace pt2onnx

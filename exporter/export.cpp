@@ -3,6 +3,7 @@
 #include "exporter/export.h"
 
 #include "exporter/archive_limits.h"
+#include "exporter/debug_info_check.h"
 #include "exporter/torch_compat.h"
 
 #include <algorithm>
@@ -445,6 +446,11 @@ ModelGraph loadTorchScript(const std::string& path) {
 
 ModelGraph loadTorchScript(std::istream& in) {
   ArchiveCheck archive = checkArchiveLimits(in);
+  for (const auto& [name, pickle] : archive.debugPickles) {
+    if (!archive.damagedDebugInfo.empty()) break;
+    if (std::string problem = debugInfoProblem(pickle); !problem.empty())
+      archive.damagedDebugInfo = "'" + name + "': " + problem;
+  }
   if (!archive.damagedDebugInfo.empty())
     logger("exporter")->warn("the archive's debug info is damaged ({}): loaded without it, so messages name no source "
                              "location",
