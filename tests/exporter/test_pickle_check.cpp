@@ -17,7 +17,7 @@ std::string nestedLists(uint32_t depth) {
 }
 
 TEST(PickleCheck, OrdinaryPicklesPass) {
-  EXPECT_EQ(pickleProblem("\x80\x02]q\x00(K\x01K\x02e."s), "");  // [1, 2], memoized
+  EXPECT_EQ(pickleProblem("\x80\x02]q\x00(K\x01K\x02" "e."s), "");  // [1, 2], memoized
   EXPECT_EQ(pickleProblem("\x80\x02}q\x00(X\x01\x00\x00\x00" "aq\x01K\x01u."s), "");  // {"a": 1}
   EXPECT_EQ(pickleProblem("\x80\x02N\x94h\x00\x86r\x01\x00\x00\x00."s), "");  // MEMOIZE, then the next index
   EXPECT_EQ(pickleProblem("(lp0\nI1\nap1\n."s), "");  // protocol 0 text opcodes
@@ -54,8 +54,8 @@ TEST(PickleCheck, NestingIsBounded) {
 TEST(PickleCheck, DamagedPicklesSayWhere) {
   EXPECT_EQ(pickleProblem("\x80\x02N"s), "no STOP opcode");
   EXPECT_EQ(pickleProblem("\x80\x02\x01."s), "unknown opcode 1 at byte 2");
-  EXPECT_NE(pickleProblem("\x80\x02cbuiltins"s), "");  // an unterminated line
-  EXPECT_EQ(pickleProblem("\x80\x02e0a."s), "");  // stack underflow is LibTorch's to report, not a crash here
+  EXPECT_NE(pickleProblem("\x80\x02" "cbuiltins"s), "");  // an unterminated line
+  EXPECT_EQ(pickleProblem("\x80\x02" "e0a."s), "");  // stack underflow is LibTorch's to report, not a crash here
 }
 
 }  // namespace
