@@ -12,7 +12,7 @@ namespace {
 // Fixed slots, so the signal handler reads them without locks or allocation (async-signal-safe).
 constexpr size_t kMaxPath = 4096;
 struct Slot {
-  std::atomic<int> state{0};  // 0 free, 1 being filled or emptied, 2 pending
+  std::atomic<int> state{0};  // 0 free, 1 being filled, 2 pending
   char path[kMaxPath];
 };
 Slot slots[kMaxPendingFiles];
