@@ -98,7 +98,7 @@ def main(out):
     for name, text in specs.items():
         (dirs["input_specs"] / f"{name}.txt").write_text(text)
     # Every PythonOp node of the autograd.Function samples exported in python_op mode, its attributes
-    # as a JSON object (fuzz/python_op_attributes.py), plus the gradient node of a training export.
+    # as a JSON object (fuzz/python_op_attributes.py).
     import onnx
     from onnx import helper
     from samples import autograd_functions

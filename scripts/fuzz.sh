@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Coverage-guided fuzzing of pt2onnx's loaders (docs/fuzzing.md).
+# Coverage-guided fuzzing of pt2onnx's loaders (docs/hardening.md).
 #   scripts/fuzz.sh TARGET SECONDS [LIBFUZZER_OPTION...]   fuzz one target for SECONDS
 #   scripts/fuzz.sh all SECONDS                            each target in turn, SECONDS each
 #   scripts/fuzz.sh list                                   the targets
@@ -17,7 +17,7 @@ cd "$ROOT"
 TARGETS=(onnx_session npy_reader input_specs torchscript_archive python_op_attributes)
 FUZZ_BUILD=${PT2ONNX_FUZZ_BUILD:-$ROOT/build/fuzz}
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [ $# -ge 1 ] || usage
 if [ "$1" = list ]; then printf '%s\n' "${TARGETS[@]}"; exit 0; fi
 [ $# -ge 2 ] || usage
