@@ -17,8 +17,13 @@ int main(int argc, char** argv) {
                "-" + std::to_string(kMaxOpset) + ")"};
   app.require_subcommand(1);
   app.fallthrough();  // -v/-q work after the subcommand too
-  app.set_version_flag("--version", std::string("pt2onnx ") + PT2ONNX_VERSION + " (torch " +
-                                        torch_compat::torchVersion() + ")");
+  // What a bug report needs: our version, the torch whose headers and ABI we were compiled against,
+  // and what we write.
+  app.set_version_flag("--version", std::string("pt2onnx ") + PT2ONNX_VERSION + "\nbuilt against torch " +
+                                        torch_compat::torchVersion() + "\nwrites ONNX opsets " +
+                                        std::to_string(kMinOpset) + "-" + std::to_string(kMaxOpset) +
+                                        " (IR versions " + std::to_string(irVersionForOpset(kMinOpset)) + "-" +
+                                        std::to_string(irVersionForOpset(kMaxOpset)) + ")");
   int verbose = 0;
   bool quiet = false;
   auto* v = app.add_flag("-v,--verbose", verbose, "More logging (-v info, -vv debug, -vvv trace with graph dumps)");

@@ -10,8 +10,9 @@
 #   PT2ONNX_TORCH_LIB_DIR   the wheel's torch/lib (for RPATHs)
 # and stops with one line when the interpreter has no torch or a torch outside the supported range.
 
-set(PT2ONNX_TORCH_MIN_VERSION 2.13)        # oldest minor the suite runs on
-set(PT2ONNX_TORCH_BELOW_VERSION 2.15)      # first minor not yet tested
+# The supported range: every minor in it has an opt-in tier (scripts/test_torch.sh, docs/testing.md).
+set(PT2ONNX_TORCH_MIN_VERSION 2.9)         # oldest minor the suite runs on
+set(PT2ONNX_TORCH_BELOW_VERSION 2.16)      # first minor not yet tested
 
 # The interpreter asked about torch: the one pt2onnx is built for (a test points it elsewhere).
 set(PT2ONNX_TORCH_PYTHON "${Python3_EXECUTABLE}" CACHE FILEPATH "The Python whose torch pt2onnx builds against")

@@ -8,7 +8,7 @@
 #define PT2ONNX_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
-static_assert(PT2ONNX_TORCH_AT_LEAST(2, 13), "pt2onnx needs torch >= 2.13 (cmake/TorchWheel.cmake checks it first)");
+static_assert(PT2ONNX_TORCH_AT_LEAST(2, 9), "pt2onnx needs torch >= 2.9 (cmake/TorchWheel.cmake checks it first)");
 
 namespace pt2onnx::torch_compat {
 

@@ -3,8 +3,8 @@
 # Idempotent: installed packages are left alone and the build is incremental.
 #   - Debian packages: the C++ libraries pt2onnx links beside torch (ONNX, protobuf, spdlog, fmt,
 #     CLI11), GoogleTest, ccache, ONNX's conformance data
-#   - a venv (.venv) with torch 2.14.1 + torchvision 0.29.1 and the pinned tools of
-#     requirements/torch-2.14.txt (onnxruntime, the oracle; pytest; scikit-build-core, cmake, ninja)
+#   - a venv (.venv) with torch 2.14.1, torchvision 0.29.1, torchaudio 2.11.0 and the pinned tools of
+#     requirements/torch-2.14.1.txt (onnxruntime, the oracle; pytest; scikit-build-core, cmake, ninja)
 #   - pt2onnx built against that torch and installed into the venv by
 #     `pip install --no-build-isolation .` (the `pt2onnx` CLI and `import pt2onnx` from one install),
 #     with the GoogleTest suite in the same build directory (build/main)
@@ -12,7 +12,7 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$ROOT"
-REQUIREMENTS=${PT2ONNX_REQUIREMENTS:-requirements/torch-2.14.txt}
+REQUIREMENTS=${PT2ONNX_REQUIREMENTS:-requirements/torch-2.14.1.txt}
 
 PACKAGES=(
   build-essential ccache pkg-config
@@ -57,6 +57,7 @@ if ! "$PYTHON" -m pip install --no-build-isolation -v \
   exit 1
 fi
 echo "[setup] build + install took $(( $(date +%s) - start )) s"
+echo $(( $(date +%s) - start )) > "$BUILD_DIR/.pt2onnx-build-seconds"
 command -v pt2onnx | grep -q "^$VENV/bin/" || { echo "[setup] pt2onnx is not in $VENV/bin after install" >&2; exit 1; }
 (cd / && "$PYTHON" -c "import pt2onnx") || { echo "[setup] pt2onnx does not import in $PYTHON" >&2; exit 1; }
-echo "[setup] ready: $(pt2onnx --version) in $VENV ($("$PYTHON" -c 'import torch; print("torch", torch.__version__)'))"
+echo "[setup] ready: $(pt2onnx --version | paste -sd " ") in $VENV ($("$PYTHON" -c 'import torch; print("torch", torch.__version__)'))"

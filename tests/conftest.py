@@ -20,31 +20,48 @@ def cli():
     return path
 
 
-# The torch 2.13 tier (scripts/test_torch.sh 2.13) runs without torchvision, which does not import
-# beside PyPI's torch 2.13.0: there, and only there (PT2ONNX_WITHOUT_TORCHVISION=1), a test or test
-# module that fails because torchvision is missing is reported as skipped, with that reason. Every
-# other failure stays a failure, and without the variable a missing torchvision fails the suite.
-WITHOUT_TORCHVISION = os.environ.get("PT2ONNX_WITHOUT_TORCHVISION") == "1"
-NEEDS_TORCHVISION = "needs torchvision (not installed in this tier)"
+# Tiers of another torch (scripts/test_torch.sh) run without a domain library that has no release
+# importing beside their torch (torchvision beside PyPI's CPU torch 2.13.0, torchaudio beside 2.13.0 and
+# 2.15.0): there, and only there (PT2ONNX_WITHOUT_TORCHVISION=1, PT2ONNX_WITHOUT_TORCHAUDIO=1, set by the
+# script), a test or test module that fails because that library is missing is reported as skipped,
+# with that reason. Every other failure stays a failure, and without the variables a missing library
+# fails the suite.
+MISSING_ALLOWED = {lib for lib in ("torchvision", "torchaudio")
+                   if os.environ.get(f"PT2ONNX_WITHOUT_{lib.upper()}") == "1"}
 
 
-def _torchvision_missing(error):
-    return isinstance(error, ModuleNotFoundError) and (error.name or "").split(".")[0] == "torchvision"
+def _needs(lib):
+    return f"needs {lib} (no release of it imports beside torch {torch_version()}: not installed in this tier)"
+
+
+def torch_version():
+    import torch
+    return torch.__version__.split("+")[0]
+
+
+def _allowed_missing_module(error):
+    if isinstance(error, ModuleNotFoundError):
+        name = (error.name or "").split(".")[0]
+        return name if name in MISSING_ALLOWED else None
+    return None
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    if WITHOUT_TORCHVISION and report.failed and call.excinfo and _torchvision_missing(call.excinfo.value):
+    lib = report.failed and call.excinfo and _allowed_missing_module(call.excinfo.value)
+    if lib:
         report.outcome = "skipped"
-        report.longrepr = (str(item.path), item.location[1] or 0, NEEDS_TORCHVISION)
+        report.longrepr = (str(item.path), item.location[1] or 0, _needs(lib))
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_make_collect_report(collector):
     outcome = yield
     report = outcome.get_result()
-    if WITHOUT_TORCHVISION and report.failed and "No module named 'torchvision'" in str(report.longrepr):
-        report.outcome = "skipped"
-        report.longrepr = (str(collector.path), 0, NEEDS_TORCHVISION)
+    if report.failed:
+        for lib in MISSING_ALLOWED:
+            if f"No module named '{lib}'" in str(report.longrepr):
+                report.outcome = "skipped"
+                report.longrepr = (str(collector.path), 0, _needs(lib))

@@ -6,6 +6,12 @@ torch.__version__ "1.13.0a0"):
     apt-get install -y --no-install-recommends python3-torch
     cd tests/archives && /usr/bin/python3 make_archives.py        # -> torch-1.13/
 
+Those in torch-2.9/ and torch-2.15/ by the oldest and the newest torch pt2onnx builds against, each in
+the venv of its opt-in tier (scripts/test_torch.sh --keep VERSION makes it):
+
+    cd tests/archives && ../../.venv-torch2.9.1/bin/python make_archives.py     # -> torch-2.9/
+    cd tests/archives && ../../.venv-torch2.15.0/bin/python make_archives.py    # -> torch-2.15/
+
 For each model NAME it writes
     NAME.pt     the archive (torch.jit.trace or torch.jit.script, then torch.jit.save)
     NAME.npz    the input sets and the outputs of this torch for each (set S: keys "S/in/<arg>" and

@@ -1,11 +1,14 @@
-"""Archives written by other torch versions (tests/archives/): the torch 1.13 archives of
-tests/archives/torch-1.13/ (a traced CNN, a scripted for-loop around a data-dependent if, ops with
-operator-version upgraders, a scripted LSTM) and the same models saved by this torch at test time
-(traced and scripted) convert with the CLI and with pt2onnx.export(torch.jit.load(...)); the ONNX models
-run in ONNX Runtime and the builtin runtime on input sets other than the example (other batch sizes,
-sequence lengths, loop counts, branches) against this torch running the archive, and on 1.13's example
-against the outputs 1.13 recorded. An archive calling an op this LibTorch does not know is a one-line
-error naming the op and what the archive records about who wrote it."""
+"""Archives written by other torch versions (tests/archives/torch-<version>/, each with the script
+that made them): a traced CNN, a scripted for-loop around a data-dependent if, ops with
+operator-version upgraders and a scripted LSTM, written by torch 1.13, by 2.9 (the oldest torch
+pt2onnx builds against) and by 2.15 (the newest), and the same models saved by this torch at test
+time (traced and scripted), convert with the CLI and with pt2onnx.export(torch.jit.load(...)); the
+ONNX models run in ONNX Runtime and the builtin runtime on input sets other than the example (other
+batch sizes, sequence lengths, loop counts, branches) against this torch running the archive, and on
+the example against the outputs its writer recorded. The archives of one model written by different
+torch releases become the same ONNX model (same nodes, same initializers). An archive calling an
+op this LibTorch does not know is a one-line error naming the op and what the archive records about
+who wrote it."""
 import json
 import os
 import pathlib
@@ -14,6 +17,7 @@ import sys
 import zipfile
 
 import numpy as np
+import onnx
 import pytest
 import torch
 
@@ -22,6 +26,9 @@ from samples import ort
 
 ARCHIVES = pathlib.Path(__file__).resolve().parent.parent / "archives"
 TORCH_1_13 = ARCHIVES / "torch-1.13"
+# Every torch that wrote committed archives: "1.13", "2.9", "2.15".
+WRITERS = sorted((d.name.removeprefix("torch-") for d in ARCHIVES.glob("torch-*") if d.is_dir()),
+                 key=lambda v: tuple(map(int, v.split("."))))
 sys.path.insert(0, str(ARCHIVES))
 import make_archives  # noqa: E402  (the model classes and input sets the archives were made from)
 
@@ -30,14 +37,22 @@ NAMES = ["cnn", "control", "upgraded", "lstm"]
 LIBTORCH = torch.__version__.split("+")[0]
 
 
-def manifest(name):
-    return json.loads((TORCH_1_13 / f"{name}.json").read_text())
+def test_archives_of_the_oldest_and_newest_supported_torch_are_committed():
+    assert {"1.13", "2.9", "2.15"} <= set(WRITERS), WRITERS
 
 
-def recorded(name):
-    """{set: ({arg: tensor or int}, [1.13's outputs as arrays])} from NAME.npz."""
-    m = manifest(name)
-    data = np.load(TORCH_1_13 / m["data"])
+def writer_dir(writer):
+    return ARCHIVES / f"torch-{writer}"
+
+
+def manifest(name, writer="1.13"):
+    return json.loads((writer_dir(writer) / f"{name}.json").read_text())
+
+
+def recorded(name, writer="1.13"):
+    """{set: ({arg: tensor or int}, [the writer's outputs as arrays])} from NAME.npz."""
+    m = manifest(name, writer)
+    data = np.load(writer_dir(writer) / m["data"])
     sets = {}
     for s in m["input_sets"]:
         args = {a: torch.from_numpy(data[f"{s}/in/{a}"]) if kind == "tensor" else int(data[f"{s}/in/{a}"])
@@ -68,9 +83,9 @@ def assert_close(expected, actual, what):
             assert err <= TOLERANCE, f"{what}: output {k} differs by {err}"
 
 
-def check_onnx(path, module, sets, recorded_example=None):
+def check_onnx(path, module, sets, recorded_example=None, writer=None):
     """Every input set in ONNX Runtime and the builtin runtime against this torch running the archive;
-    the example also against the outputs recorded when the archive was written."""
+    the example also against the outputs WRITER recorded when it wrote the archive."""
     session = pt2onnx.InferenceSession(str(path))
     for set_name, (args, _) in sets.items():
         expected = torch_outputs(module, args)
@@ -78,7 +93,7 @@ def check_onnx(path, module, sets, recorded_example=None):
         for runtime, actual in got.items():
             assert_close(expected, actual, f"{path.name} {runtime} on {set_name}")
             if set_name == "example" and recorded_example is not None:
-                assert_close(recorded_example, actual, f"{path.name} {runtime} on the example vs torch 1.13")
+                assert_close(recorded_example, actual, f"{path.name} {runtime} on the example vs torch {writer}")
 
 
 def convert_cli(cli, archive, m, out):
@@ -100,32 +115,93 @@ def export_python(module, m, args, out):
 
 
 # ---------------------------------------------------------------------------------------------
-# archives written by torch 1.13
+# archives written by torch 1.13, 2.9 and 2.15
+
+WRITTEN = [(writer, name) for writer in WRITERS for name in NAMES]
+WRITTEN_IDS = [f"torch{writer}-{name}" for writer, name in WRITTEN]
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_1_13_archive_runs_in_this_torch_as_in_1_13(name):
-    """The truth the conversions are held to: this torch running the 1.13 archive gives 1.13's numbers."""
-    module = torch.jit.load(str(TORCH_1_13 / manifest(name)["archive"]))
-    for set_name, (args, outs) in recorded(name).items():
-        assert_close(outs, torch_outputs(module, args), f"{name} in torch {LIBTORCH} on {set_name}")
+def archive_of(name, writer):
+    return writer_dir(writer) / manifest(name, writer)["archive"]
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_1_13_archive_converts_with_the_cli(name, cli, tmp_path):
-    m = manifest(name)
-    out = convert_cli(cli, TORCH_1_13 / m["archive"], m, tmp_path / f"{name}.onnx")
-    sets = recorded(name)
-    check_onnx(out, torch.jit.load(str(TORCH_1_13 / m["archive"])), sets, recorded_example=sets["example"][1])
+@pytest.mark.parametrize("writer,name", WRITTEN, ids=WRITTEN_IDS)
+def test_archive_runs_in_this_torch_as_in_its_writer(writer, name):
+    """The truth the conversions are held to: this torch running the archive gives its writer's numbers."""
+    module = torch.jit.load(str(archive_of(name, writer)))
+    for set_name, (args, outs) in recorded(name, writer).items():
+        assert_close(outs, torch_outputs(module, args), f"{name} of torch {writer} in torch {LIBTORCH} on {set_name}")
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_1_13_archive_exports_from_python(name, tmp_path):
-    m = manifest(name)
-    sets = recorded(name)
-    module = torch.jit.load(str(TORCH_1_13 / m["archive"]))
+@pytest.mark.parametrize("writer,name", WRITTEN, ids=WRITTEN_IDS)
+def test_archive_converts_with_the_cli(writer, name, cli, tmp_path):
+    m = manifest(name, writer)
+    out = convert_cli(cli, archive_of(name, writer), m, tmp_path / f"{name}.onnx")
+    sets = recorded(name, writer)
+    check_onnx(out, torch.jit.load(str(archive_of(name, writer))), sets, recorded_example=sets["example"][1],
+               writer=writer)
+
+
+@pytest.mark.parametrize("writer,name", WRITTEN, ids=WRITTEN_IDS)
+def test_archive_exports_from_python(writer, name, tmp_path):
+    m = manifest(name, writer)
+    sets = recorded(name, writer)
+    module = torch.jit.load(str(archive_of(name, writer)))
     out = export_python(module, m, sets["example"][0], tmp_path / f"{name}.onnx")
-    check_onnx(out, module, sets, recorded_example=sets["example"][1])
+    check_onnx(out, module, sets, recorded_example=sets["example"][1], writer=writer)
+
+
+def graph_structure(graph, names):
+    """A graph as what it computes: nodes (op, domain, attributes, subgraphs likewise) in order, wired
+    by position of first appearance (NAMES: value name -> position, shared with enclosing graphs), the
+    initializers by content. Node names and doc strings (module paths and the archive's source
+    locations) are left out: they may differ where the archives differ."""
+    def ref(name):
+        return names.setdefault(name, len(names)) if name else None
+
+    def attribute(a):
+        if a.type == onnx.AttributeProto.GRAPH:
+            return (a.name, graph_structure(a.g, names))
+        a = onnx.AttributeProto.FromString(a.SerializeToString())
+        a.ClearField("doc_string")
+        return (a.name, a.SerializeToString())
+
+    inputs = [(ref(i.name), i.type.SerializeToString()) for i in graph.input]
+    by_content = sorted(graph.initializer, key=lambda t: (onnx.numpy_helper.to_array(t).tobytes(), tuple(t.dims)))
+    initializers = [(onnx.numpy_helper.to_array(t).tobytes(), t.data_type, tuple(t.dims), ref(t.name)) for t in by_content]
+    nodes = [(n.op_type, n.domain, [ref(i) for i in n.input], [ref(o) for o in n.output],
+              sorted(attribute(a) for a in n.attribute)) for n in graph.node]
+    outputs = [(ref(o.name), o.type.SerializeToString()) for o in graph.output]
+    return {"inputs": inputs, "initializers": initializers, "nodes": nodes, "outputs": outputs}
+
+
+def model_structure(path):
+    """What makes two exports the same model: the opsets, the graph's input and output names, and its
+    structure (graph_structure)."""
+    model = onnx.load(str(path))
+    return {"opsets": sorted((o.domain, o.version) for o in model.opset_import),
+            "input names": [i.name for i in model.graph.input], "output names": [o.name for o in model.graph.output],
+            **graph_structure(model.graph, {})}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_archives_of_every_torch_become_the_same_model(name, cli, tmp_path):
+    """torch 1.13's, 2.9's and 2.15's archives of one model, and the archive this torch writes of it: the
+    same ONNX model under this torch, whatever torch wrote them."""
+    archives = {w: archive_of(name, w) for w in WRITERS}
+    this_torch = f"{LIBTORCH} (at test time)"
+    archives[this_torch] = tmp_path / f"{name}_this_torch.pt"
+    make_archives.to_module(name, make_archives.specs()[name], make_archives.make_model(name)).save(str(archives[this_torch]))
+    writers = list(archives)
+    structures = {}
+    for k, (writer, archive) in enumerate(archives.items()):
+        out = convert_cli(cli, archive, manifest(name, "2.9"), tmp_path / f"{name}_{k}.onnx")
+        structures[writer] = model_structure(out)
+    first = writers[0]
+    for writer in writers[1:]:
+        for part in structures[first]:
+            assert structures[writer][part] == structures[first][part], \
+                f"{name}: the archives of torch {first} and torch {writer} differ in their ONNX {part}"
 
 
 # ---------------------------------------------------------------------------------------------

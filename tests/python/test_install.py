@@ -6,6 +6,7 @@ pt2onnx refuses to import under a torch minor version other than the one it was 
 import itertools
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -99,7 +100,10 @@ def test_cli_runs_outside_an_activated_venv(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "m.onnx").exists()
     version = subprocess.run([str(cli), "--version"], capture_output=True, text=True, env=env).stdout
-    assert f"torch {torch.__version__.split('+')[0]}" in version, version
+    lines = version.splitlines()
+    assert lines[:2] == [f"pt2onnx {pt2onnx.__version__}", f"built against torch {torch.__version__.split('+')[0]}"]
+    assert re.fullmatch(rf"writes ONNX opsets {pt2onnx.MIN_OPSET}-{pt2onnx.MAX_OPSET} \(IR versions \d+-\d+\)",
+                        lines[2]), version
 
 
 def test_import_under_another_torch_minor_is_refused(monkeypatch):
@@ -108,17 +112,30 @@ def test_import_under_another_torch_minor_is_refused(monkeypatch):
         pt2onnx._check_torch_version()
 
 
-@pytest.mark.parametrize("version", ["2.12.1", "2.15.0"])
-def test_cmake_refuses_a_torch_outside_the_supported_range_in_one_line(version, tmp_path):
+def _configure_with_fake_torch(version, tmp_path):
+    """CMake configured with a stand-in Python that reports torch VERSION at /opt/fake/torch."""
     root = pathlib.Path(__file__).resolve().parents[2]
     fake = tmp_path / "python"
     fake.write_text(f"#!/bin/sh\nprintf '{version}\\n/opt/fake/torch\\n1\\n'\n")
     fake.chmod(0o755)
     cmake = pathlib.Path(sys.executable).parent / "cmake"
-    proc = subprocess.run([str(cmake), "-S", str(root), "-B", str(tmp_path / "build"), "-G", "Ninja",
+    return subprocess.run([str(cmake), "-S", str(root), "-B", str(tmp_path / "build"), "-G", "Ninja",
                            f"-DPython3_EXECUTABLE={sys.executable}", f"-DPT2ONNX_TORCH_PYTHON={fake}"],
                           capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("version", ["2.8.0", "2.16.0", "3.0.0"])
+def test_cmake_refuses_a_torch_outside_the_supported_range_in_one_line(version, tmp_path):
+    proc = _configure_with_fake_torch(version, tmp_path)
     assert proc.returncode != 0
     errors = [line for line in proc.stderr.splitlines() if "pt2onnx needs torch" in line]
     assert len(errors) == 1, proc.stderr
-    assert f"found torch {version} at /opt/fake/torch" in errors[0] and ">= 2.13, < 2.15" in errors[0], errors[0]
+    assert f"found torch {version} at /opt/fake/torch" in errors[0] and ">= 2.9, < 2.16" in errors[0], errors[0]
+
+
+@pytest.mark.parametrize("version", ["2.9.0", "2.12.1", "2.15.3"])
+def test_cmake_accepts_every_torch_of_the_supported_range(version, tmp_path):
+    # The version check passes; the stand-in torch then has no libraries, which CMake reports instead.
+    proc = _configure_with_fake_torch(version, tmp_path)
+    assert "pt2onnx needs torch" not in proc.stderr, proc.stderr
+    assert "PT2ONNX_TORCH_c10_LIBRARY" in proc.stderr, proc.stderr
