@@ -1,5 +1,7 @@
 #include "exporter/jit_util.h"
 
+#include <ATen/ops/view_as_complex.h>
+
 #include <algorithm>
 #include <regex>
 #include <sstream>

@@ -36,6 +36,29 @@ Outputs numberOf(Arg::Kind kind, Context& ctx) {
   return {Arg::dynamicNumber(kind, ctx.cast(ctx.tensor(0), target))};
 }
 
+// aten::item: a one-element tensor's value as a number of its dtype's kind (float -> float, bool ->
+// bool, integers -> int), as aten::Int / Float / Bool and the number ops read numbers. Scripted code
+// reaches it through int(t.item()) (torchaudio's Conformer: int(torch.max(lengths).item())).
+Outputs itemOf(Context& ctx) {
+  const Arg& a = ctx.arg(0);
+  ir::Value* t = ctx.tensor(0);
+  ir::DType dtype = a.constTensor ? a.constTensor->dtype : ctx.dtypeOf(t);
+  if (dtype == ir::DType::Undefined) ctx.fail("item() of a tensor whose dtype is not known at export time");
+  if (dtype == ir::DType::Complex64 || dtype == ir::DType::Complex128 || dtype == ir::DType::String)
+    ctx.fail(std::string("item() of a ") + ir::dtypeName(dtype) + " tensor");
+  Arg::Kind kind = ir::isFloating(dtype) ? Arg::Kind::Double : dtype == ir::DType::Bool ? Arg::Kind::Bool : Arg::Kind::Int;
+  if (a.constTensor && a.constTensor->numel() == 1) {
+    if (kind == Arg::Kind::Double) return {Arg::ofDouble(a.constTensor->elementAsDouble(0))};
+    if (kind == Arg::Kind::Bool) return {Arg::ofBool(a.constTensor->elementAsInt64(0) != 0)};
+    return {Arg::ofInt(a.constTensor->elementAsInt64(0))};
+  }
+  // One element of any shape ([1], [1, 1]) becomes a 0-d value.
+  ir::Value* scalar = ctx.rank(t) == 0 ? t : ctx.op("Reshape", {t, ctx.constInt64s({})});
+  ir::DType numberDtype = kind == Arg::Kind::Double ? ir::DType::Float : kind == Arg::Kind::Bool ? ir::DType::Bool
+                                                                                                 : ir::DType::Int64;
+  return {Arg::dynamicNumber(kind, scalarResult(ctx.cast(scalar, numberDtype), numberDtype))};
+}
+
 // Python int/float arithmetic, folded when both sides are static.
 enum class NumberOp { Add, Sub, Mul, FloorDiv, TrueDiv, Mod };
 
@@ -290,6 +313,7 @@ void registerNumberSymbolics(Registry& r) {
   r.onOp("aten::Float", kMinOpset, [](Context& ctx) { return numberOf(Arg::Kind::Double, ctx); });
   r.onOp("aten::FloatImplicit", kMinOpset, [](Context& ctx) { return numberOf(Arg::Kind::Double, ctx); });
   r.onOp("aten::Bool", kMinOpset, toBool);
+  r.onOp("aten::item", kMinOpset, itemOf);
   r.onOp("aten::BoolImplicit", kMinOpset, toBool);
   registerArith(r, "add", NumberOp::Add);
   registerArith(r, "sub", NumberOp::Sub);

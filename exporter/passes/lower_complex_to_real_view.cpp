@@ -6,6 +6,7 @@
 //   polar(m, a) -> stack([m cos a, m sin a], -1)
 //   real(c), imag(c) -> select(c, -1, 0 | 1);  abs(c) -> sqrt(sum(c^2, -1));  angle(c) -> atan2(imag, real)
 //   size(c[, dim]), dim(c), numel(c) -> of the view, without its last axis
+//   reshape(c, shape), view(c, shape) -> of the view, to shape + [2] (torchaudio's spectrogram)
 //   conj(c) -> c * [1, -1];  resolve_conj / resolve_neg -> c
 //   c1 + c2, c1 - c2 -> on the views;  c * x, c / x (x real: a tensor gets a trailing 1) -> on the view
 //   c1 * c2 -> stack([a c - b d, a d + b c], -1);  x.to(complex dtype) -> stack([x, 0], -1)
@@ -186,6 +187,10 @@ class ComplexLowering {
         shape = op(c10::aten::size, {c, op(c10::aten::remainder, {n->input(1), rank})});
       }
       return replaceWithReal(n, stamped(shape));
+    }
+    if ((kind == "aten::reshape" || kind == "aten::view") && n->inputs().size() == 2 && c == n->input(0)) {
+      Value* viewShape = op(c10::aten::add, {n->input(1), graph_.insertConstant(std::vector<int64_t>{2})});
+      return replaceWithView(n, stamped(op(n->kind(), {c, viewShape})));
     }
     if (kind == "aten::angle") {
       Value* angle = stamped(op(c10::aten::atan2, {part(c, 1), part(c, 0)}));
@@ -385,7 +390,7 @@ class ComplexLowering {
     return ExportError("cannot convert " + jit::describeNode(n) + ": " + (what.empty() ? "it takes a complex tensor" : what) +
                        ", and ONNX has no complex tensors. pt2onnx exports complex values as their real view through "
                        "stft/istft, view_as_real/view_as_complex, complex, polar, real, imag, abs, angle, conj, add, "
-                       "sub, mul, div, fft/ifft/rfft/irfft and the shape queries size, dim and numel");
+                       "sub, mul, div, reshape, view, fft/ifft/rfft/irfft and the shape queries size, dim and numel");
   }
 
   torch::jit::Graph& graph_;

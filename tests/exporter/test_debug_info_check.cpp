@@ -31,6 +31,9 @@ std::string withStringTable(std::vector<int64_t> textIndices, int64_t file, int6
 TEST(DebugInfoCheck, TorchJitSaveLayoutsPass) {
   EXPECT_EQ(debugInfoProblem(withStringTable({1, 2}, 3, 0, 21)), "");
   EXPECT_EQ(debugInfoProblem(withStringTable({}, 0, 0, 0)), "");
+  // What torch.jit.save writes for a node without a source (text index 0 is "", seen in every traced
+  // torchaudio model's archive): [0, 1) over the empty text.
+  EXPECT_EQ(debugInfoProblem(withStringTable({0}, 0, 0, 1)), "");
   // The layout before the string table: (text, file or None, line) sources.
   IValue source = Tuple::create({IValue("x = 1\n"), IValue(), IValue(int64_t{1})});
   IValue record = Tuple::create({IValue(int64_t{4}), IValue(Tuple::create({source, IValue(int64_t{0}), IValue(int64_t{5})}))});
@@ -43,6 +46,8 @@ TEST(DebugInfoCheck, IndicesOutsideTheStringTableAreDamage) {
   EXPECT_EQ(debugInfoProblem(withStringTable({1}, 4, 0, 5)), "file index 4 outside the string table of 4");
   EXPECT_EQ(debugInfoProblem(withStringTable({1, 2}, 3, 3, 22)), "a source range [3, 22) outside its text of 21 bytes");
   EXPECT_NE(debugInfoProblem(withStringTable({1, 2}, 3, 5, 4)), "");
+  EXPECT_EQ(debugInfoProblem(withStringTable({0}, 0, 0, 2)), "a source range [0, 2) outside its text of 0 bytes");
+  EXPECT_EQ(debugInfoProblem(withStringTable({0}, 0, 1, 1)), "a source range [1, 1) outside its text of 0 bytes");
 }
 
 TEST(DebugInfoCheck, OtherShapesAreDamage) {

@@ -46,7 +46,13 @@ graph(%x : Tensor, %y : Tensor):
   %c : Tensor = aten::conj(%diff)
   %resolved : Tensor = aten::resolve_conj(%c)
   %back : Tensor = aten::view_as_complex(%y)
-  %mixed : Tensor = aten::mul(%resolved, %back)
+  %mixed2d : Tensor = aten::mul(%resolved, %back)
+  %minus1 : int = prim::Constant[value=-1]()
+  %nine : int = prim::Constant[value=9]()
+  %flat_shape : int[] = prim::ListConstruct(%minus1, %nine)
+  %flat : Tensor = aten::reshape(%mixed2d, %flat_shape)
+  %dims : int[] = aten::size(%mixed2d)
+  %mixed : Tensor = aten::view(%flat, %dims)
   %view : Tensor = aten::view_as_real(%mixed)
   return (%view, %mag)
 )IR";
@@ -75,6 +81,8 @@ TEST(LowerComplexToRealView, RealOpsComputeTheRealViewOfTheComplexOnes) {
   for (const char* complexOp : {"aten::abs", "aten::real", "aten::imag", "aten::polar", "aten::complex", "aten::conj",
                                 "aten::view_as_complex", "aten::view_as_real"})
     EXPECT_EQ(countNodes(*lowered, complexOp), 0) << complexOp;
+  EXPECT_EQ(countNodes(*lowered, "aten::reshape"), 1);  // of the view: to [-1, 9, 2]
+  EXPECT_EQ(countNodes(*lowered, "aten::view"), 1);
   for (const torch::jit::Node* n : lowered->nodes())
     if (n->kind() == c10::aten::stft) {
       EXPECT_EQ(torch::jit::toIValue(n->namedInput("return_complex"))->toBool(), false);
