@@ -27,6 +27,7 @@
 #include "common/errors.h"
 #include "exporter/jit_util.h"
 #include "exporter/passes/passes.h"
+#include "exporter/torch_compat.h"
 
 namespace pt2onnx::passes {
 namespace {
@@ -179,7 +180,7 @@ class ComplexLowering {
       if (kind == "aten::dim") {
         shape = op(c10::aten::sub, {op(c10::aten::dim, {c}), 1});
       } else if (kind == "aten::numel") {
-        shape = op(c10::aten::floordiv, {op(c10::aten::numel, {c}), 2});
+        shape = op(c10::aten::floordiv, {op(torch_compat::atenNumel(), {c}), 2});
       } else if (n->inputs().size() == 1) {
         shape = op(c10::aten::slice, {op(c10::aten::size, {c}), 0, -1, 1});
       } else {  // size(c, dim): a negative dim counts from the view's second-to-last axis

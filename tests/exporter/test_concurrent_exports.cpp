@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/jit/ir/irparser.h>
 
 #include "exporter/export.h"
