@@ -175,7 +175,7 @@ void Session::build(onnx::ModelProto& model, const std::string& baseDir, const S
   writer::registerTrainingSchemas();
   inlineLocalFunctions(model);
   checkModel(model, baseDir);
-  if (options.intraOpThreads > 0) at::set_num_threads(options.intraOpThreads);
+  intraOpThreads_ = options.intraOpThreads;
   PlanContext pc;
   pc.baseDir = baseDir;
   pc.fuseNodes = options.fuseNodes;
@@ -231,8 +231,30 @@ class RunScope {
 };
 }  // namespace
 
+namespace {
+// The session's intra-op thread count for one run; the caller's own setting comes back after it
+// (ATen's count is the calling thread's OpenMP setting: a session must not change it for the code
+// that runs PyTorch beside it).
+class IntraOpThreadsGuard {
+ public:
+  explicit IntraOpThreadsGuard(int threads) : previous_(at::get_num_threads()) {
+    if (threads > 0 && threads != previous_) at::set_num_threads(threads);
+    else previous_ = 0;
+  }
+  ~IntraOpThreadsGuard() {
+    if (previous_ > 0) at::set_num_threads(previous_);
+  }
+  IntraOpThreadsGuard(const IntraOpThreadsGuard&) = delete;
+  IntraOpThreadsGuard& operator=(const IntraOpThreadsGuard&) = delete;
+
+ private:
+  int previous_;  // 0: nothing to restore
+};
+}  // namespace
+
 std::vector<Value> Session::runFrame(std::vector<Value> frame, const std::vector<std::string>& outputNames) const {
   at::NoGradGuard noGrad;
+  IntraOpThreadsGuard threads(intraOpThreads_);
   RunScope scope;
   runPlan(*plan_, frame);
   std::vector<Value> result;

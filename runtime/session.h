@@ -20,7 +20,7 @@ class ModelProto;
 namespace pt2onnx::runtime {
 
 struct SessionOptions {
-  int intraOpThreads = 0;  // 0: leave ATen's setting alone
+  int intraOpThreads = 0;  // ATen's intra-op threads during each run (restored after); 0: ATen's setting
   bool fuseNodes = true;   // runtime/fusion.h; off keeps every node's output (verify --bisect records them)
 };
 
@@ -68,6 +68,7 @@ class Session {
   std::vector<std::pair<std::string, std::string>> metadata_;
   ModelInfo modelInfo_;
   std::unique_ptr<Plan> plan_;
+  int intraOpThreads_ = 0;
 };
 
 // Parses a node attribute (tensors and graphs included) for kernels.

@@ -37,7 +37,7 @@ if [ ! -x "$PYTHON" ]; then
 fi
 stamp="$VENV/.pt2onnx-requirements"
 if ! cmp -s <(cat "$REQUIREMENTS" requirements/common.txt) "$stamp" 2>/dev/null; then
-  echo "[setup] installing $REQUIREMENTS into $VENV (torch from this machine's files)"
+  echo "[setup] installing $REQUIREMENTS into $VENV (torch from this machine's files or the tier's wheelhouse)"
   start=$(date +%s)
   "$PYTHON" -m pip install -q -r "$REQUIREMENTS"
   cat "$REQUIREMENTS" requirements/common.txt > "$stamp"

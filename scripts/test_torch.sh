@@ -65,7 +65,7 @@ done
 log=$ROOT/build/torch$version-test.log  # kept when the tier's directories are removed
 bash "$ROOT/scripts/test.sh" "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
-ctest_line=$(grep -E "tests passed, [0-9]+ tests failed" "$log" | tail -1)
+ctest_line=$(grep -E "% tests passed" "$log" | tail -1)  # "100% tests passed out of 764" / "99% ..., 1 tests failed ..."
 pytest_line=$(grep -E "^[0-9]+ (passed|failed)|^=+ .*(passed|failed).* in " "$log" | tail -1)
 summary="torch $version | $("$PT2ONNX_VENV/bin/python" -c 'import torch; print(torch.__version__)' 2>/dev/null) | ctest: ${ctest_line:-none} | pytest: ${pytest_line:-none} | build ${build_seconds} s, set-up ${setup_seconds} s | exit $status | $(date -u +%F) $(git -C "$ROOT" rev-parse --short HEAD)"
 echo "[torch $version] $summary"

@@ -165,8 +165,9 @@ class InferenceSession:
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, threads=None,
                  **kwargs):
         """Loads and checks a model (a path, or the serialized bytes), as onnxruntime.InferenceSession.
-        `sess_options.intra_op_num_threads` (or `threads`) sets ATen's intra-op thread count (0
-        leaves it); `providers` may name CPUExecutionProvider only."""
+        `sess_options.intra_op_num_threads` (or `threads`) is ATen's intra-op thread count during
+        each run (the caller's comes back after it; 0 leaves it); `providers` may name
+        CPUExecutionProvider only."""
         if not isinstance(path_or_bytes, (str, bytes, os.PathLike)):
             raise TypeError(f"InferenceSession: path_or_bytes must be a path or the model's bytes, got "
                             f"{type(path_or_bytes).__name__}")

@@ -98,3 +98,18 @@ def test_errors_are_onnxruntime_classes_not_export_errors(mlp, tmp_path):
     with pytest.raises(pt2onnx.InvalidGraph, match="not a valid ONNX model"):
         pt2onnx.InferenceSession(b"junk")
     assert issubclass(pt2onnx.NoSuchFile, pt2onnx.Fail) and not issubclass(pt2onnx.Fail, pt2onnx.ExportError)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_sessions_thread_count_holds_during_its_runs_only(mlp, threads):
+    """A session with intra_op_num_threads runs with that many ATen threads and leaves the caller's
+    count as it was: PyTorch code run beside it (a reference, the user's own model) keeps its setting."""
+    model, x, path = mlp
+    before = torch.get_num_threads()
+    options = pt2onnx.SessionOptions()
+    options.intra_op_num_threads = threads
+    session = pt2onnx.InferenceSession(str(path), options)
+    assert torch.get_num_threads() == before
+    (y,) = session.run(None, {"x": x.numpy()})
+    assert torch.get_num_threads() == before
+    np.testing.assert_allclose(y, model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
