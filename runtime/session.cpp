@@ -229,9 +229,7 @@ class RunScope {
     return d;
   }
 };
-}  // namespace
 
-namespace {
 // The session's intra-op thread count for one run; the caller's own setting comes back after it
 // (ATen's count is the calling thread's OpenMP setting: a session must not change it for the code
 // that runs PyTorch beside it).
