@@ -102,12 +102,6 @@ MODELS = {
 SCRIPTED_FROM_PYTHON = {"conformer"}
 
 
-def _outputs(model, args):
-    with torch.no_grad():
-        out = model(*args)
-    return out if isinstance(out, tuple) else (out,)
-
-
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_torchaudio_model_from_python(name, tmp_path):
     factory, names, axes, example, others, _ = MODELS[name]
