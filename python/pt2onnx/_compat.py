@@ -3,16 +3,16 @@ exporter/torch_compat.h)."""
 import contextlib
 import warnings
 
-# torch >= 2.11 marks torch.jit.* deprecated with FutureWarnings ("`torch.jit.load` is deprecated...").
-# When pt2onnx calls them for the user (verify loading an archive), the warning is torch's, not the
-# user's code: it is not shown as if it were theirs.
-_TORCHSCRIPT_DEPRECATION = r"`torch\.jit\.[A-Za-z_]+` is deprecated"
+# torch marks torch.jit.* deprecated: DeprecationWarning in 2.10, FutureWarning from 2.11 ("`torch.jit.load`
+# is deprecated..."; "... is not supported in Python 3.14+" on 3.14). When pt2onnx calls them for the user
+# (verify loading an archive), the warning is torch's, not the user's code: it is not shown as theirs.
+_TORCHSCRIPT_DEPRECATION = r"`torch\.jit\.[A-Za-z_]+` is (deprecated|not supported in Python)"
 
 
 @contextlib.contextmanager
 def torchscript_deprecation_silenced():
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=_TORCHSCRIPT_DEPRECATION, category=FutureWarning)
+        warnings.filterwarnings("ignore", message=_TORCHSCRIPT_DEPRECATION)
         yield
 
 
