@@ -4,6 +4,7 @@
 #   bash scripts/test_torch.sh 2.15.0        # any of requirements/torch-*.txt: 2.9.1 ... 2.15.0
 #   bash scripts/test_torch.sh 2.9.1 -k archives   # extra arguments go to pytest
 #   bash scripts/test_torch.sh --keep 2.12.1       # keep the venv and build directory afterwards
+#   bash scripts/test_torch.sh --zoo 2.12.1        # then bench/zoo.py's default tier, pt2onnx only (~30 min)
 # What each tier installs is pinned in requirements/torch-<VERSION>.txt (torch, the torchvision and
 # torchaudio that import beside it, the common tools). Every torch but 2.13.0 and 2.14.1 is a download
 # of several GB (a CUDA build that runs on the CPU): all tiers share one wheelhouse,
@@ -14,9 +15,15 @@
 # The run ends with one summary line, also appended to build/torch-tiers.log (docs/testing.md).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-keep=0
-if [ "${1:-}" = "--keep" ]; then keep=1; shift; fi
-version=${1:?usage: scripts/test_torch.sh [--keep] VERSION [pytest args] (VERSION: $(cd "$ROOT/requirements" && ls torch-*.txt | sed 's/torch-//; s/\.txt//' | sort -V | tr '\n' ' '))}
+keep=0 zoo=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --keep) keep=1; shift ;;
+    --zoo) zoo=1; shift ;;
+    *) break ;;
+  esac
+done
+version=${1:?usage: scripts/test_torch.sh [--keep] [--zoo] VERSION [pytest args] (VERSION: $(cd "$ROOT/requirements" && ls torch-*.txt | sed 's/torch-//; s/\.txt//' | sort -V | tr '\n' ' '))}
 shift
 requirements=$ROOT/requirements/torch-$version.txt
 if [ ! -f "$requirements" ]; then  # "2.13" names the one pinned 2.13.x
@@ -67,7 +74,21 @@ bash "$ROOT/scripts/test.sh" "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 ctest_line=$(grep -E "% tests passed" "$log" | tail -1)  # "100% tests passed out of 764" / "99% ..., 1 tests failed ..."
 pytest_line=$(grep -E "^[0-9]+ (passed|failed)|^=+ .*(passed|failed).* in " "$log" | tail -1)
-summary="torch $version | $("$PT2ONNX_VENV/bin/python" -c 'import torch; print(torch.__version__)' 2>/dev/null) | ctest: ${ctest_line:-none} | pytest: ${pytest_line:-none} | build ${build_seconds} s, set-up ${setup_seconds} s | exit $status | $(date -u +%F) $(git -C "$ROOT" rev-parse --short HEAD)"
+
+# The zoo's default tier (the torchvision models, pt2onnx only, each run in ONNX Runtime against PyTorch):
+# a benchmark, so it does not change the tier's exit status; its count goes into the summary line.
+zoo_result=not run
+if [ $zoo = 1 ]; then
+  if [ -n "${PT2ONNX_WITHOUT_TORCHVISION:-}" ]; then
+    zoo_result="n/a (no torchvision)"
+  else
+    zoo_md=$ROOT/build/torch$version-zoo.md
+    "$PT2ONNX_VENV/bin/python" "$ROOT/bench/zoo.py" --skip-torch-onnx --output-json "$ROOT/build/torch$version-zoo.json" \
+      --markdown "$zoo_md" 2>&1 | tee "$ROOT/build/torch$version-zoo.log"
+    zoo_result=$(grep -oE "pt2onnx: [0-9]+ of [0-9]+ pass" "$zoo_md" 2>/dev/null || echo "did not finish (build/torch$version-zoo.log)")
+  fi
+fi
+summary="torch $version | $("$PT2ONNX_VENV/bin/python" -c 'import torch; print(torch.__version__)' 2>/dev/null) | ctest: ${ctest_line:-none} | pytest: ${pytest_line:-none} | build ${build_seconds} s, set-up ${setup_seconds} s | zoo: ${zoo_result} | exit $status | $(date -u +%F) $(git -C "$ROOT" rev-parse --short HEAD)"
 echo "[torch $version] $summary"
 echo "$summary" >> "$ROOT/build/torch-tiers.log"
 if [ $keep = 0 ]; then
