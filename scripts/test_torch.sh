@@ -11,7 +11,8 @@
 # $PT2ONNX_WHEELHOUSE (default ~/.cache/pt2onnx/wheels), so each release is downloaded once.
 # Pins are enforced by a constraints file made from the requirements (never the machine's own cap),
 # so pip cannot pick another torch for a package that depends on it.
-# A tier's venv (~6 GB) and build directory are removed after its run unless --keep is given.
+# A tier's venv (~6 GB), build directory and pytest's temporary files (~11 GB) are removed after
+# its run unless --keep is given.
 # The run ends with one summary line, also appended to build/torch-tiers.log (docs/testing.md).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -70,7 +71,10 @@ for lib in torchvision torchaudio; do
 done
 
 log=$ROOT/build/torch$version-test.log  # kept when the tier's directories are removed
-bash "$ROOT/scripts/test.sh" "$@" 2>&1 | tee "$log"
+# pytest's temporary files of one run reach ~11 GB (exported models): the tier gives them a directory
+# of its own, removed with the venv, instead of leaving them among pytest's last three runs.
+pytest_tmp=${TMPDIR:-/tmp}/pt2onnx-torch$version-pytest
+bash "$ROOT/scripts/test.sh" --basetemp="$pytest_tmp" "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 ctest_line=$(grep -E "% tests passed" "$log" | tail -1)  # "100% tests passed out of 764" / "99% ..., 1 tests failed ..."
 pytest_line=$(grep -E "^[0-9]+ (passed|failed)|^=+ .*(passed|failed).* in " "$log" | tail -1)
@@ -92,7 +96,7 @@ summary="torch $version | $("$PT2ONNX_VENV/bin/python" -c 'import torch; print(t
 echo "[torch $version] $summary"
 echo "$summary" >> "$ROOT/build/torch-tiers.log"
 if [ $keep = 0 ]; then
-  echo "[torch $version] removing $PT2ONNX_VENV and $PT2ONNX_BUILD (--keep keeps them)"
-  rm -rf "$PT2ONNX_VENV" "$PT2ONNX_BUILD"
+  echo "[torch $version] removing $PT2ONNX_VENV, $PT2ONNX_BUILD and $pytest_tmp (--keep keeps them)"
+  rm -rf "$PT2ONNX_VENV" "$PT2ONNX_BUILD" "$pytest_tmp"
 fi
 exit $status
