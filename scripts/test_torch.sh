@@ -11,7 +11,7 @@
 # $PT2ONNX_WHEELHOUSE (default ~/.cache/pt2onnx/wheels), so each release is downloaded once.
 # Pins are enforced by a constraints file made from the requirements (never the machine's own cap),
 # so pip cannot pick another torch for a package that depends on it.
-# A tier's venv (~6 GB), build directory and pytest's temporary files (~11 GB) are removed after
+# A tier's venv (~7 GB), build directory and pytest's temporary files (~11 GB) are removed after
 # its run unless --keep is given.
 # The run ends with one summary line, also appended to build/torch-tiers.log (docs/testing.md).
 set -uo pipefail
