@@ -81,7 +81,7 @@ pytest_line=$(grep -E "^[0-9]+ (passed|failed)|^=+ .*(passed|failed).* in " "$lo
 
 # The zoo's default tier (the torchvision models, pt2onnx only, each run in ONNX Runtime against PyTorch):
 # a benchmark, so it does not change the tier's exit status; its count goes into the summary line.
-zoo_result=not run
+zoo_result="not run"
 if [ $zoo = 1 ]; then
   if [ -n "${PT2ONNX_WITHOUT_TORCHVISION:-}" ]; then
     zoo_result="n/a (no torchvision)"
