@@ -39,6 +39,19 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)  # for samples/ (pt2onnx itself is the one installed in the running Python)
+
+
+def onnxruntime_oracle():
+    """pt2onnx's ONNX Runtime runner, loaded from the source tree: a pure-Python module, so that the
+    torch.onnx tools can be measured in a venv where pt2onnx is not built (e.g. a newer torch)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "pt2onnx_onnxruntime_oracle", os.path.join(ROOT, "python", "pt2onnx", "onnxruntime_oracle.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 LARGEST = ["regnet_y_128gf", "vit_h_14", "vit_l_32", "vit_l_16", "convnext_large", "regnet_y_32gf",
            "vgg19_bn", "vgg19", "vgg16_bn", "vgg16"]
 FAMILIES = ["classification", "segmentation", "video", "optical_flow", "detection"]
@@ -267,7 +280,7 @@ def child(tool, name, family, workdir, result_path):
         names = [i.name for i in proto.graph.input if i.name not in {t.name for t in proto.graph.initializer}]
         feeds = {n: a.numpy() for n, a in zip(names, flat_outputs(check))}
         try:
-            from pt2onnx import onnxruntime_oracle as ort
+            ort = onnxruntime_oracle()
             got = list(ort.run(path, feeds).values())  # 1 intra-op thread
         except Exception as e:  # noqa: BLE001
             result.update(status="ORT failed", error=" ".join(str(e).split())[:300])
