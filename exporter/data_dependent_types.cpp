@@ -24,6 +24,12 @@ TensorType typeOfArg(const Arg& a) {
   return {};
 }
 
+// batch_first: the first two dims swapped when it is true, both unknown when it is not static.
+void swapLeadingDimsIf(std::vector<Dim>& dims, const Arg& batchFirst) {
+  if (batchFirst.kind != Arg::Kind::Bool || batchFirst.value) dims[0] = dims[1] = Dim{};
+  else if (batchFirst.b) std::swap(dims[0], dims[1]);
+}
+
 TensorType vector(DType dtype) { return {dtype, std::vector<Dim>{Dim{}}}; }
 
 // `t` with dimension `dim` (negative counts from the end) made dynamic; rank-less when unknown.
@@ -90,30 +96,28 @@ const std::map<std::string, Rule>& rules() {
        [](const std::vector<Arg>& a) {
          return std::vector<TensorType>{vector(a[1].isNone() ? DType::Int64 : typeOfArg(a[1]).dtype)};
        }},
-      // (input [B, T, *] or [T, B, *], lengths) -> (data [sum(lengths), *], batch_sizes [max(lengths)]).
+      // pt2onnx keeps a packed sequence padded (symbolic/recurrent.cpp): (input [B, T, *] or
+      // [T, B, *], lengths, batch_first) -> (data [T, B, *], batch_sizes = the lengths [B]).
       {"aten::_pack_padded_sequence",
        [](const std::vector<Arg>& a) {
          TensorType input = typeOfArg(a[0]);
-         TensorType data{input.dtype, std::nullopt};
-         if (input.shape && input.rank() >= 2) {
-           std::vector<Dim> dims{Dim{}};
-           dims.insert(dims.end(), input.shape->begin() + 2, input.shape->end());
-           data.shape = dims;
-         }
-         return std::vector<TensorType>{data, vector(DType::Int64)};
+         if (input.shape && input.rank() >= 2) swapLeadingDimsIf(*input.shape, a[2]);
+         return std::vector<TensorType>{input, typeOfArg(a[1]).shape ? TensorType{DType::Int64, typeOfArg(a[1]).shape}
+                                                                      : vector(DType::Int64)};
        }},
-      // (data [N, *], batch_sizes, batch_first, ..., total_length) -> (output [T, B, *] or [B, T, *],
-      // lengths [B]): T and B are what the lengths say.
+      // (data [T, B, *] padded, lengths [B], batch_first, ...) -> (output [T', B, *] or [B, T', *],
+      // lengths): T' is the longest length (or total_length).
       {"aten::_pad_packed_sequence",
        [](const std::vector<Arg>& a) {
          TensorType data = typeOfArg(a[0]);
          TensorType output{data.dtype, std::nullopt};
-         if (data.shape && data.rank() >= 1) {
-           std::vector<Dim> dims{Dim{}, Dim{}};
-           dims.insert(dims.end(), data.shape->begin() + 1, data.shape->end());
-           output.shape = dims;
+         if (data.shape && data.rank() >= 2) {
+           output.shape = *data.shape;
+           (*output.shape)[0] = Dim{};
+           swapLeadingDimsIf(*output.shape, a[2]);
          }
-         return std::vector<TensorType>{output, vector(DType::Int64)};
+         return std::vector<TensorType>{output, typeOfArg(a[1]).shape ? TensorType{DType::Int64, typeOfArg(a[1]).shape}
+                                                                       : vector(DType::Int64)};
        }},
   };
   return table;

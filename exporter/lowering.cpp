@@ -106,7 +106,6 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
                passes::inlineAutogradFunctions(*g, nullptr);
            }),
       pass("inline_fork_wait", [](auto& g) { torch::jit::InlineForkWait(g); }),
-      pass("drop_packed_total_length", [](auto& g) { passes::dropPackedTotalLength(*g); }),
       // LowerAllTuples needs every indexed tuple to be built in sight, with a constant index; a
       // scripted nn.LSTM indexes its Optional state in a branch that is dead once `hx is None` is
       // folded, so graphs that index tuples inside blocks (or return them from blocks) get that
@@ -130,6 +129,8 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
            {"retype_none_constants", [](auto& g) { return passes::retypeNoneConstants(*g); }},
            {"remove_list_mutation", [](auto& g) { return torch::jit::RemoveListMutation(g); }},
            {"drop_raise_guards", [](auto& g) { return passes::dropRaiseGuards(*g); }},
+           // After lower_tuples: a scripted nn.LSTM reads batch_sizes out of its PackedSequence tuple.
+           {"drop_packed_total_length", [](auto& g) { return passes::dropPackedTotalLength(*g); }},
            {"eliminate_dead_code", [](auto& g) { torch::jit::EliminateDeadCode(g); return false; }},
        }},
       pass("functionalize_mutation", [](auto& g) { passes::functionalizeMutation(*g); }),

@@ -208,3 +208,73 @@ def test_packed_sequences_with_dynamic_batch_and_time(enforce_sorted, tmp_path):
               (sequence(4, 1, True), torch.tensor([2])),
               (sequence(5, 2, True), torch.tensor([5, 5]))]
     check(model, example, path, [example] + others)
+
+
+class ScriptedTagger(torch.nn.Module):
+    """A sequence tagger as users script it: token ids and lengths, packed around the recurrent layer."""
+
+    def __init__(self, kind, layers, bidirectional, batch_first, enforce_sorted):
+        super().__init__()
+        torch.manual_seed(layers * 5 + bidirectional)
+        self.batch_first, self.enforce_sorted = batch_first, enforce_sorted
+        self.embedding = torch.nn.Embedding(30, INPUT)
+        self.rnn = make(kind, layers, bidirectional, batch_first)
+        self.head = torch.nn.Linear(HIDDEN * (2 if bidirectional else 1), 3)
+
+    def forward(self, ids, lengths):
+        x = self.embedding(ids)
+        if not self.batch_first:
+            x = x.transpose(0, 1)
+        packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=self.batch_first,
+                                                         enforce_sorted=self.enforce_sorted)
+        out, _ = self.rnn(packed)
+        y, _ = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=self.batch_first)
+        return self.head(y)
+
+
+def token_batch(batch, time, enforce_sorted, generator):
+    """Ids [batch, time] and lengths in [1, time], the longest = time; sorted longest first if asked."""
+    ids = torch.randint(0, 30, (batch, time), generator=generator)
+    lengths = torch.randint(1, time + 1, (batch,), generator=generator)
+    lengths[0] = time
+    lengths = lengths.sort(descending=True).values if enforce_sorted else lengths[torch.randperm(batch, generator=generator)]
+    return ids, lengths
+
+
+TAGGERS = list(itertools.product(["lstm"], [1, 2], [False, True], [True, False], [False, True])) + \
+    [("gru", 2, True, True, False), ("rnn_tanh", 1, True, False, True)]
+
+
+@pytest.mark.parametrize("kind,layers,bidirectional,batch_first,enforce_sorted", TAGGERS)
+def test_scripted_packed_tagger_matches_torch(kind, layers, bidirectional, batch_first, enforce_sorted, tmp_path):
+    """Scripted, nn.LSTM sizes its zero state by batch_sizes[0] read out of the PackedSequence tuple
+    and pad_packed_sequence its length by batch_sizes.size(0): both mean other things in pt2onnx's
+    padded form, and were missed once the tuple hid them (a model that did not run unless batch ==
+    sequence length, with a rank-4 output declared). Checked on batch sizes and lengths other than
+    the example's, with the batch and sequence axes dynamic."""
+    model = torch.jit.script(ScriptedTagger(kind, layers, bidirectional, batch_first, enforce_sorted).eval())
+    generator = torch.Generator().manual_seed(3)
+    example = token_batch(2, 7, enforce_sorted, generator)
+    path = tmp_path / "m.onnx"
+    pt2onnx.export(model, example, str(path), input_names=["ids", "lengths"],
+                   dynamic_axes={"ids": {0: "batch", 1: "sequence"}, "lengths": {0: "batch"}})
+    output = onnx.load(str(path)).graph.output[0]
+    assert len(output.type.tensor_type.shape.dim) == 3
+    others = [token_batch(b, t, enforce_sorted, generator) for b, t in [(5, 4), (1, 9), (3, 3), (4, 11)]]
+    check(model, example, path, [example] + others)
+
+
+def test_scripted_packed_tagger_archive_from_the_cli_with_a_dynamic_sequence(tmp_path, cli):
+    """The archive path: `-d ids:1=sequence` used to fail on pad_packed_sequence's total_length."""
+    import subprocess
+    model = ScriptedTagger("lstm", 2, True, True, False).eval()
+    torch.jit.save(torch.jit.script(model), str(tmp_path / "m.pt"))
+    loaded = torch.jit.load(str(tmp_path / "m.pt"))
+    proc = subprocess.run([cli, "convert", str(tmp_path / "m.pt"), "-o", str(tmp_path / "m.onnx"),
+                           "-i", "ids:2x6:int64", "-i", "lengths:2:int64",
+                           "-d", "ids:0=batch", "-d", "ids:1=sequence", "-d", "lengths:0=batch"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    generator = torch.Generator().manual_seed(4)
+    check(loaded, token_batch(2, 6, False, generator), tmp_path / "m.onnx",
+          [token_batch(b, t, False, generator) for b, t in [(2, 6), (6, 3), (1, 12)]])
