@@ -4,6 +4,7 @@
 
 #include "common/opsets.h"
 #include "symbolic/context.h"
+#include "symbolic/dtype.h"
 #include "symbolic/families.h"
 #include "symbolic/registry.h"
 
@@ -70,13 +71,31 @@ void requireIntegralScales(Context& ctx, DType dtype, double beta, double alpha,
     ctx.fail(std::string(opName) + ": non-integral beta/alpha with an integer tensor");
 }
 
-// aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1)
+// beta and alpha bound by name: the .dtype overloads of addmm and baddbmm (half and bfloat16
+// products accumulated and returned in out_dtype) put out_dtype before them.
+struct ScaledProductArgs {
+  Value* self;
+  Value* left;
+  Value* right;
+  double beta;
+  double alpha;
+};
+
+ScaledProductArgs scaledProductArgs(Context& ctx) {
+  ScaledProductArgs a{ctx.tensor(0), ctx.tensor(1), ctx.tensor(2), ctx.float64(ctx.argIndex("beta").value_or(3)),
+                      ctx.float64(ctx.argIndex("alpha").value_or(4))};
+  if (std::optional<size_t> outDtype = ctx.argIndex("out_dtype")) {
+    DType out = requireOnnxType(ctx, ctx.int64(*outDtype));
+    a.self = ctx.cast(a.self, out);
+    a.left = ctx.cast(a.left, out);
+    a.right = ctx.cast(a.right, out);
+  }
+  return a;
+}
+
+// aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) and .dtype
 Outputs addmm(Context& ctx) {
-  Value* self = ctx.tensor(0);
-  Value* mat1 = ctx.tensor(1);
-  Value* mat2 = ctx.tensor(2);
-  double beta = ctx.float64(3);
-  double alpha = ctx.float64(4);
+  auto [self, mat1, mat2, beta, alpha] = scaledProductArgs(ctx);
   DType dtype = elementType(ctx, mat1);
   requireIntegralScales(ctx, dtype, beta, alpha, "addmm");
   if (gemmSupports(dtype)) {
@@ -88,13 +107,9 @@ Outputs addmm(Context& ctx) {
   return {addScaledProduct(ctx, ctx.cast(self, dtype), product, beta, alpha, dtype)};
 }
 
-// aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)
+// aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) and .dtype
 Outputs baddbmm(Context& ctx) {
-  Value* self = ctx.tensor(0);
-  Value* batch1 = ctx.tensor(1);
-  Value* batch2 = ctx.tensor(2);
-  double beta = ctx.float64(3);
-  double alpha = ctx.float64(4);
+  auto [self, batch1, batch2, beta, alpha] = scaledProductArgs(ctx);
   DType dtype = elementType(ctx, batch1);
   requireIntegralScales(ctx, dtype, beta, alpha, "baddbmm");
   Value* product = ctx.op("MatMul", {batch1, batch2});

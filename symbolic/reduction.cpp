@@ -138,8 +138,14 @@ SymbolicFn argExtremum(const char* onnxOp) {
 
 // ONNX TopK along `dim` for the k given as a 1-D int64 tensor: (values, indices). Equal values
 // keep their index order (ONNX's tie rule).
+// TopK before opset 11 takes floating types only: other keys are sorted as doubles (exact up to 2^53).
 std::vector<Value*> topK(Context& ctx, Value* x, Value* k, int64_t dim, bool largest) {
-  return ctx.opMulti("TopK", {x, k}, 2, {attr::i("axis", dim), attr::i("largest", largest ? 1 : 0), attr::i("sorted", 1)});
+  const DType dtype = ctx.dtypeOf(x);
+  const bool asDouble = ctx.opset() < 11 && dtype != DType::Undefined && !ir::isFloating(dtype);
+  std::vector<Value*> out = ctx.opMulti("TopK", {asDouble ? ctx.cast(x, DType::Double) : x, k}, 2,
+                                        {attr::i("axis", dim), attr::i("largest", largest ? 1 : 0), attr::i("sorted", 1)});
+  if (asDouble) out[0] = ctx.cast(out[0], dtype);
+  return out;
 }
 
 // The whole length of `dim` as TopK's k: a sort.
@@ -147,21 +153,29 @@ Value* lengthAlong(Context& ctx, Value* x, int64_t dim) {
   return ctx.op("Gather", {ctx.op("Shape", {x}), ctx.constInt64s({dim})}, {attr::i("axis", 0)});
 }
 
-// aten::sort(self, dim=-1, descending=False) and sort.stable(self, *, stable, dim, descending).
-SymbolicFn sortValues(size_t dimArg) {
-  return [dimArg](Context& ctx) -> Outputs {
-    Value* x = inputTensor(ctx);
-    int64_t dim = ctx.int64(dimArg);
-    std::vector<Value*> out = topK(ctx, x, lengthAlong(ctx, x, dim), dim, ctx.boolean(dimArg + 1));
-    return {out[0], out[1]};
-  };
+// aten::sort(self, dim=-1, descending=False), sort.stable(self, *, stable, dim=-1, descending=False)
+// and the argsort pair: the .stable overloads put `stable` first, so dim and descending are bound by
+// name. TopK keeps equal values in index order, which is the stable order as well.
+struct SortArgs {
+  int64_t dim;
+  bool descending;
+};
+
+SortArgs sortArgs(const Context& ctx) {
+  return {ctx.int64(ctx.argIndex("dim").value_or(1)), ctx.boolean(ctx.argIndex("descending").value_or(2))};
 }
 
-// aten::argsort(self, dim=-1, descending=False)
+Outputs sortValues(Context& ctx) {
+  Value* x = inputTensor(ctx);
+  SortArgs a = sortArgs(ctx);
+  std::vector<Value*> out = topK(ctx, x, lengthAlong(ctx, x, a.dim), a.dim, a.descending);
+  return {out[0], out[1]};
+}
+
 Outputs argsort(Context& ctx) {
   Value* x = inputTensor(ctx);
-  int64_t dim = ctx.int64(1);
-  return {topK(ctx, x, lengthAlong(ctx, x, dim), dim, ctx.boolean(2))[1]};
+  SortArgs a = sortArgs(ctx);
+  return {topK(ctx, x, lengthAlong(ctx, x, a.dim), a.dim, a.descending)[1]};
 }
 
 // aten::topk(self, k, dim=-1, largest=True, sorted=True): always sorted (a valid order for False).
@@ -333,8 +347,8 @@ void registerReductionSymbolics(Registry& r) {
   r.onOp("aten::min", kMinOpset, maxOrMin("ReduceMin", "ArgMin"));
   r.onOp("aten::argmax", kMinOpset, argExtremum("ArgMax"));
   r.onOp("aten::argmin", kMinOpset, argExtremum("ArgMin"));
-  r.onOp("aten::sort", kMinOpset, sortValues(1));
-  r.onOp("aten::sort.stable", kMinOpset, sortValues(2));
+  r.onOp("aten::sort", kMinOpset, sortValues);
+  r.onOp("aten::sort.stable", kMinOpset, sortValues);
   r.onOp("aten::argsort", kMinOpset, argsort);
   r.onOp("aten::topk", kMinOpset, topk);
   r.onOp("aten::var", kMinOpset, variance(false, false));

@@ -134,6 +134,8 @@ class Folder {
     if (auto v = backendTest(n)) return replaceWithConstant(n, *v);
     if (auto v = contextQuery(n)) return replaceWithConstant(n, *v);
     if (n->kind() == c10::prim::device) return replaceWithConstant(n, c10::Device(c10::kCPU));
+    // torch.norm and others test `input.layout == torch.strided` before their dense path.
+    if (n->kind() == c10::prim::layout) return replaceWithConstant(n, c10::IValue(c10::kStrided));
     if (n->kind() == c10::aten::__is__ || n->kind() == c10::aten::__isnot__) {
       if (auto same = decideIs(n->input(0), n->input(1)))
         return replaceWithConstant(n, n->kind() == c10::aten::__is__ ? *same : !*same);

@@ -29,14 +29,18 @@ TEST(FoldExportIntrinsics, ContextAndBackendQueriesBecomeConstants) {
       %g : bool = prim::requires_grad(%x)
       %h : bool = prim::is_quantized(%x)
       %dev : Device = prim::device(%x)
+      %layout : Layout = prim::layout(%x)
+      %strided : Layout = prim::Constant[value=0]()
+      %dense : bool = aten::eq(%layout, %strided)
       %false : bool = prim::Constant[value=0]()
       %none : NoneType = prim::Constant()
       %y : Tensor = aten::to(%x, %dev, %none, %false, %false)
-      return (%a, %b, %c, %d, %e, %f, %g, %h, %y))IR";
+      return (%a, %b, %c, %d, %e, %f, %g, %h, %y, %dense))IR";
   at::NoGradGuard noGrad;
   auto g = expectPassPreservesResults(ir, run, {{at::randn({2})}});
   for (const char* kind : {"aten::is_grad_enabled", "aten::is_autocast_enabled", "aten::is_scripting", "prim::is_cuda",
-                           "prim::is_nested", "prim::is_cpu", "prim::requires_grad", "prim::is_quantized", "prim::device"})
+                           "prim::is_nested", "prim::is_cpu", "prim::requires_grad", "prim::is_quantized", "prim::device",
+                           "prim::layout"})
     EXPECT_EQ(countNodes(*g, kind), 0) << kind;
 }
 

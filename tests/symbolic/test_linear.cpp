@@ -13,6 +13,7 @@ namespace {
 using pt2onnx::testing::countOf;
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
+using pt2onnx::testing::expectConvertsLikeTorchGraph;
 using pt2onnx::testing::exportedOpTypes;
 
 
@@ -61,6 +62,37 @@ graph(%self : Tensor, %a : Tensor, %b : Tensor):
   return (%y)
 )IR";
   expectConvertsLikeTorchAllOpsets(ir, {at::randn({3}), at::randn({2, 4}), at::randn({4, 3})});
+}
+
+// The .dtype overloads put out_dtype (6 = float32) before beta and alpha: read by position, beta
+// was the dtype code. PyTorch runs them on CUDA only; the truth is the same product in float32.
+// `op`(self, a, b, out_dtype=float32, beta=0.5, alpha=2), and the same op on the inputs cast to float32.
+std::string outDtypeGraph(const std::string& op, bool castFirst) {
+  std::string text = R"IR(
+graph(%self : Tensor, %a : Tensor, %b : Tensor):
+  %float32 : int = prim::Constant[value=6]()
+  %false : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %beta : float = prim::Constant[value=0.5]()
+  %alpha : float = prim::Constant[value=2.]()
+)IR";
+  if (!castFirst) return text + "  %y : Tensor = " + op + "(%self, %a, %b, %float32, %beta, %alpha)\n  return (%y)\n";
+  for (const char* v : {"self", "a", "b"})
+    text += std::string("  %") + v + "32 : Tensor = aten::to(%" + v + ", %float32, %false, %false, %none)\n";
+  return text + "  %y : Tensor = " + op + "(%self32, %a32, %b32, %beta, %alpha)\n  return (%y)\n";
+}
+
+// The .dtype overloads put out_dtype (6 = float32) before beta and alpha: read by position, beta
+// was the dtype code. PyTorch runs them on CUDA only; the truth is the same product in float32.
+TEST(LinearSymbolics, AddmmAndBaddbmmOutDtypeOverloadsBindBetaAlphaByName) {
+  expectConvertsLikeTorchGraph(outDtypeGraph("aten::addmm", false), outDtypeGraph("aten::addmm", true),
+                               {at::randn({3}).to(at::kHalf), at::randn({2, 4}).to(at::kHalf),
+                                at::randn({4, 3}).to(at::kHalf)},
+                               17);
+  expectConvertsLikeTorchGraph(outDtypeGraph("aten::baddbmm", false), outDtypeGraph("aten::baddbmm", true),
+                               {at::randn({2, 2, 3}).to(at::kHalf), at::randn({2, 2, 4}).to(at::kHalf),
+                                at::randn({2, 4, 3}).to(at::kHalf)},
+                               17);
 }
 
 TEST(LinearSymbolics, AddmmBetaZeroIgnoresNanInSelf) {

@@ -260,6 +260,24 @@ graph(%x : Tensor):
   expectConvertsLikeTorchAllOpsets(topk, {at::randn({5, 3})});
 }
 
+// argsort.stable(self, *, stable, dim=-1, descending=False): bound by position, dim was read from
+// `stable` and descending from `dim`. Every combination, with ties where the sort is stable.
+TEST(ReductionSymbolics, ArgsortStableOverloadBindsByName) {
+  for (int stable : {0, 1})
+    for (int dim : {0, 1})
+      for (int descending : {0, 1}) {
+        SCOPED_TRACE("stable=" + std::to_string(stable) + " dim=" + std::to_string(dim) +
+                     " descending=" + std::to_string(descending));
+        std::string ir = "graph(%x : Tensor):\n  %stable : bool = prim::Constant[value=" + std::to_string(stable) +
+                         "]()\n  %dim : int = prim::Constant[value=" + std::to_string(dim) +
+                         "]()\n  %descending : bool = prim::Constant[value=" + std::to_string(descending) +
+                         "]()\n  %indices : Tensor = aten::argsort(%x, %stable, %dim, %descending)\n"
+                         "  return (%indices)\n";
+        at::Tensor keys = stable ? at::randint(0, 3, {4, 6}) : at::randn({4, 6});
+        expectConvertsLikeTorch(ir, {keys}, 13);
+      }
+}
+
 TEST(ReductionSymbolics, ArgminDimKeepdimMatchesTorch) {
   expectConvertsLikeTorch(dimGraph("aten::argmin", 0, true), {at::randn({3, 5, 2})}, 13);
 }

@@ -17,6 +17,10 @@ namespace pt2onnx::testing {
 // fails, which must fail naming a later opset.
 void expectConvertsLikeTorch(const std::string& irText, const std::vector<at::Tensor>& inputs,
                              int opset, double tol = 1e-4);
+// Same, with the truth computed by another TorchScript graph of the same meaning, for ops that have
+// no CPU kernel (addmm's out_dtype overload is CUDA-only): `truthIrText` runs on the same inputs.
+void expectConvertsLikeTorchGraph(const std::string& irText, const std::string& truthIrText,
+                                  const std::vector<at::Tensor>& inputs, int opset, double tol = 1e-4);
 // Same, for every opset pt2onnx exports (9 to 17).
 void expectConvertsLikeTorchAllOpsets(const std::string& irText,
                                       const std::vector<at::Tensor>& inputs, double tol = 1e-4);
