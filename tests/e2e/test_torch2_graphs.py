@@ -6,6 +6,7 @@ need_weights True and False in eval with and without no_grad (the fused fast pat
 encoder/decoder stacks with masks, nn.RMSNorm, std/var with a Scalar correction, unflatten, and
 dtypes ONNX cannot hold as clear errors."""
 import re
+from typing import Optional
 import subprocess
 import warnings
 import zipfile
@@ -107,6 +108,27 @@ def test_sdpa_grouped_query_attention(is_causal, tmp_path):
     proto = export_and_check(Attention(is_causal, enable_gqa=True), qkv(2, 6, 4, 4, hk=2),
                              [qkv(1, 6, 7, 7, hk=2), qkv(3, 6, 2, 2, hk=2)], tmp_path, dynamic_axes=AXES_QKV)
     assert "Expand" in op_types(proto)
+
+
+class OptionalMaskAttention(torch.nn.Module):
+    """Causal when no mask is given: a branch that scripting keeps and the export folds."""
+
+    def forward(self, q, k, v, mask: Optional[torch.Tensor] = None):
+        if mask is None:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def test_sdpa_causal_branch_of_an_optional_mask_keeps_is_causal(tmp_path):
+    """The example passes no mask: the folded branch's is_causal=True must survive (it came out
+    non-causal on torch 2.13); then with a mask, the other branch."""
+    torch.manual_seed(4)
+    export_and_check(OptionalMaskAttention(), qkv(2, 2, 5, 5), [qkv(1, 2, 7, 7), qkv(3, 2, 3, 3)], tmp_path,
+                     dynamic_axes=AXES_QKV, script=True)
+    mask = torch.rand(2, 1, 5, 5) > 0.3
+    mask[..., 0] = True
+    export_and_check(OptionalMaskAttention(), (*qkv(2, 2, 5, 5), mask), [(*qkv(2, 2, 5, 5), ~mask | mask.transpose(2, 3))],
+                     tmp_path, script=True)
 
 
 class Sdpa6(torch.nn.Module):  # the call as torch 2.0 code wrote it: no scale, no enable_gqa
@@ -317,6 +339,26 @@ def test_unflatten(script, tmp_path):
 
 
 # ---------------------------------------------------------------- dtypes without an ONNX type
+
+
+class ZeroDimTensors(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.k = 3
+
+    def forward(self, x):
+        n = x.size(0)
+        return torch.tensor(self.k), torch.tensor(n), torch.tensor(2.5) * x.sum(), torch.tensor([n, 2])
+
+
+@pytest.mark.parametrize("script", [False, True])
+def test_zero_dim_tensor_outputs_keep_rank_zero(script, tmp_path):
+    """torch.tensor(k) is 0-d: its output is declared and computed with shape [], not [1]. (Tracing
+    records torch.tensor(x.size(0)) as a constant: other sizes only for the scripted form.)"""
+    runs = [(torch.randn(6, 3),)] if script else [(torch.randn(4, 3),)]
+    proto = export_and_check(ZeroDimTensors(), (torch.randn(4, 3),), runs, tmp_path,
+                             dynamic_axes={"in_0": {0: "n"}}, script=script)
+    assert [len(o.type.tensor_type.shape.dim) for o in proto.graph.output] == [0, 0, 0, 1]
 
 
 class CastTo(torch.nn.Module):
