@@ -4,8 +4,10 @@
 //
 // In opsets 13..17 ReduceSum takes its axes as an input, every other Reduce* as an `axes` attribute.
 // An empty dim list (or None) reduces over every dimension, as in PyTorch.
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,21 +68,85 @@ Value* reduce(Context& ctx, const std::string& onnxOp, Value* x, const std::vect
   return ctx.op(onnxOp, {x}, attrs);
 }
 
-// ReduceMax/ReduceMin, through int32 for bools (ONNX Reduce* take no bool).
+// Number of elements reduced over `dims` (empty = all), as a 0-d tensor of dtype t.
+Value* reducedCount(Context& ctx, Value* x, const std::vector<int64_t>& dims, DType t) {
+  const ir::TensorType& type = ctx.typeOf(x);
+  if (type.isFullyStatic()) {
+    std::vector<int64_t> sizes = type.staticSizes();
+    double count = 1;
+    if (dims.empty()) {
+      for (int64_t s : sizes) count *= static_cast<double>(s);
+    } else {
+      for (int64_t d : dims) {
+        int64_t axis = normalizeDim(d, type.rank());
+        if (axis < 0 || axis >= type.rank()) ctx.fail("dim " + std::to_string(d) + " is out of range");
+        count *= static_cast<double>(sizes[axis]);
+      }
+    }
+    return ctx.constScalar(count, t);
+  }
+  Value* n = dims.empty() ? ctx.op("Size", {x})
+                          : ctx.op("ReduceProd", {ctx.op("Gather", {ctx.op("Shape", {x}), ctx.constInt64s(dims)})},
+                                   {attr::i("keepdims", 0)});
+  return ctx.cast(n, t);
+}
+
+// ReduceMean over an extent that may be empty (a dynamic or zero size): ONNX Runtime gives 0 where
+// PyTorch's mean is 0/0 = NaN, so the mean is written as ReduceSum / count there.
+Value* reduceMean(Context& ctx, Value* x, const std::vector<int64_t>& axes, bool keepdim) {
+  const ir::TensorType& type = ctx.typeOf(x);
+  bool nonEmpty = type.shape.has_value();
+  for (int64_t d = 0; nonEmpty && d < type.rank(); ++d) {
+    bool reduced = axes.empty() || std::any_of(axes.begin(), axes.end(), [&](int64_t a) { return normalizeDim(a, type.rank()) == d; });
+    if (reduced && !((*type.shape)[d].isStatic() && (*type.shape)[d].size > 0)) nonEmpty = false;
+  }
+  if (nonEmpty || !ir::isFloating(type.dtype)) return reduce(ctx, "ReduceMean", x, axes, keepdim);
+  return ctx.op("Div", {reduce(ctx, "ReduceSum", x, axes, keepdim), reducedCount(ctx, x, axes, type.dtype)});
+}
+
+// Whether any element reduced over `axes` is NaN (bool, keepdim as asked).
+Value* anyNaN(Context& ctx, Value* x, const std::vector<int64_t>& axes, bool keepdim) {
+  Value* nan = ctx.cast(ctx.op("IsNaN", {x}), DType::Float);
+  return ctx.cast(reduce(ctx, "ReduceMax", nan, axes, keepdim), DType::Bool);
+}
+
+// ReduceMax/ReduceMin, through int32 for bools (ONNX Reduce* take no bool). PyTorch's extrema are
+// NaN where a NaN is reduced; ONNX Runtime's skip NaN: floating inputs get an IsNaN guard.
 Value* reduceExtremum(Context& ctx, const std::string& onnxOp, Value* x,
                       const std::vector<int64_t>& axes, bool keepdim) {
-  if (ctx.dtypeOf(x) != DType::Bool) return reduce(ctx, onnxOp, x, axes, keepdim);
-  return castResult(ctx, reduce(ctx, onnxOp, ctx.cast(x, DType::Int32), axes, keepdim), DType::Bool);
+  DType dtype = ctx.dtypeOf(x);
+  if (dtype == DType::Bool)
+    return castResult(ctx, reduce(ctx, onnxOp, ctx.cast(x, DType::Int32), axes, keepdim), DType::Bool);
+  Value* extremum = reduce(ctx, onnxOp, x, axes, keepdim);
+  if (!ir::isFloating(dtype)) return extremum;
+  Value* nan = ctx.constScalar(std::numeric_limits<double>::quiet_NaN(), dtype);
+  return ctx.op("Where", {anyNaN(ctx, x, axes, keepdim), nan, extremum});
+}
+
+// ArgMax/ArgMin along `axis`; PyTorch's index is the first NaN's where there is one (ONNX Runtime
+// skips NaN): floating inputs take the IsNaN mask's ArgMax there.
+// `dtype` is the input's (a Reshape the symbolic made may not be typed yet).
+Value* argExtremumAlong(Context& ctx, const std::string& onnxOp, Value* x, DType dtype, int64_t axis, bool keepdim) {
+  std::vector<ir::Attribute> attrs{attr::i("axis", axis), attr::i("keepdims", keepdim ? 1 : 0)};
+  Value* index = ctx.op(onnxOp, {x}, attrs);
+  if (!ir::isFloating(dtype)) return index;
+  Value* nan = ctx.cast(ctx.op("IsNaN", {x}), DType::Float);
+  Value* firstNaN = ctx.op("ArgMax", {nan}, attrs);
+  Value* hasNaN = ctx.cast(reduce(ctx, "ReduceMax", nan, {axis}, keepdim), DType::Bool);
+  return ctx.op("Where", {hasNaN, firstNaN, index});
 }
 
 // ---- sum, mean, prod ----
 
 // sum(self, dtype) / sum.dim_IntList(self, dim, keepdim, dtype), same layout for mean.
 SymbolicFn sumOrMean(const char* onnxOp) {
-  return [onnxOp](Context& ctx) -> Outputs {
-    if (ctx.numArgs() <= 2) return {reduce(ctx, onnxOp, reductionInput(ctx, 1), {}, false)};
+  auto reduceAs = [onnxOp](Context& ctx, Value* x, const std::vector<int64_t>& axes, bool keepdim) {
+    return std::string(onnxOp) == "ReduceMean" ? reduceMean(ctx, x, axes, keepdim) : reduce(ctx, onnxOp, x, axes, keepdim);
+  };
+  return [reduceAs](Context& ctx) -> Outputs {
+    if (ctx.numArgs() <= 2) return {reduceAs(ctx, reductionInput(ctx, 1), {}, false)};
     Value* x = reductionInput(ctx, 3);
-    return {reduce(ctx, onnxOp, x, reducedDims(ctx, 1), keepdimArg(ctx, 2))};
+    return {reduceAs(ctx, x, reducedDims(ctx, 1), keepdimArg(ctx, 2))};
   };
 }
 
@@ -111,7 +177,7 @@ SymbolicFn maxOrMin(const char* reduceOp, const char* argOp) {
     int64_t dim = ctx.int64(1);
     bool keepdim = keepdimArg(ctx, 2);
     Value* values = reduceExtremum(ctx, reduceOp, x, {dim}, keepdim);
-    Value* indices = ctx.op(argOp, {x}, {attr::i("axis", dim), attr::i("keepdims", keepdim ? 1 : 0)});
+    Value* indices = argExtremumAlong(ctx, argOp, x, ctx.dtypeOf(x), dim, keepdim);
     return {values, indices};
   };
 }
@@ -123,11 +189,11 @@ SymbolicFn argExtremum(const char* onnxOp) {
     bool keepdim = keepdimArg(ctx, 2);
     if (hasArg(ctx, 1)) {
       int64_t dim = ctx.int64(1);
-      return {ctx.op(onnxOp, {x}, {attr::i("axis", dim), attr::i("keepdims", keepdim ? 1 : 0)})};
+      return {argExtremumAlong(ctx, onnxOp, x, ctx.dtypeOf(x), dim, keepdim)};
     }
     // dim=None: index into the flattened tensor; keepdim gives a tensor of ones of the input's rank.
     Value* flat = ctx.op("Reshape", {x, ctx.constInt64s({-1})});
-    Value* index = ctx.op(onnxOp, {flat}, {attr::i("axis", 0), attr::i("keepdims", 0)});
+    Value* index = argExtremumAlong(ctx, onnxOp, flat, ctx.dtypeOf(x), 0, false);
     if (!keepdim) return {index};
     int64_t rank = ctx.requireRank(x, "the argmax/argmin input");
     return {ctx.op("Reshape", {index, ctx.constInt64s(std::vector<int64_t>(rank, 1))})};
@@ -210,29 +276,6 @@ VarianceArgs varianceArgs(const Context& ctx) {
   return v;
 }
 
-// Number of elements reduced over `dims` (empty = all), as a 0-d tensor of dtype t.
-Value* reducedCount(Context& ctx, Value* x, const std::vector<int64_t>& dims, DType t) {
-  const ir::TensorType& type = ctx.typeOf(x);
-  if (type.isFullyStatic()) {
-    std::vector<int64_t> sizes = type.staticSizes();
-    double count = 1;
-    if (dims.empty()) {
-      for (int64_t s : sizes) count *= static_cast<double>(s);
-    } else {
-      for (int64_t d : dims) {
-        int64_t axis = normalizeDim(d, type.rank());
-        if (axis < 0 || axis >= type.rank()) ctx.fail("dim " + std::to_string(d) + " is out of range");
-        count *= static_cast<double>(sizes[axis]);
-      }
-    }
-    return ctx.constScalar(count, t);
-  }
-  Value* n = dims.empty() ? ctx.op("Size", {x})
-                          : ctx.op("ReduceProd", {ctx.op("Gather", {ctx.op("Shape", {x}), ctx.constInt64s(dims)})},
-                                   {attr::i("keepdims", 0)});
-  return ctx.cast(n, t);
-}
-
 // Two-pass variance: sum((x - mean)^2) / max(N - correction, 0), PyTorch's divisor.
 struct Moments {
   Value* variance;
@@ -242,7 +285,7 @@ struct Moments {
 Moments moments(Context& ctx, Value* x, const VarianceArgs& args) {
   DType t = ctx.dtypeOf(x);
   if (!ir::isFloating(t)) ctx.fail("var/std need a floating-point input");
-  Value* mean = reduce(ctx, "ReduceMean", x, args.dims, true);
+  Value* mean = reduceMean(ctx, x, args.dims, true);
   Value* centered = ctx.op("Sub", {x, mean});
   Value* sumSquares = reduce(ctx, "ReduceSum", ctx.op("Mul", {centered, centered}), args.dims, args.keepdim);
   Value* divisor = ctx.op("Sub", {reducedCount(ctx, x, args.dims, t), ctx.constScalar(args.correction, t)});
@@ -258,7 +301,7 @@ SymbolicFn variance(bool takeSqrt, bool withMean) {
     Moments m = moments(ctx, x, args);
     Value* spread = takeSqrt ? ctx.op("Sqrt", {m.variance}) : m.variance;
     if (!withMean) return {spread};
-    Value* mean = args.keepdim ? m.meanKeepdim : reduce(ctx, "ReduceMean", x, args.dims, false);
+    Value* mean = args.keepdim ? m.meanKeepdim : reduceMean(ctx, x, args.dims, false);
     return {spread, mean};
   };
 }
@@ -287,7 +330,7 @@ Value* vectorNorm(Context& ctx, Value* x, double p, const std::vector<int64_t>& 
   if (p == 2) return reduce(ctx, "ReduceL2", x, axes, keepdim);
   if (p == 1) return reduce(ctx, "ReduceL1", x, axes, keepdim);
   Value* magnitude = ctx.op("Abs", {x});
-  if (std::isinf(p)) return reduce(ctx, p > 0 ? "ReduceMax" : "ReduceMin", magnitude, axes, keepdim);
+  if (std::isinf(p)) return reduceExtremum(ctx, p > 0 ? "ReduceMax" : "ReduceMin", magnitude, axes, keepdim);
   if (p == 0) {
     Value* nonZero = ctx.op("Not", {ctx.op("Equal", {x, ctx.constScalar(0, ctx.dtypeOf(x))})});
     return reduce(ctx, "ReduceSum", ctx.cast(nonZero, ctx.dtypeOf(x)), axes, keepdim);

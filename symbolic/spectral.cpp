@@ -59,6 +59,23 @@ SymbolicFn windowSymbolic(Window kind) {
   };
 }
 
+// A real signal's DFT has real bins 0 and n / 2 (n even): PyTorch's imaginary parts there are exactly
+// 0, ONNX Runtime's DFT/STFT leave values like -1e-17, which angle() turns into -pi. `spectrum` is
+// a real view (..., 2) with its bins along `binsAxis`, `n` the signal length (0-d int64); those
+// imaginary parts become +0.
+Value* exactRealBins(Context& ctx, Value* spectrum, Value* n, int64_t binsAxis) {
+  int64_t rank = ctx.requireRank(spectrum, "the spectrum");
+  Value* bins = ctx.op("Gather", {ctx.op("Shape", {spectrum}), ctx.constInt64(binsAxis)});
+  Value* k = ctx.op("Range", {ctx.constInt64(0), bins, ctx.constInt64(1)});
+  Value* edge = ctx.op("Or", {ctx.op("Equal", {k, ctx.constInt64(0)}),
+                              ctx.op("Equal", {ctx.op("Mul", {k, ctx.constInt64(2)}), n})});
+  ir::TensorData imaginary = ir::TensorData::fromDoubles({0.0, 1.0}, ir::DType::Bool, {2});
+  std::vector<int64_t> trailing;  // the axes between the bins and the (re, im) pair, then the pair's
+  for (int64_t a = binsAxis + 1; a < rank; ++a) trailing.push_back(a - binsAxis);
+  Value* mask = ctx.op("And", {ctx.unsqueeze(edge, trailing), ctx.constant(imaginary)});
+  return ctx.op("Where", {mask, ctx.constScalar(0.0, ctx.dtypeOf(spectrum)), spectrum});
+}
+
 // ---------------------------------------------------------------- stft
 
 // The window ONNX STFT gets: n_fft samples, PyTorch's (or a rectangular one) of win_length centred
@@ -121,6 +138,7 @@ Outputs stft(Context& ctx) {
   if (rank == 2 && known.rank() == 4 && (*known.shape)[2].isStatic()) dims[2] = (*known.shape)[2];
   if (rank == 1 && known.rank() == 3 && (*known.shape)[1].isStatic()) dims[2] = (*known.shape)[1];
   ctx.setType(out, ir::TensorType{dtype, dims});
+  out = exactRealBins(ctx, out, ctx.constInt64(nFft), 1);
   return {rank == 1 ? ctx.squeeze(out, {0}) : out};
 }
 
@@ -144,7 +162,10 @@ Outputs dft(Context& ctx) {
   signal = ctx.cast(signal, ir::DType::Double);
   Value* spectrum = ctx.op("DFT", {signal}, {attr::i("axis", axis), attr::i("inverse", inverse ? 1 : 0),
                                              attr::i("onesided", onesided ? 1 : 0)});
-  return {ctx.squeeze(ctx.cast(spectrum, dtype), {0})};
+  spectrum = ctx.squeeze(ctx.cast(spectrum, dtype), {0});
+  if (complexInput) return {spectrum};
+  Value* length = ctx.op("Gather", {ctx.op("Shape", {x}), ctx.constInt64(rank - 1)});
+  return {exactRealBins(ctx, spectrum, length, rank - 1)};
 }
 
 // ---------------------------------------------------------------- istft
