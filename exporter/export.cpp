@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -29,6 +30,7 @@
 #include "exporter/type_capture.h"
 #include "exporter/value_map.h"
 #include "gradient/backward.h"
+#include "exporter/example_run.h"
 #include "writer/model_writer.h"
 
 namespace pt2onnx {
@@ -560,6 +562,23 @@ ExportSummary exportToFile(ModelGraph& model, const ExportOptions& options, cons
   summary.modelBytes = written.modelBytes;
   summary.externalDataBytes = written.externalDataBytes;
   summary.externalDataPath = written.externalDataPath;
+  if (options.runOnExample && !options.gradients) {  // a training graph's seeds have no example
+    std::vector<std::pair<std::string, c10::IValue>> examples;
+    std::vector<std::string> names = finalInputNames(model, options);
+    for (size_t i = 0; i < names.size() && i < model.exampleInputs.size(); ++i)
+      examples.emplace_back(names[i], model.exampleInputs[i]);
+    try {
+      ExampleRun run = runOnExample(path, examples);
+      summary.ranOnExample = run.ran;
+      summary.exampleRunSkipped = run.skipped;
+    } catch (const ExportError&) {  // nothing is left behind that does not run
+      std::error_code ignored;
+      std::filesystem::remove(path, ignored);
+      if (!written.externalDataPath.empty()) std::filesystem::remove(written.externalDataPath, ignored);
+      throw;
+    }
+    timer.done("run_on_example");
+  }
   summary.warnings.insert(summary.warnings.end(), written.warnings.begin(), written.warnings.end());
   if (options.logWarnings) logWarnings(summary);
   return summary;

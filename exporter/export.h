@@ -71,6 +71,10 @@ struct ExportOptions {
   // A dynamic_axes name that is no input or output: torch.onnx warns; the CLI makes it an error
   // (a typo in -d would otherwise export a static axis with exit status 0).
   bool unknownDynamicAxisIsError = false;
+  // A file export runs the written model once on the example inputs in the builtin runtime and
+  // fails (removing what it wrote) when it does not run or computes other shapes than it declares
+  // (exporter/example_run.h).
+  bool runOnExample = true;
 };
 
 // A graph ready for export: its first `numUserInputs` inputs are the model's inputs, the rest are
@@ -137,6 +141,8 @@ struct ExportSummary {
   std::map<std::string, double> secondsByPhase;
   std::vector<std::string> gradientSeeds;    // with gradients: the <y>_grad inputs
   std::vector<std::string> gradientOutputs;  // with gradients: the <x>_grad outputs
+  bool ranOnExample = false;       // the written model ran on the example inputs
+  std::string exampleRunSkipped;   // why it was not run, when runOnExample was asked for
 };
 
 // Loads a TorchScript archive (eval mode), inlines calls and lifts parameters and buffers to named

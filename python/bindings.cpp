@@ -47,6 +47,7 @@ ExportOptions optionsFromDict(const py::dict& d) {
   if (d.contains("output_names")) o.outputNames = d["output_names"].cast<std::vector<std::string>>();
   if (d.contains("dynamic_axes"))
     o.dynamicAxes = d["dynamic_axes"].cast<std::map<std::string, std::map<int64_t, std::string>>>();
+  if (d.contains("run_on_example")) o.runOnExample = d["run_on_example"].cast<bool>();
   if (d.contains("unknown_dynamic_axis_is_error"))
     o.unknownDynamicAxisIsError = d["unknown_dynamic_axis_is_error"].cast<bool>();
   if (d.contains("keep_initializers_as_inputs") && !d["keep_initializers_as_inputs"].is_none())
@@ -147,6 +148,8 @@ py::dict summaryToDict(const ExportSummary& s) {
   d["external_data_path"] = s.externalDataPath;
   d["warnings"] = s.warnings;
   d["seconds_by_phase"] = s.secondsByPhase;
+  d["ran_on_example"] = s.ranOnExample;
+  if (!s.exampleRunSkipped.empty()) d["example_run_skipped"] = s.exampleRunSkipped;
   d["gradient_seeds"] = s.gradientSeeds;
   d["gradient_outputs"] = s.gradientOutputs;
   return d;

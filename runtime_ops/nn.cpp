@@ -261,8 +261,9 @@ std::vector<at::Tensor> dropout(KernelContext& ctx) {
   if (ctx.hasAttribute("seed"))
     seeded = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(ctx.attrInt("seed", 0)));
   at::Tensor keep = at::empty(x.sizes(), x.options().dtype(at::kFloat)).bernoulli_(1.0 - ratio, seeded);
-  at::Tensor mask = keep.to(at::kBool);
-  return {x * keep.to(x.scalar_type()) * (1.0 / (1.0 - ratio)), mask};
+  at::Tensor y = x * keep.to(x.scalar_type()) * (1.0 / (1.0 - ratio));
+  if (ctx.numOutputs() < 2) return {y};  // the mask is an optional output
+  return {y, ctx.opset() >= 10 ? keep.to(at::kBool) : keep.to(x.scalar_type())};
 }
 
 // ---- Resize ----

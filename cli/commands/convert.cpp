@@ -41,6 +41,7 @@ struct ConvertOptions {
   std::string manifest;
   std::string summaryJson;
   bool force = false;
+  bool noExampleRun = false;
 };
 
 bool isFleet(const ConvertOptions& o) {
@@ -55,6 +56,7 @@ std::vector<std::string> fleetConvertFlags(const ConvertOptions& o) {
   if (o.source.opsetGiven) flags.push_back("--opset=" + std::to_string(o.source.opset));
   if (o.fallthrough) flags.push_back("--fallthrough");
   if (o.noDocStrings) flags.push_back("--no-doc-strings");
+  if (o.noExampleRun) flags.push_back("--no-example-run");
   if (o.noExportParams) flags.push_back("--no-export-params");
   if (o.keepInitializersAsInputs) flags.push_back("--keep-initializers-as-inputs");
   if (o.externalDataThreshold) flags.push_back("--external-data-threshold=" + std::to_string(o.externalDataThreshold));
@@ -187,6 +189,7 @@ void runConvert(ConvertOptions o) {
   options.progress = !isQuiet();
   if (!o.gradients.empty()) options.gradients = parseGradients(o.gradients);
   if (!o.modulesAsFunctions.empty()) options.modulesAsFunctions = parseModulesAsFunctions(o.modulesAsFunctions);
+  options.runOnExample = !o.noExampleRun;
   auto loaded = std::chrono::steady_clock::now();
   ExportSummary summary = exportToFile(model, options, o.output);
   auto end = std::chrono::steady_clock::now();
@@ -203,6 +206,8 @@ void runConvert(ConvertOptions o) {
     first = false;
   }
   out << ")\n";
+  if (summary.ranOnExample) out << "  ran once on the example inputs in pt2onnx's runtime: outputs of the declared shapes\n";
+  else if (!summary.exampleRunSkipped.empty()) out << "  not run on the example: " << summary.exampleRunSkipped << "\n";
   if (options.gradients) printGradientInterface(summary.gradientSeeds, summary.gradientOutputs);
 }
 
@@ -227,6 +232,9 @@ void addConvertCommand(CLI::App& app, int& exitCode) {
                 "Keep unsupported ops as custom-domain nodes instead of failing (ONNX_FALLTHROUGH)");
   cmd->add_option("--custom-opset", opts->customOpsets, "Version of a custom domain: DOMAIN=VERSION; repeatable")
       ->take_all();
+  cmd->add_flag("--no-example-run", opts->noExampleRun,
+                "Do not run the written model once on the example inputs (by default a model that does not run, "
+                "or computes other shapes than it declares, is an error and is not left behind)");
   cmd->add_flag("--no-doc-strings", opts->noDocStrings, "Do not record PyTorch source locations in doc_string");
   cmd->add_option("--external-data-threshold", opts->externalDataThreshold,
                   "Write weights as external data (one <output>.data file) when they total more than "

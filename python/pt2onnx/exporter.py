@@ -230,7 +230,8 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
            opset_version=None, do_constant_folding=True, dynamic_axes=None,
            keep_initializers_as_inputs=None, custom_opsets=None, export_modules_as_functions=False,
            autograd_functions="auto", autograd_function_overrides=None, type_inference="static",
-           external_data_threshold=None, gradients=None, show_progress=None, strict_dynamic_axes=False):
+           external_data_threshold=None, gradients=None, show_progress=None, strict_dynamic_axes=False,
+           run_on_example=True):
     """Exports `model` to ONNX, like torch.onnx.export (TorchScript path) with the same arguments.
 
     `args` as torch.onnx takes them: a tensor or a tuple of arguments (nested tuples, lists and dicts of
@@ -269,6 +270,11 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     typo would otherwise export a static model); by default it is a warning, as in torch.onnx. The
     CLI is always strict.
 
+    run_on_example: an export to a path runs the written model once on `args` in pt2onnx's runtime and
+    raises ExportError (leaving no file) when it does not run or computes other shapes than it
+    declares; the summary says whether it ran ("ran_on_example") or why not ("example_run_skipped":
+    an op of a custom domain, an input without an example). False skips that run (huge models).
+
     show_progress: for an export that runs longer than ~3 s, show its phase, nodes converted and
     bytes written on stderr when stderr is a terminal. Default (None): with verbose=True only, so
     scripts stay silent.
@@ -280,6 +286,7 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
                        keep_initializers_as_inputs, custom_opsets)
     options["type_inference"] = type_inference
     options["unknown_dynamic_axis_is_error"] = bool(strict_dynamic_axes)
+    options["run_on_example"] = bool(run_on_example)
     options["progress"] = bool(verbose if show_progress is None else show_progress)
     options["gradients"] = _gradients_option(gradients)
     options["modules_as_functions"] = _modules_as_functions_option(export_modules_as_functions)

@@ -228,6 +228,10 @@ TEST(NnKernels, DropoutInTrainingScalesTheKeptElements) {
   EXPECT_FALSE(at::equal(train(std::nullopt)[1], train(std::nullopt)[1]));
   std::string err = runError(OneNodeModel("Dropout", 13).input(x).constant(at::scalar_tensor(1.0f, at::kFloat)).constant(yes));
   EXPECT_NE(err.find("ratio must be in [0, 1)"), std::string::npos) << err;
+  // Without the optional mask output (what a training export writes): one output, scaled or zero.
+  at::Tensor y = OneNodeModel("Dropout", 13).input(x).constant(at::scalar_tensor(0.25f, at::kFloat)).constant(yes)
+                     .output(at::kFloat).run1();
+  EXPECT_TRUE(at::all(at::logical_or(y == 0, at::isclose(y, x / 0.75))).item<bool>());
 }
 
 // ---- Resize ----
