@@ -104,36 +104,42 @@ Value* reduceMean(Context& ctx, Value* x, const std::vector<int64_t>& axes, bool
   return ctx.op("Div", {reduce(ctx, "ReduceSum", x, axes, keepdim), reducedCount(ctx, x, axes, type.dtype)});
 }
 
-// Whether any element reduced over `axes` is NaN (bool, keepdim as asked).
-Value* anyNaN(Context& ctx, Value* x, const std::vector<int64_t>& axes, bool keepdim) {
-  Value* nan = ctx.cast(ctx.op("IsNaN", {x}), DType::Float);
-  return ctx.cast(reduce(ctx, "ReduceMax", nan, axes, keepdim), DType::Bool);
+// PyTorch's extrema are NaN, and its arg-extrema the first NaN's index, where a NaN is reduced;
+// ONNX Runtime's reduce kernels skip NaN. A floating input's NaN mask (as float) and whether the
+// reduced extent holds one (bool, keepdim as asked), made once per reduced tensor.
+struct NaNGuard {
+  Value* mask = nullptr;  // null: the dtype holds no NaN
+  Value* any = nullptr;
+};
+
+NaNGuard nanGuard(Context& ctx, Value* x, DType dtype, const std::vector<int64_t>& axes, bool keepdim) {
+  if (!ir::isFloating(dtype)) return {};
+  Value* mask = ctx.cast(ctx.op("IsNaN", {x}), DType::Float);
+  return {mask, ctx.cast(reduce(ctx, "ReduceMax", mask, axes, keepdim), DType::Bool)};
 }
 
-// ReduceMax/ReduceMin, through int32 for bools (ONNX Reduce* take no bool). PyTorch's extrema are
-// NaN where a NaN is reduced; ONNX Runtime's skip NaN: floating inputs get an IsNaN guard.
-Value* reduceExtremum(Context& ctx, const std::string& onnxOp, Value* x,
-                      const std::vector<int64_t>& axes, bool keepdim) {
+// ReduceMax/ReduceMin, through int32 for bools (ONNX Reduce* take no bool), NaN where a NaN is reduced.
+Value* reduceExtremum(Context& ctx, const std::string& onnxOp, Value* x, const std::vector<int64_t>& axes,
+                      bool keepdim, const NaNGuard& guard) {
   DType dtype = ctx.dtypeOf(x);
   if (dtype == DType::Bool)
     return castResult(ctx, reduce(ctx, onnxOp, ctx.cast(x, DType::Int32), axes, keepdim), DType::Bool);
   Value* extremum = reduce(ctx, onnxOp, x, axes, keepdim);
-  if (!ir::isFloating(dtype)) return extremum;
-  Value* nan = ctx.constScalar(std::numeric_limits<double>::quiet_NaN(), dtype);
-  return ctx.op("Where", {anyNaN(ctx, x, axes, keepdim), nan, extremum});
+  if (!guard.any) return extremum;
+  return ctx.op("Where", {guard.any, ctx.constScalar(std::numeric_limits<double>::quiet_NaN(), dtype), extremum});
 }
 
-// ArgMax/ArgMin along `axis`; PyTorch's index is the first NaN's where there is one (ONNX Runtime
-// skips NaN): floating inputs take the IsNaN mask's ArgMax there.
-// `dtype` is the input's (a Reshape the symbolic made may not be typed yet).
-Value* argExtremumAlong(Context& ctx, const std::string& onnxOp, Value* x, DType dtype, int64_t axis, bool keepdim) {
+Value* reduceExtremum(Context& ctx, const std::string& onnxOp, Value* x, const std::vector<int64_t>& axes, bool keepdim) {
+  return reduceExtremum(ctx, onnxOp, x, axes, keepdim, nanGuard(ctx, x, ctx.dtypeOf(x), axes, keepdim));
+}
+
+// ArgMax/ArgMin along `axis`, the first NaN's index where there is one.
+Value* argExtremumAlong(Context& ctx, const std::string& onnxOp, Value* x, int64_t axis, bool keepdim,
+                        const NaNGuard& guard) {
   std::vector<ir::Attribute> attrs{attr::i("axis", axis), attr::i("keepdims", keepdim ? 1 : 0)};
   Value* index = ctx.op(onnxOp, {x}, attrs);
-  if (!ir::isFloating(dtype)) return index;
-  Value* nan = ctx.cast(ctx.op("IsNaN", {x}), DType::Float);
-  Value* firstNaN = ctx.op("ArgMax", {nan}, attrs);
-  Value* hasNaN = ctx.cast(reduce(ctx, "ReduceMax", nan, {axis}, keepdim), DType::Bool);
-  return ctx.op("Where", {hasNaN, firstNaN, index});
+  if (!guard.any) return index;
+  return ctx.op("Where", {guard.any, ctx.op("ArgMax", {guard.mask}, attrs), index});
 }
 
 // ---- sum, mean, prod ----
@@ -176,8 +182,9 @@ SymbolicFn maxOrMin(const char* reduceOp, const char* argOp) {
       ctx.fail("unsupported overload: expected (self) or (self, int dim, bool keepdim)");
     int64_t dim = ctx.int64(1);
     bool keepdim = keepdimArg(ctx, 2);
-    Value* values = reduceExtremum(ctx, reduceOp, x, {dim}, keepdim);
-    Value* indices = argExtremumAlong(ctx, argOp, x, ctx.dtypeOf(x), dim, keepdim);
+    NaNGuard guard = nanGuard(ctx, x, ctx.dtypeOf(x), {dim}, keepdim);  // shared by values and indices
+    Value* values = reduceExtremum(ctx, reduceOp, x, {dim}, keepdim, guard);
+    Value* indices = argExtremumAlong(ctx, argOp, x, dim, keepdim, guard);
     return {values, indices};
   };
 }
@@ -189,11 +196,11 @@ SymbolicFn argExtremum(const char* onnxOp) {
     bool keepdim = keepdimArg(ctx, 2);
     if (hasArg(ctx, 1)) {
       int64_t dim = ctx.int64(1);
-      return {argExtremumAlong(ctx, onnxOp, x, ctx.dtypeOf(x), dim, keepdim)};
+      return {argExtremumAlong(ctx, onnxOp, x, dim, keepdim, nanGuard(ctx, x, ctx.dtypeOf(x), {dim}, keepdim))};
     }
     // dim=None: index into the flattened tensor; keepdim gives a tensor of ones of the input's rank.
     Value* flat = ctx.op("Reshape", {x, ctx.constInt64s({-1})});
-    Value* index = argExtremumAlong(ctx, onnxOp, flat, ctx.dtypeOf(x), 0, false);
+    Value* index = argExtremumAlong(ctx, onnxOp, flat, 0, false, nanGuard(ctx, flat, ctx.dtypeOf(x), {0}, false));
     if (!keepdim) return {index};
     int64_t rank = ctx.requireRank(x, "the argmax/argmin input");
     return {ctx.op("Reshape", {index, ctx.constInt64s(std::vector<int64_t>(rank, 1))})};
