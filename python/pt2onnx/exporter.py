@@ -3,6 +3,7 @@ parameters and example inputs to the C++ exporter in the same process."""
 import contextlib
 import enum
 import os
+import threading
 import warnings
 
 import torch
@@ -143,6 +144,9 @@ def _trace(model, args):
     return graph, names, values, trainable, _output_key_paths(out)
 
 
+_TRACE_LOCK = threading.Lock()
+
+
 def _with_traced_graph(model, args, options, autograd_functions, autograd_function_overrides, call, warn=True):
     """Traces `model` and returns (call(graph, param_names, param_values), the autograd.Function
     export state) with that state installed; sets the options the C++ side reads from the trace.
@@ -157,7 +161,10 @@ def _with_traced_graph(model, args, options, autograd_functions, autograd_functi
     options["inline_autograd_function"] = autograd.should_inline
     # Traced with autograd on, as torch.onnx does: eval-mode fast paths that only run under
     # no_grad (fused transformer kernels) would otherwise replace the standard ops.
-    with _training_mode(model, options["training"]):
+    # PyTorch's tracer keeps the module of each traced call in process-wide state
+    # (torch.jit._trace_module_map): traces from several threads at once would mix up their
+    # module scopes, hence node names; one trace at a time keeps exports byte-identical.
+    with _TRACE_LOCK, _training_mode(model, options["training"]):
         graph, names, values, trainable, output_paths = _trace(model, args)
     state.check_overrides(graph)
     options["trainable_parameters"] = trainable
