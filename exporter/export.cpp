@@ -276,7 +276,8 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
     for (size_t i = 0; i < inputNames.size(); ++i)
       if (inputNames[i] == name)
         for (const auto& [axis, dim] : axes) {
-          int64_t rank = model.exampleInputs.at(i).isTensor() ? model.exampleInputs[i].toTensor().dim() : 0;
+          const c10::IValue& example = model.exampleInputs.at(i);  // a list of numbers is a 1-D input
+          int64_t rank = example.isTensor() ? example.toTensor().dim() : example.isList() ? 1 : 0;
           int64_t a = axis < 0 ? axis + rank : axis;
           if (a < 0 || a >= rank)
             throw ExportError("dynamic_axes['" + name + "'] names axis " + std::to_string(axis) + ", but input '" +

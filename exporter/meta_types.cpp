@@ -30,9 +30,15 @@ struct Unknowns {
   int64_t dim;
   int64_t number;
   int64_t numberStep = 0;  // the k-th unknown number is number + k * numberStep
+  bool ranklessAsVector = false;  // a tensor of unknown rank stands in as a 1-element vector
 };
 constexpr Unknowns kProbes[] = {{17, 17}, {23, 23}, {2, 2}, {19, 3, 1}};
 constexpr Unknowns kRankOnlyFallback = {8, 1};
+// The last resort for an argument of unknown rank (a reshape to a list of dynamic length) or a list
+// of run-time length: a 1-element vector (list) in its place gives the outputs' dtypes (promotion
+// reads dtypes and whether a tensor has dims, not its rank); their shapes are left to ONNX's own
+// inference of the converted nodes.
+constexpr Unknowns kDtypeOnly = {8, 1, 0, true};
 
 // How stand-in tensors are made: on the meta device with the argument's shape (nothing computed,
 // exact shapes), or, for ops without meta kernels (custom ops, some fused or quantized kernels), as
@@ -85,6 +91,7 @@ class MetaStack {
     return std::nullopt;
   }
   bool exact() const { return exact_; }
+  bool rankGuessed() const { return rankGuessed_; }
 
  private:
   std::optional<c10::IValue> tensorFor(const Arg& a) {
@@ -102,6 +109,11 @@ class MetaStack {
               std::vector<ir::Dim>{}};
     }
     auto dtype = jit::atenType(type.dtype);
+    if (dtype && !type.hasRank() && type.isTensor() && unknowns_.ranklessAsVector) {
+      type.shape = std::vector<ir::Dim>{ir::Dim::fixed(1)};
+      exact_ = false;
+      rankGuessed_ = true;
+    }
     if (!dtype || !type.hasRank() || !type.isTensor()) return std::nullopt;
     std::vector<int64_t> sizes;
     int64_t numel = 1;
@@ -140,8 +152,19 @@ class MetaStack {
 
   std::optional<c10::IValue> listFor(const Arg& a, const c10::TypePtr& type) {
     auto listType = type->cast<c10::ListType>();
-    if (!listType || a.isDynamicList()) return std::nullopt;
+    if (!listType) return std::nullopt;
     c10::TypePtr elem = listType->getElementType();
+    if (a.isDynamicList()) {  // a list of run-time length: one element in its place, for dtypes only
+      if (!unknowns_.ranklessAsVector) return std::nullopt;
+      exact_ = false;
+      rankGuessed_ = true;
+      c10::impl::GenericList list(elem);
+      if (elem->kind() == c10::TypeKind::IntType) list.push_back(c10::IValue(int64_t{0}));
+      else if (elem->kind() == c10::TypeKind::FloatType) list.push_back(c10::IValue(1.0));
+      else if (elem->kind() == c10::TypeKind::BoolType) list.push_back(c10::IValue(false));
+      else return std::nullopt;
+      return c10::IValue(list);
+    }
     c10::impl::GenericList list(elem);
     for (const Arg& e : a.elems) {
       auto v = build(e, elem);
@@ -155,6 +178,7 @@ class MetaStack {
   Unknowns unknowns_;
   const ExampleDimSizes* exampleSizes_;
   bool exact_ = true;
+  bool rankGuessed_ = false;
   int64_t unknownNumbers_ = 0;
 };
 
@@ -198,6 +222,7 @@ std::vector<ir::TensorType> runOnStandIns(const torch::jit::Node* n, const std::
     }
     ir::TensorType t = jit::typeOfTensor(v.toTensor());
     if (!exactShapes && !keepProbeSizes) t.shape = std::vector<ir::Dim>(t.shape->size());
+    if (builder.rankGuessed()) t.shape = std::nullopt;
     out.push_back(std::move(t));
   }
   return out;
@@ -275,6 +300,7 @@ std::vector<ir::TensorType> metaOutputTypes(const torch::jit::Node* n, const std
   }
   types = runOnStandIns(n, args, StandIn::SmallCpuOnes);
   keepSharedDims(types, runOnStandIns(n, args, StandIn::SmallCpuRamp));
+  if (types.empty()) types = runOnStandIns(n, args, StandIn::Meta, kDtypeOnly);
   return types;
 }
 

@@ -238,6 +238,11 @@ Outputs listTensorSymbolic(Context& ctx) {
     allBool = allBool && e.kind == Arg::Kind::Bool;
   }
   if (allBool) natural = ir::DType::Bool;
+  if (data.isDynamicList()) {  // a 1-D tensor at run time (a List[float] input): its element type decides
+    ir::DType elements = ctx.dtypeOf(data.value);
+    natural = ir::isFloating(elements) ? ir::DType::Float : elements == ir::DType::Bool ? ir::DType::Bool : ir::DType::Int64;
+    return {ctx.cast(data.value, resultDType(ctx, 1, natural))};
+  }
   ir::DType dtype = resultDType(ctx, 1, natural);
   if (natural == ir::DType::Int64) return {ctx.cast(ctx.intsAsTensor(0), dtype)};
   if (!data.isStatic()) ctx.fail("tensor(): a list of floats or bools must be known at export time");
