@@ -22,6 +22,7 @@
 #include "common/progress.h"
 #include "common/logging.h"
 #include "exporter/converter.h"
+#include "exporter/example_run.h"
 #include "exporter/jit_util.h"
 #include "exporter/lowering.h"
 #include "exporter/onnx_passes/onnx_passes.h"
@@ -30,7 +31,6 @@
 #include "exporter/type_capture.h"
 #include "exporter/value_map.h"
 #include "gradient/backward.h"
-#include "exporter/example_run.h"
 #include "writer/model_writer.h"
 
 namespace pt2onnx {
