@@ -144,6 +144,12 @@ bool foldStringTruthiness(torch::jit::Graph& graph);
 // Returns whether anything was folded.
 bool foldListConstructs(torch::jit::Graph& graph);
 
+// The nested tensors of nn.TransformerEncoder's fast path (aten::_nested_tensor_from_mask ->
+// _transformer_encoder_layer_fwd ... -> to_padded_tensor) kept padded: the layers get the padding as
+// a key-padding mask and to_padded_tensor becomes a masked_fill. Another use of a nested value is an
+// ExportError naming it. Runs before decompose_fused_attention.
+void keepNestedTensorsPadded(torch::jit::Graph& graph);
+
 // Decomposes `aten::_native_multi_head_attention` and `aten::_transformer_encoder_layer_fwd`
 // (the fused kernels on the inference fast path of scripted nn.MultiheadAttention and
 // nn.TransformerEncoderLayer) into linear / slice / unflatten / transpose / matmul / masked_fill /

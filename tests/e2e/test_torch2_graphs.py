@@ -289,6 +289,40 @@ def test_scripted_transformer_encoder_fast_path(tmp_path):
                      tmp_path, dynamic_axes=axes, script=True, no_grad=True)
 
 
+class NestedEncoder(torch.nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=True)
+
+    def forward(self, x, mask):
+        return self.encoder(x, src_key_padding_mask=mask)
+
+
+@pytest.mark.parametrize("layers", [1, 3])
+def test_encoder_traced_under_no_grad_with_nested_tensors(layers, cli, tmp_path):
+    """Traced in eval under no_grad (how models are traced for inference), nn.TransformerEncoder
+    packs its input into a nested tensor (aten::_nested_tensor_from_mask ... to_padded_tensor): kept
+    padded, with the padding as the layers' key-padding mask. The archive converts from Python and
+    from the CLI; checked against the archive in PyTorch on other batches, lengths and paddings."""
+    torch.manual_seed(8)
+    model = NestedEncoder(layers).eval()
+    with torch.no_grad():
+        traced = torch.jit.trace(model, (torch.randn(2, 5, 16), padding(2, 5)))
+    traced.save(str(tmp_path / "m.pt"))
+    loaded = torch.jit.load(str(tmp_path / "m.pt"))
+    assert "aten::_nested_tensor_from_mask" in {n.kind() for n in loaded.inlined_graph.nodes()}
+    runs = [(torch.randn(3, 8, 16), padding(3, 8)), (torch.randn(1, 2, 16), padding(1, 2)),
+            (torch.randn(2, 5, 16), torch.zeros(2, 5, dtype=torch.bool))]
+    axes = {"in_0": {0: "b", 1: "s"}, "in_1": {0: "b", 1: "s"}}
+    export_and_check(loaded, (torch.randn(2, 5, 16), padding(2, 5)), runs, tmp_path, dynamic_axes=axes, no_grad=True)
+    proc = subprocess.run([cli, "convert", str(tmp_path / "m.pt"), "-o", str(tmp_path / "cli.onnx"), "-i", "x:2x5x16",
+                           "-i", "mask:2x5:bool", "-d", "x:0=b", "-d", "x:1=s", "-d", "mask:0=b", "-d", "mask:1=s"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    check_runs(loaded, tmp_path / "cli.onnx", ["x", "mask"], runs)
+
+
 # ---------------------------------------------------------------- rms_norm, std/var, unflatten
 
 
