@@ -246,7 +246,8 @@ std::string exampleSpec(const std::string& name, const c10::TypePtr& type) {
 }
 
 std::vector<c10::IValue> exampleArguments(const std::vector<c10::Argument>& forwardArguments,
-                                          const std::vector<ArgumentSpec>& specs, uint64_t seed) {
+                                          const std::vector<ArgumentSpec>& specs, uint64_t seed,
+                                          std::vector<bool>* omitted) {
   std::map<std::string, const ArgumentSpec*> byName;
   std::string names;
   for (const c10::Argument& a : forwardArguments) names += (names.empty() ? "" : ", ") + a.name();
@@ -261,8 +262,10 @@ std::vector<c10::IValue> exampleArguments(const std::vector<c10::Argument>& forw
   at::manual_seed(seed);
   std::vector<c10::IValue> values;
   std::string missing;
+  if (omitted) omitted->clear();
   for (const c10::Argument& a : forwardArguments) {
     auto it = byName.find(a.name());
+    if (omitted) omitted->push_back(it == byName.end());
     if (it != byName.end()) {
       values.push_back(SpecReader(*it->second, a.type()).read());
     } else if (a.default_value()) {

@@ -28,8 +28,10 @@ struct ArgumentSpec {
 ArgumentSpec parseArgumentSpec(const std::string& text);
 
 // One value per forward() argument (self excluded), in order. Random tensors come from `seed`.
+// `omitted`, when given, is set per argument: true for one the specs leave at its default.
 std::vector<c10::IValue> exampleArguments(const std::vector<c10::Argument>& forwardArguments,
-                                          const std::vector<ArgumentSpec>& specs, uint64_t seed = 0);
+                                          const std::vector<ArgumentSpec>& specs, uint64_t seed = 0,
+                                          std::vector<bool>* omitted = nullptr);
 
 // A spec that fits `type` (for messages and `inspect`): "x:1x3x8x8", "n=3", "sizes=[2,3]"...
 std::string exampleSpec(const std::string& name, const c10::TypePtr& type);

@@ -114,13 +114,15 @@ writer::WriteOptions writeOptions(const ModelGraph& model, const ExportOptions& 
 }
 
 // Optional arguments passed as None are not inputs of the ONNX model (as in torch.onnx): the graph
-// reads the None constant instead, so `x is None` tests fold.
-void bindNoneInputs(ModelGraph& model) {
+// reads the None constant instead, so `x is None` tests fold. So are the inputs the caller binds to
+// their example (constantUserInputs: the CLI's omitted arguments keep their defaults).
+void bindConstantInputs(ModelGraph& model) {
   for (size_t i = model.numUserInputs; i-- > 0;) {
-    if (!model.exampleInputs.at(i).isNone()) continue;
+    const c10::IValue example = model.exampleInputs.at(i);
+    if (!example.isNone() && !model.constantUserInputs.count(i)) continue;
     torch::jit::Value* in = model.graph->inputs()[i];
     torch::jit::WithInsertPoint guard(*model.graph->nodes().begin());
-    in->replaceAllUsesWith(model.graph->insertConstant(c10::IValue()));
+    in->replaceAllUsesWith(model.graph->insertConstant(example));
     model.graph->eraseInput(i);
     model.exampleInputs.erase(model.exampleInputs.begin() + static_cast<std::ptrdiff_t>(i));
     if (i < model.userInputNames.size())
@@ -230,7 +232,8 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
                            SupportReport* report = nullptr) {
   validateOptions(model, options);
   PhaseTimer timer(summary.secondsByPhase);
-  bindNoneInputs(model);
+  bindConstantInputs(model);
+  model.constantUserInputs.clear();  // indices of the inputs before binding
   flattenTupleAndListInputs(model);
   ValueMapCapture* capture = ValueMapCapture::active();  // verify --bisect
   if (capture && !report) capture->recordGraph(model);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,9 @@ struct ModelGraph {
   // paramValues: fills bytes [offset, offset + n) of the tensor.
   std::map<size_t, std::function<void(size_t offset, size_t n, void* out)>> computedParams;
   std::vector<c10::IValue> exampleInputs;    // one per user input
+  // User inputs bound to their example as constants, not model inputs (the CLI's omitted arguments
+  // with defaults); None examples always are.
+  std::set<size_t> constantUserInputs;
   // Default names of the graph outputs after lowering, one per output: the dict keys on the output's
   // path joined by "." ("boxes", "aux.logits"); "" outside dicts (output_<k>). A trace's come from the
   // model's output structure (Python), a scripted graph's from its prim::DictConstruct outputs.

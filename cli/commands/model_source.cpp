@@ -48,7 +48,12 @@ ModelGraph loadModel(const ModelSourceOptions& opts) {
   ModelGraph model = loadTorchScript(opts.modelPath);
   std::vector<ArgumentSpec> specs;
   for (const auto& s : opts.inputShapes) specs.push_back(parseArgumentSpec(s));
-  model.exampleInputs = exampleArguments(model.forwardArguments, specs);
+  std::vector<bool> omitted;
+  model.exampleInputs = exampleArguments(model.forwardArguments, specs, 0, &omitted);
+  // An argument left out keeps its declared default as a constant, as torch.onnx binds a
+  // ScriptModule's defaults: `is_causal: bool = False` stays a constant, not a model input.
+  for (size_t i = 0; i < omitted.size(); ++i)
+    if (omitted[i] && !model.exampleInputs[i].isTensor()) model.constantUserInputs.insert(i);
   return model;
 }
 

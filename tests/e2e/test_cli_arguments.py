@@ -69,19 +69,52 @@ def test_ints_bools_floats_lists_tuples_and_omitted_optionals(cli, tmp_path):
                "-i", "scale=0.5", "-i", "sizes=[3,2]", "-i", "pair:(2x3,2x3)")
     assert proc.returncode == 0, proc.stderr
     names = [i.name for i in onnx.load(str(out)).graph.input]
-    # mask omitted: None, not an input; bias takes its default and is an input (as torch.onnx makes
-    # defaults); the tuple is one input per element.
-    assert names == ["x", "n", "flag", "scale", "sizes", "pair.0", "pair.1", "bias"], names
+    # mask omitted: None, not an input; bias omitted: its default 0.25 as a constant, not an input
+    # (as torch.onnx binds a ScriptModule's defaults); the tuple is one input per element.
+    assert names == ["x", "n", "flag", "scale", "sizes", "pair.0", "pair.1"], names
     # Other loop counts (0 and 5), the other branch, other sizes: the spec's values are example values.
     for n, flag, scale, sizes in [(3, True, 0.5, [3, 2]), (0, False, 2.0, [6, 1]), (5, True, 1.5, [1, 6])]:
         x, p0, p1 = torch.randn(2, 3), torch.randn(2, 3), torch.randn(2, 3)
         expected = model(x, n, flag, scale, sizes, (p0, p1))
         feeds = {"x": x.numpy(), "n": np.array(n), "flag": np.array(flag), "scale": np.array(scale),
-                 "sizes": np.array(sizes, dtype=np.int64), "pair.0": p0.numpy(), "pair.1": p1.numpy(),
-                 "bias": np.array(0.25)}
+                 "sizes": np.array(sizes, dtype=np.int64), "pair.0": p0.numpy(), "pair.1": p1.numpy()}
         for runtime, got in outputs_in_both(out, feeds).items():
             np.testing.assert_allclose(got[0], expected[0].numpy(), rtol=1e-5, atol=1e-6, err_msg=runtime)
             assert int(got[1]) == expected[1], runtime
+
+
+def test_a_default_given_becomes_an_input(cli, tmp_path):
+    model = save(Signature(), tmp_path / "m.pt")
+    out = tmp_path / "m.onnx"
+    proc = run(cli, "convert", tmp_path / "m.pt", "-o", out, "-i", "x:2x3", "-i", "n=1", "-i", "flag=true",
+               "-i", "scale=0.5", "-i", "sizes=[3,2]", "-i", "pair:(2x3,2x3)", "-i", "bias=1.5")
+    assert proc.returncode == 0, proc.stderr
+    assert [i.name for i in onnx.load(str(out)).graph.input][-1] == "bias"
+    x, p0, p1 = torch.randn(2, 3), torch.randn(2, 3), torch.randn(2, 3)
+    feeds = {"x": x.numpy(), "n": np.array(1), "flag": np.array(True), "scale": np.array(0.5),
+             "sizes": np.array([3, 2]), "pair.0": p0.numpy(), "pair.1": p1.numpy(), "bias": np.array(-2.0)}
+    for runtime, got in outputs_in_both(out, feeds).items():
+        np.testing.assert_allclose(got[0], model(x, 1, True, 0.5, [3, 2], (p0, p1), None, -2.0)[0].numpy(),
+                                   rtol=1e-5, atol=1e-6, err_msg=runtime)
+
+
+def test_scripted_transformer_decoder_archive_keeps_its_causal_defaults(cli, tmp_path):
+    """forward(tgt, memory, ..., tgt_is_causal: Optional[bool] = None, memory_is_causal: bool = False):
+    left out, the defaults stay constants, so SDPA's is_causal is known at export (it was an input)."""
+    torch.manual_seed(5)
+    layer = torch.nn.TransformerDecoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+    model = save(torch.nn.TransformerDecoder(layer, 2), tmp_path / "m.pt")
+    out = tmp_path / "m.onnx"
+    proc = run(cli, "convert", tmp_path / "m.pt", "-o", out, "-i", "tgt:2x5x16", "-i", "memory:2x7x16",
+               "-d", "tgt:0=b", "-d", "tgt:1=t", "-d", "memory:0=b", "-d", "memory:1=s")
+    assert proc.returncode == 0, proc.stderr
+    assert [i.name for i in onnx.load(str(out)).graph.input] == ["tgt", "memory"]
+    for b, t, s in [(2, 5, 7), (3, 2, 9), (1, 6, 1)]:
+        tgt, memory = torch.randn(b, t, 16), torch.randn(b, s, 16)
+        with torch.no_grad():
+            expected = model(tgt, memory).numpy()
+        for runtime, got in outputs_in_both(out, {"tgt": tgt.numpy(), "memory": memory.numpy()}).items():
+            np.testing.assert_allclose(got[0], expected, rtol=1e-4, atol=1e-5, err_msg=runtime)
 
 
 def test_optional_given_and_list_of_ints_from_npy(cli, tmp_path):
