@@ -62,6 +62,14 @@ ExampleRun runOnExample(const std::string& path, const std::vector<std::pair<std
     }
     throw ExportError("the exported model does not load in pt2onnx's runtime: " + what);
   }
+  // A Python kernel runs the user's own code (and keeps autograd contexts for a backward that never
+  // comes): such models are not run at export.
+  for (const std::string& op : session->plannedOps())
+    if (op == "com.microsoft::PythonOp" || op == "com.microsoft::PythonOpGrad" || op.find("::PyOp") != std::string::npos) {
+      result.skipped = "it calls Python (" + op + ")";
+      log->info("not run on the example: {}", result.skipped);
+      return result;
+    }
   std::map<std::string, c10::IValue> byName(examples.begin(), examples.end());
   std::map<std::string, runtime::Value> feeds;
   for (const runtime::ValueInfo& input : session->inputs()) {

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include "cli/commands/python_source.h"
 #include "common/errors.h"
 #include "common/logging.h"
+#include "exporter/example_arguments.h"
 
 namespace pt2onnx::cli {
 namespace {
@@ -191,7 +193,18 @@ void runConvert(ConvertOptions o) {
   if (!o.modulesAsFunctions.empty()) options.modulesAsFunctions = parseModulesAsFunctions(o.modulesAsFunctions);
   options.runOnExample = !o.noExampleRun;
   auto loaded = std::chrono::steady_clock::now();
-  ExportSummary summary = exportToFile(model, options, o.output);
+  ExportSummary summary;
+  try {
+    summary = exportToFile(model, options, o.output);
+  } catch (const ExportError& e) {
+    std::string what = e.what();
+    bool madeUp = std::any_of(o.source.inputShapes.begin(), o.source.inputShapes.end(),
+                              [](const std::string& s) { return parseArgumentSpec(s).separator == ':'; });
+    if (what.rfind("the exported model does not run on the example", 0) == 0 && madeUp)
+      throw ExportError(what + " (the example tensors given by shape are made up: random floats, integer and bool "
+                               "zeros; give real ones with -i NAME=FILE.npy, or skip this run with --no-example-run)");
+    throw;
+  }
   auto end = std::chrono::steady_clock::now();
   std::ostream& out = statusOut();
   out << "wrote " << o.output << ": opset " << options.opset << ", " << summary.onnxNodes << " nodes, "

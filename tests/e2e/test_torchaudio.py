@@ -5,6 +5,7 @@ batch sizes and lengths (dynamic axes). Tiers whose torch has no torchaudio besi
 tests as skipped with that reason (tests/conftest.py)."""
 import subprocess
 
+import numpy as np
 import pytest
 import torch
 import torchaudio
@@ -124,7 +125,11 @@ def test_torchaudio_archive_with_the_cli(name, cli, tmp_path):
     loaded = torch.jit.load(str(archive))
     argv = [cli, "convert", str(archive), "-o", str(tmp_path / f"{name}.onnx"), "--opset", "17"]
     for n, a in zip(names, args):
-        argv += ["-i", f"{n}:{'x'.join(map(str, a.shape))}:{str(a.dtype).removeprefix('torch.')}"]
+        if a.is_floating_point():  # by shape: random values
+            argv += ["-i", f"{n}:{'x'.join(map(str, a.shape))}:{str(a.dtype).removeprefix('torch.')}"]
+        else:  # lengths: the real example (by shape they would be zeros, which no model runs on)
+            np.save(tmp_path / f"{n}.npy", a.numpy())
+            argv += ["-i", f"{n}={tmp_path / f'{n}.npy'}"]
     for n, dims in axes.items():
         argv += [arg for d, label in dims.items() for arg in ("--dynamic-axis", f"{n}:{d}={label}")]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
