@@ -514,17 +514,25 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
     }
     used.insert(value);
     std::string name = outputName(model, graphIndex, k, options);
-    if (value->type.isTensor() && value->type.dtype == ir::DType::Undefined) {
-      // A value computed by nodes kept as is (ONNX_FALLTHROUGH) that PyTorch's types could not be
-      // found for without running the model: ONNX needs every output's element type.
+    // ONNX needs every output's element type and rank; say which node computed one it lacks.
+    auto computedBy = [value](bool withSource) {
       const ir::Node* producer = value->producer;
       while (producer && producer->opType == "Identity" && !producer->inputs.empty() && producer->inputs[0]->producer)
         producer = producer->inputs[0]->producer;
-      std::string from = producer ? " (computed by " + (producer->domain.empty() ? "" : producer->domain + "::") +
-                                        producer->opType + ")" : "";
-      throw ExportError("output '" + name + "'" + from + " has an element type unknown at export time: export with "
-                        "type inference by running the model (--type-inference run / type_inference=\"run\")");
-    }
+      if (!producer) return std::string();
+      return " (computed by " + (producer->domain.empty() ? "" : producer->domain + "::") + producer->opType +
+             (withSource && !producer->docString.empty() ? ", at " + producer->docString : "") + ")";
+    };
+    if (value->type.isTensor() && value->type.dtype == ir::DType::Undefined)
+      // A value computed by nodes kept as is (ONNX_FALLTHROUGH) that PyTorch's types could not be
+      // found for without running the model.
+      throw ExportError("output '" + name + "'" + computedBy(false) + " has an element type unknown at export time: "
+                        "export with type inference by running the model (--type-inference run / "
+                        "type_inference=\"run\")");
+    if (value->type.isTensor() && !value->type.hasRank())
+      throw ExportError("output '" + name + "' has a rank known only at run time" + computedBy(true) + ": an ONNX "
+                        "model declares the rank of each output. Give what sets it a fixed size (a list argument's "
+                        "length is fixed unless dynamic_axes makes it dynamic)");
     std::string converterName = value->name;
     out.renameValue(value, name);
     if (ValueMapCapture* capture = ValueMapCapture::active(); capture && value->name != converterName)

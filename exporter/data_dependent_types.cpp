@@ -32,6 +32,12 @@ void swapLeadingDimsIf(std::vector<Dim>& dims, const Arg& batchFirst) {
 
 TensorType vector(DType dtype) { return {dtype, std::vector<Dim>{Dim{}}}; }
 
+// A packed sequence's lengths (its batch_sizes in pt2onnx's padded form): int64, shaped like `lengths`.
+TensorType lengthsType(const Arg& lengths) {
+  TensorType t = typeOfArg(lengths);
+  return t.shape ? TensorType{DType::Int64, t.shape} : vector(DType::Int64);
+}
+
 // `t` with dimension `dim` (negative counts from the end) made dynamic; rank-less when unknown.
 TensorType withDynamicDim(TensorType t, std::optional<int64_t> dim) {
   if (!t.shape || !dim) return {t.dtype, std::nullopt};
@@ -102,8 +108,7 @@ const std::map<std::string, Rule>& rules() {
        [](const std::vector<Arg>& a) {
          TensorType input = typeOfArg(a[0]);
          if (input.shape && input.rank() >= 2) swapLeadingDimsIf(*input.shape, a[2]);
-         return std::vector<TensorType>{input, typeOfArg(a[1]).shape ? TensorType{DType::Int64, typeOfArg(a[1]).shape}
-                                                                      : vector(DType::Int64)};
+         return std::vector<TensorType>{input, lengthsType(a[1])};
        }},
       // (data [T, B, *] padded, lengths [B], batch_first, ...) -> (output [T', B, *] or [B, T', *],
       // lengths): T' is the longest length (or total_length).
@@ -116,8 +121,7 @@ const std::map<std::string, Rule>& rules() {
            (*output.shape)[0] = Dim{};
            swapLeadingDimsIf(*output.shape, a[2]);
          }
-         return std::vector<TensorType>{output, typeOfArg(a[1]).shape ? TensorType{DType::Int64, typeOfArg(a[1]).shape}
-                                                                       : vector(DType::Int64)};
+         return std::vector<TensorType>{output, lengthsType(a[1])};
        }},
   };
   return table;

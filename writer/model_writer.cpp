@@ -130,24 +130,8 @@ struct Encoded {
   std::vector<std::string> warnings;
 };
 
-// ONNX's checker needs the rank of every input and output of the main graph ("Field 'shape' of
-// 'type' is required"): one known only at run time is a located error instead.
-void requireRankedOutputs(const ir::Graph& graph) {
-  for (const ir::Value* o : graph.outputs()) {
-    if (o->type.hasRank() || !o->type.isTensor()) continue;
-    std::string where;
-    if (const ir::Node* n = o->producer)
-      where = " (computed by node '" + n->name + "' (" + n->opType + ")" +
-              (n->docString.empty() ? "" : ", at " + n->docString) + ")";
-    throw ExportError("the model's output '" + o->name + "' has a rank known only at run time" + where +
-                      ": an ONNX model declares the rank of each output. Give what sets it a fixed size (a "
-                      "list argument's length is fixed unless dynamic_axes makes it dynamic)");
-  }
-}
-
 Encoded encode(const ir::Graph& graph, const WriteOptions& options, bool externalData,
                const std::string& externalFileName) {
-  requireRankedOutputs(graph);
   Encoded out;
   onnx::ModelProto& m = out.model;
   m.set_ir_version(irVersionForOpset(options.opset));
