@@ -1,5 +1,7 @@
 #include "exporter/example_run.h"
 
+#include <functional>
+
 #include <map>
 #include <optional>
 #include <sstream>
@@ -45,12 +47,15 @@ std::string declaredText(const runtime::ValueInfo& info) {
 
 }  // namespace
 
-ExampleRun runOnExample(const std::string& path, const std::vector<std::pair<std::string, c10::IValue>>& examples) {
+namespace {
+
+ExampleRun runLoaded(const std::function<std::unique_ptr<runtime::Session>()>& load,
+                     const std::vector<std::pair<std::string, c10::IValue>>& examples) {
   static auto log = logger("exporter.example_run");
   ExampleRun result;
   std::unique_ptr<runtime::Session> session;
   try {
-    session = runtime::Session::fromFile(path);
+    session = load();
   } catch (const std::exception& e) {
     // An op without a kernel here (a user's custom domain, ATen fallthrough, PythonOp outside
     // Python): the model is for another runtime. Anything else is a model that does not load.
@@ -102,6 +107,17 @@ ExampleRun runOnExample(const std::string& path, const std::vector<std::pair<std
   }
   result.ran = true;
   return result;
+}
+
+}  // namespace
+
+ExampleRun runOnExample(const std::string& path, const std::vector<std::pair<std::string, c10::IValue>>& examples) {
+  return runLoaded([&path] { return runtime::Session::fromFile(path); }, examples);
+}
+
+ExampleRun runOnExampleBytes(const std::string& bytes,
+                             const std::vector<std::pair<std::string, c10::IValue>>& examples) {
+  return runLoaded([&bytes] { return runtime::Session::fromBytes(bytes); }, examples);
 }
 
 }  // namespace pt2onnx

@@ -20,5 +20,8 @@ struct ExampleRun {
 // against its declared rank and static sizes. Throws ExportError naming the failing node or output
 // when the model does not run or computes other shapes than it declares.
 ExampleRun runOnExample(const std::string& path, const std::vector<std::pair<std::string, c10::IValue>>& examples);
+// The same for a model serialized in memory (exports to a stream).
+ExampleRun runOnExampleBytes(const std::string& bytes,
+                             const std::vector<std::pair<std::string, c10::IValue>>& examples);
 
 }  // namespace pt2onnx

@@ -555,6 +555,15 @@ SupportReport checkSupport(ModelGraph& model, const ExportOptions& options) {
   return report;
 }
 
+// The example inputs by their ONNX input names, for the example run.
+std::vector<std::pair<std::string, c10::IValue>> namedExamples(const ModelGraph& model, const ExportOptions& options) {
+  std::vector<std::pair<std::string, c10::IValue>> examples;
+  std::vector<std::string> names = finalInputNames(model, options);
+  for (size_t i = 0; i < names.size() && i < model.exampleInputs.size(); ++i)
+    examples.emplace_back(names[i], model.exampleInputs[i]);
+  return examples;
+}
+
 ExportSummary exportToFile(ModelGraph& model, const ExportOptions& options, const std::string& path) {
   progress::Scope showProgress(options.progress);
   ExportSummary summary;
@@ -567,10 +576,7 @@ ExportSummary exportToFile(ModelGraph& model, const ExportOptions& options, cons
   summary.externalDataBytes = written.externalDataBytes;
   summary.externalDataPath = written.externalDataPath;
   if (options.runOnExample && !options.gradients) {  // a training graph's seeds have no example
-    std::vector<std::pair<std::string, c10::IValue>> examples;
-    std::vector<std::string> names = finalInputNames(model, options);
-    for (size_t i = 0; i < names.size() && i < model.exampleInputs.size(); ++i)
-      examples.emplace_back(names[i], model.exampleInputs[i]);
+    std::vector<std::pair<std::string, c10::IValue>> examples = namedExamples(model, options);
     try {
       ExampleRun run = runOnExample(path, examples);
       summary.ranOnExample = run.ran;
@@ -595,12 +601,21 @@ ExportSummary exportToStream(ModelGraph& model, const ExportOptions& options, st
   buildOnnxGraph(model, options, out, summary);
   PhaseTimer timer(summary.secondsByPhase);
   std::vector<std::string> warnings;
-  std::ostream::pos_type start = os.tellp();
-  writer::streamModelTo(out, writeOptions(model, options), os, &warnings);
+  // Run on the example before anything reaches the stream: nothing is written that does not run.
+  std::ostringstream serialized;
+  writer::streamModelTo(out, writeOptions(model, options), serialized, &warnings);
+  timer.done("write");
+  std::string bytes = std::move(serialized).str();
+  if (options.runOnExample && !options.gradients) {
+    ExampleRun run = runOnExampleBytes(bytes, namedExamples(model, options));
+    summary.ranOnExample = run.ran;
+    summary.exampleRunSkipped = run.skipped;
+    timer.done("run_on_example");
+  }
+  os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   os.flush();
   if (!os) throw ExportError("writing the model failed");
-  timer.done("write");
-  if (start != std::ostream::pos_type(-1)) summary.modelBytes = static_cast<uint64_t>(os.tellp() - start);
+  summary.modelBytes = bytes.size();
   summary.warnings.insert(summary.warnings.end(), warnings.begin(), warnings.end());
   if (options.logWarnings) logWarnings(summary);
   return summary;

@@ -141,6 +141,7 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
       pass("keep_nested_tensors_padded", [](auto& g) { passes::keepNestedTensorsPadded(*g); }),
       pass("decompose_fused_attention", [](auto& g) { passes::decomposeFusedAttention(*g); }),
       pass("lower_complex_to_real_view", [&options](auto& g) { passes::lowerComplexToRealView(*g, options.opset); }),
+      pass("decompose_composite_ops", [](auto& g) { passes::decomposeCompositeOps(*g); }),
       // Lists are values now: fold what is built statically, and what that makes constant.
       {"fold_values",
        nullptr,

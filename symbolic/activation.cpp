@@ -217,6 +217,7 @@ Outputs prelu(Context& ctx) {
   bool singleSlope = weightRank == 0 ||
                      (weightRank == 1 && ctx.typeOf(weight).isFullyStatic() &&
                       ctx.typeOf(weight).staticSizes()[0] == 1);
+  if (singleSlope && weightRank == 1 && ctx.rank(x) == 0) weight = ctx.squeeze(weight, {0});  // a 0-d result
   if (!singleSlope) {
     if (weightRank != 1) ctx.fail("prelu: expected a 1-D weight, got rank " + std::to_string(weightRank));
     int64_t rank = ctx.requireRank(x, "the prelu input");

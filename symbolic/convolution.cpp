@@ -42,6 +42,37 @@ std::optional<std::vector<int64_t>> staticKernelShape(Context& ctx, Value* weigh
   return std::vector<int64_t>(sizes.begin() + 2, sizes.end());
 }
 
+// PyTorch allows an output_padding up to max(stride, dilation) - 1; ONNX Runtime refuses one >= stride.
+// The same output without it: the end padding shrinks by output_padding (what it cannot absorb is
+// appended as zeros: no kernel tap reaches there), and the bias is added after.
+Value* transposedWithLargeOutputPadding(Context& ctx, Value* input, Value* weight, std::optional<Value*> bias,
+                                        std::vector<ir::Attribute> attrs, const std::vector<int64_t>& padding,
+                                        const std::vector<int64_t>& outputPadding) {
+  size_t spatialRank = padding.size();
+  std::vector<int64_t> pads = padding, appended(spatialRank);
+  bool anyAppended = false;
+  for (size_t k = 0; k < spatialRank; ++k) {
+    pads.push_back(std::max<int64_t>(padding[k] - outputPadding[k], 0));
+    appended[k] = std::max<int64_t>(outputPadding[k] - padding[k], 0);
+    anyAppended = anyAppended || appended[k] > 0;
+  }
+  attrs.push_back(ir::attr::ints("pads", pads));
+  bool unbatched = ctx.rank(input) == static_cast<int64_t>(spatialRank) + 1;
+  Value* out = ctx.op("ConvTranspose", {unbatched ? ctx.unsqueeze(input, {0}) : input, weight}, std::move(attrs));
+  if (anyAppended) {
+    std::vector<int64_t> padAmounts(2 + spatialRank, 0);
+    padAmounts.insert(padAmounts.end(), {0, 0});
+    padAmounts.insert(padAmounts.end(), appended.begin(), appended.end());
+    out = ctx.op("Pad", {out, ctx.constInt64s(padAmounts)});
+  }
+  if (bias) {
+    std::vector<int64_t> axes;
+    for (size_t k = 1; k <= spatialRank; ++k) axes.push_back(static_cast<int64_t>(k));
+    out = ctx.op("Add", {out, ctx.unsqueeze(*bias, axes)});
+  }
+  return unbatched ? ctx.squeeze(out, {0}) : out;
+}
+
 // Builds Conv / ConvTranspose. `spatialRankHint` is the op's spatial rank (conv2d -> 2) or 0 when
 // the op is rank-generic and the weight's rank decides.
 Value* emitConvolution(Context& ctx, Value* input, Value* weight, std::optional<Value*> bias,
@@ -81,8 +112,16 @@ Value* emitConvolution(Context& ctx, Value* input, Value* weight, std::optional<
   } else if (p.paddingMode == "valid") {
     attrs.push_back(ir::attr::ints("pads", std::vector<int64_t>(2 * spatialRank, 0)));
   } else if (p.paddingMode.empty()) {
-    std::vector<int64_t> pads = perSpatialDim(ctx, p.padding, spatialRank, "padding");
-    pads.insert(pads.end(), pads.begin(), pads.end());
+    std::vector<int64_t> padding = perSpatialDim(ctx, p.padding, spatialRank, "padding");
+    if (p.transposed) {
+      std::vector<int64_t> outputPadding = perSpatialDim(ctx, p.outputPadding, spatialRank, "output_padding");
+      std::vector<int64_t> stride = perSpatialDim(ctx, p.stride, spatialRank, "stride");
+      for (int64_t k = 0; k < spatialRank; ++k)
+        if (outputPadding[k] >= stride[k])
+          return transposedWithLargeOutputPadding(ctx, input, weight, bias, std::move(attrs), padding, outputPadding);
+    }
+    std::vector<int64_t> pads = padding;
+    pads.insert(pads.end(), padding.begin(), padding.end());
     attrs.push_back(ir::attr::ints("pads", pads));
   } else {
     ctx.fail("convolution: unknown padding mode \"" + p.paddingMode + "\"");

@@ -506,6 +506,12 @@ void registerElementwiseSymbolics(Registry& r) {
   r.onOp("aten::atan", kMinOpset, unary("Atan"));
   r.onOp("aten::sinh", kMinOpset, unary("Sinh"));
   r.onOp("aten::cosh", kMinOpset, unary("Cosh"));
+  r.onOp("aten::asinh", kMinOpset, unary("Asinh"));
+  r.onOp("aten::acosh", kMinOpset, unary("Acosh"));
+  r.onOp("aten::atanh", kMinOpset, unary("Atanh"));
+  r.onOp("aten::arcsinh", kMinOpset, unary("Asinh"));
+  r.onOp("aten::arccosh", kMinOpset, unary("Acosh"));
+  r.onOp("aten::arctanh", kMinOpset, unary("Atanh"));
   r.onOp("aten::erf", kMinOpset, unary("Erf"));
   r.onOp("aten::reciprocal", kMinOpset, unary("Reciprocal"));
   r.onOp("aten::sign", kMinOpset, unary("Sign"));

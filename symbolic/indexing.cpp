@@ -91,7 +91,15 @@ Outputs indexSelectSymbolic(Context& ctx) {
 }
 
 Outputs gatherSymbolic(Context& ctx) {  // gather(self, dim, index, sparse_grad)
-  return {ctx.op("GatherElements", {ctx.tensor(0), ctx.tensor(2)}, {i("axis", ctx.int64(1))})};
+  ir::Value* index = ctx.tensor(2);
+  if (ctx.dtypeOf(index) != ir::DType::Int32) index = ctx.cast(index, ir::DType::Int64);  // PyTorch allows uint8
+  // An empty index may have another rank than self in PyTorch (not in GatherElements): nothing to gather.
+  const ir::TensorType& indexType = ctx.typeOf(index);
+  bool empty = indexType.hasRank() && std::any_of(indexType.shape->begin(), indexType.shape->end(),
+                                                  [](const ir::Dim& d) { return d.size == 0; });
+  if (empty && indexType.rank() != ctx.rank(ctx.tensor(0)))
+    return {ctx.op("Expand", {ctx.constScalar(0, ctx.dtypeOf(ctx.tensor(0))), ctx.op("Shape", {index})})};
+  return {ctx.op("GatherElements", {ctx.tensor(0), index}, {i("axis", ctx.int64(1))})};
 }
 
 Outputs takeSymbolic(Context& ctx) {  // take(self, index): indexes the flattened tensor

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "common/errors.h"
 #include "common/logging.h"
 #include "symbolic/families.h"
 
@@ -13,6 +14,12 @@ void Registry::onOp(const std::string& op, int sinceOpset, SymbolicFn fn, bool r
   if (!replace && versions.count(sinceOpset))
     logger("symbolic")->warn("overriding already registered symbolic {} (opset {})", op, sinceOpset);
   versions[sinceOpset] = Entry{op, sinceOpset, std::move(fn), replace};
+}
+
+void Registry::wrapBuiltin(const std::string& op, const std::function<SymbolicFn(SymbolicFn)>& wrap) {
+  auto it = builtin_.find(op);
+  PT2ONNX_ASSERT(it != builtin_.end() && !it->second.empty(), "no built-in symbolic to wrap for " << op);
+  for (auto& [since, entry] : it->second) entry.fn = wrap(std::move(entry.fn));
 }
 
 bool Registry::removeUser(const std::string& op, int sinceOpset) {
@@ -91,6 +98,7 @@ void registerAllSymbolics(Registry& r) {
   registerSpectralSymbolics(r);
   registerDetectionSymbolics(r);
   registerAttentionSymbolics(r);
+  liftRank0Operands(r);  // last: it wraps entries registered above
 }
 
 Registry& defaultRegistry() {

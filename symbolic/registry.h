@@ -4,6 +4,7 @@
 // is <= the target opset.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -25,6 +26,9 @@ class Registry {
   // Registers `fn` for `op` from `sinceOpset`. Registering the same (op, since) twice replaces the
   // earlier entry and logs a warning, unless `replace` is true (user overrides).
   void onOp(const std::string& op, int sinceOpset, SymbolicFn fn, bool replace = false);
+  // Replaces every built-in entry of `op` (all since-opsets) by `wrap(entry)`: adapters that apply
+  // to a whole op (symbolic/rank0_lifting.cpp). An op with no built-in entry is an internal error.
+  void wrapBuiltin(const std::string& op, const std::function<SymbolicFn(SymbolicFn)>& wrap);
   // Removes a user registration at exactly (op, sinceOpset), restoring the built-in. Returns false
   // if there was none.
   bool removeUser(const std::string& op, int sinceOpset);

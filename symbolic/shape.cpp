@@ -440,6 +440,19 @@ ir::Value* resize(Context& ctx, ir::Value* x, int64_t spatialRank, Interp mode, 
   return ctx.op("Resize", {x, nullptr, nullptr, sizes}, attrs);
 }
 
+// align_corners with scale factors: torch maps coordinates by the output size floor(in * scale)
+// alone, which Resize's `sizes` says unambiguously (with `scales`, ONNX's reference resizes by the
+// unrounded in * scale while ONNX Runtime uses the rounded size).
+ir::Value* resizeAlignedByScales(Context& ctx, ir::Value* x, int64_t spatialRank, Interp mode,
+                                 const std::vector<double>& scales) {
+  if (static_cast<int64_t>(scales.size()) != spatialRank) ctx.fail("wrong number of scale factors");
+  ir::Value* spatial = ctx.cast(dimSizes(ctx, x, 2, 2 + spatialRank), ir::DType::Double);
+  ir::Value* factors = ctx.constant(ir::TensorData::fromDoubles(scales, ir::DType::Double, {spatialRank}));
+  ir::Value* outSpatial = ctx.cast(ctx.op("Floor", {ctx.op("Mul", {spatial, factors})}), ir::DType::Int64);
+  ir::Value* sizes = concatShape(ctx, {dimSizes(ctx, x, 0, 2), outSpatial});
+  return ctx.op("Resize", {x, nullptr, nullptr, sizes}, resizeAttributes(mode, true));
+}
+
 // upsample_*.vec(input, output_size?, [align_corners,] scale_factors?)
 SymbolicFn upsampleVec(int64_t spatialRank, Interp mode) {
   return [=](Context& ctx) -> Outputs {
@@ -449,6 +462,7 @@ SymbolicFn upsampleVec(int64_t spatialRank, Interp mode) {
     if (!ctx.isNone(1))
       return {resize(ctx, ctx.tensor(0), spatialRank, mode, alignCorners, 1, {})};
     if (ctx.isNone(scalesArg)) ctx.fail("upsampling needs output_size or scale_factors");
+    if (alignCorners) return {resizeAlignedByScales(ctx, ctx.tensor(0), spatialRank, mode, ctx.floats(scalesArg))};
     return {resize(ctx, ctx.tensor(0), spatialRank, mode, alignCorners, std::nullopt,
                    ctx.floats(scalesArg))};
   };

@@ -44,6 +44,11 @@ bool dropPackedTotalLength(torch::jit::Graph& graph);
 // ("encoder.layers.0") that LibTorch's inlined call stacks cut to its last attribute ("0").
 void scopeInlinedModuleCalls(torch::jit::Graph& graph, const torch::jit::Module& module);
 
+// Composite aten ops replaced by their TorchScript decompositions (exporter/decompositions/),
+// inlined in place with the op's scope and source location. Nodes whose schema does not bind to
+// their decomposition (another torch) and nodes on complex tensors are left alone.
+void decomposeCompositeOps(torch::jit::Graph& graph);
+
 // Returned dicts built in sight (`prim::DictConstruct` with constant str or int keys, read by nothing
 // else), and the lists and tuples around them, become one graph output per value, in order (a dict's
 // in insertion order, as Python flattens it). Returns one name per new output: the keys on its path

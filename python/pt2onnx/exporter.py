@@ -277,8 +277,8 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     typo would otherwise export a static model); by default it is a warning, as in torch.onnx. The
     CLI is always strict.
 
-    run_on_example: an export to a path runs the written model once on `args` in pt2onnx's runtime and
-    raises ExportError (leaving no file) when it does not run or computes other shapes than it
+    run_on_example: an export (to a path or a file object) runs the written model once on `args` in
+    pt2onnx's runtime and raises ExportError (leaving no file, writing nothing) when it does not run or computes other shapes than it
     declares; the summary says whether it ran ("ran_on_example") or why not ("example_run_skipped":
     an op of a custom domain, an input without an example). False skips that run (huge models).
 

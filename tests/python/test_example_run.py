@@ -1,7 +1,8 @@
-"""An export to a path runs the written model once on the example it was exported with (pt2onnx's
+"""An export to a path or a file object runs the written model once on the example it was exported with (pt2onnx's
 runtime): a model that does not run is an ExportError and no file is left behind; what the builtin
 runtime cannot run (a custom domain) is written and says why it was not run; run_on_example=False
 and the CLI's --no-example-run write without the run."""
+import io
 import subprocess
 import warnings
 
@@ -37,7 +38,8 @@ def broken_symbolic():
 def export(path, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return pt2onnx.export(Sigmoid(), (torch.randn(3, 4),), str(path), opset_version=OPSET, **kwargs)
+        target = path if isinstance(path, io.BytesIO) else str(path)
+        return pt2onnx.export(Sigmoid(), (torch.randn(3, 4),), target, opset_version=OPSET, **kwargs)
 
 
 def test_a_model_that_runs_says_so(tmp_path):
@@ -51,6 +53,22 @@ def test_a_model_that_does_not_run_is_an_error_and_leaves_no_file(tmp_path, brok
         export(tmp_path / "m.onnx")
     assert "Reshape" in str(e.value)  # the failing node is named
     assert not (tmp_path / "m.onnx").exists()
+
+
+def test_a_stream_export_is_run_before_anything_is_written(broken_symbolic):
+    buffer = io.BytesIO()
+    with pytest.raises(pt2onnx.ExportError, match="does not run on the example inputs it was exported with"):
+        export(buffer)
+    assert buffer.getvalue() == b""
+    written = io.BytesIO()
+    summary = export(written, run_on_example=False)
+    assert written.getvalue() and summary["ran_on_example"] is False
+
+
+def test_a_stream_export_that_runs_says_so():
+    buffer = io.BytesIO()
+    summary = export(buffer)
+    assert summary["ran_on_example"] is True and buffer.getvalue()
 
 
 def test_run_on_example_false_writes_without_running(tmp_path, broken_symbolic):

@@ -1,0 +1,155 @@
+// Reduction composites: NaN-ignoring sums and means, counts, (amin, amax), cumulative products and
+// log-sum-exps (as masked reductions over the prefix: O(n^2) in the scanned length, exact in what
+// they multiply), differences and distances, diagonals and traces.
+#include "exporter/decompositions/decompositions.h"
+
+namespace pt2onnx::decompositions {
+
+std::string_view reductions() {
+  return R"TS(
+def nansum(self: Tensor, dim: Optional[List[int]] = None, keepdim: bool = False, dtype: Optional[int] = None):
+    return torch.sum(torch.where(torch.isnan(self), torch.zeros_like(self), self), dim, keepdim, dtype=dtype)
+
+def nanmean(self: Tensor, dim: Optional[List[int]] = None, keepdim: bool = False, dtype: Optional[int] = None):
+    kept = torch.logical_not(torch.isnan(self))
+    total = torch.sum(torch.where(kept, self, torch.zeros_like(self)), dim, keepdim, dtype=dtype)
+    return total / torch.sum(kept, dim, keepdim)
+
+def count_nonzero(self: Tensor, dim: Optional[int] = None):
+    if dim is None:
+        return torch.sum(self != 0)
+    return torch.sum(self != 0, [dim])
+
+def count_nonzero__dim_IntList(self: Tensor, dim: List[int]):
+    return torch.sum(self != 0, dim)
+
+def aminmax(self: Tensor, dim: Optional[int] = None, keepdim: bool = False):
+    if dim is None:
+        dims: List[int] = []
+        for d in range(self.dim()):
+            dims.append(d)
+        return torch.amin(self, dims, keepdim), torch.amax(self, dims, keepdim)
+    return torch.amin(self, [dim], keepdim), torch.amax(self, [dim], keepdim)
+
+# prefix[i, j] = j <= i, for a scan over the last axis of x moved to the end.
+def _prefix_mask(n: int):
+    steps = torch.arange(n)
+    return steps.unsqueeze(0) <= steps.unsqueeze(1)
+
+def cumprod(self: Tensor, dim: int, dtype: Optional[int] = None):
+    x = self
+    if dtype is not None:
+        x = self.to(dtype)
+    if x.dim() == 0:
+        return x.clone()
+    scanned = x.transpose(dim, -1)
+    mask = _prefix_mask(scanned.size(-1))
+    prefixes = torch.where(mask, scanned.unsqueeze(-2), torch.ones_like(scanned.unsqueeze(-2)))
+    return torch.prod(prefixes, -1).transpose(dim, -1)
+
+def logcumsumexp(self: Tensor, dim: int):
+    if self.dim() == 0:
+        return self.clone()
+    scanned = self.transpose(dim, -1)
+    mask = _prefix_mask(scanned.size(-1))
+    prefixes = torch.where(mask, scanned.unsqueeze(-2), torch.full_like(scanned.unsqueeze(-2), float("-inf")))
+    return torch.logsumexp(prefixes, [-1]).transpose(dim, -1)
+
+def _diff_once(x: Tensor, dim: int):
+    n = x.size(dim)
+    if x.dtype == 11:
+        return torch.logical_xor(x.narrow(dim, 1, n - 1), x.narrow(dim, 0, n - 1))
+    return x.narrow(dim, 1, n - 1) - x.narrow(dim, 0, n - 1)
+
+def diff(self: Tensor, n: int = 1, dim: int = -1, prepend: Optional[Tensor] = None, append: Optional[Tensor] = None):
+    if n == 0:
+        return self.clone()
+    x = self
+    if prepend is not None:
+        x = torch.cat([prepend, x], dim)
+    if append is not None:
+        x = torch.cat([x, append], dim)
+    for _ in range(n):  # n is constant: the decomposition is unrolled where it is inserted
+        if x.size(dim) > 0:
+            x = _diff_once(x, dim)
+    return x
+
+def dist(self: Tensor, other: Tensor, p: number = 2):
+    return torch.linalg_vector_norm(self - other, p)
+
+def _normalized_dim(d: int, rank: int) -> int:
+    if d < 0:
+        return d + rank
+    return d
+
+def diagonal(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1):
+    rank = self.dim()
+    d1 = _normalized_dim(dim1, rank)
+    d2 = _normalized_dim(dim2, rank)
+    order: List[int] = []
+    for d in range(rank):
+        if d != d1 and d != d2:
+            order.append(d)
+    order.append(d1)
+    order.append(d2)
+    x = self.permute(order)
+    rows = x.size(-2)
+    cols = x.size(-1)
+    if offset >= 0:
+        n = max(min(rows, cols - offset), 0)
+        start = offset
+    else:
+        n = max(min(rows + offset, cols), 0)
+        start = -offset * cols
+    flat = x.flatten(-2)
+    return torch.index_select(flat, -1, torch.arange(n) * (cols + 1) + start)
+
+def linalg_diagonal(A: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1):
+    return torch.diagonal(A, offset, dim1, dim2)
+
+def diagonal_copy(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1):
+    return torch.diagonal(self, offset, dim1, dim2)
+
+def trace(self: Tensor):
+    return torch.sum(torch.diagonal(self))
+
+# [..., L] -> [..., n, n] with the values on diagonal `k` (n = L + |k|), zeros elsewhere.
+def _diagonal_matrix(x: Tensor, k: int):
+    n = x.size(-1) + abs(k)
+    padded = torch.cat([x, torch.zeros(x.shape[:-1] + [abs(k)], dtype=x.dtype)], -1)
+    steps = torch.arange(n)
+    on_diagonal = (steps.unsqueeze(0) - steps.unsqueeze(1)) == k
+    if k >= 0:
+        placed = padded.unsqueeze(-1)  # row r holds x[r]
+    else:
+        placed = padded.unsqueeze(-2)  # column c holds x[c]
+    return torch.where(on_diagonal, placed, torch.zeros_like(placed))
+
+def diag(self: Tensor, diagonal: int = 0):
+    if self.dim() == 1:
+        return _diagonal_matrix(self, diagonal)
+    return torch.diagonal(self, diagonal)
+
+def diagflat(self: Tensor, offset: int = 0):
+    return _diagonal_matrix(self.flatten(), offset)
+
+def diag_embed(self: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1):
+    matrix = _diagonal_matrix(self, offset)
+    rank = self.dim() + 1
+    d1 = _normalized_dim(dim1, rank)
+    d2 = _normalized_dim(dim2, rank)
+    order: List[int] = []
+    batch = 0
+    for d in range(rank):
+        if d == d1:
+            order.append(rank - 2)
+        elif d == d2:
+            order.append(rank - 1)
+        else:
+            order.append(batch)
+            batch += 1
+    return matrix.permute(order)
+)TS";
+}
+
+}  // namespace pt2onnx::decompositions

@@ -1,0 +1,174 @@
+// Composite aten ops (addcmul, lerp, logaddexp, cross, kl_div, hstack, ...) replaced by their
+// TorchScript decompositions (exporter/decompositions/), inlined in place, so that they convert
+// through the symbolics of the ops they are made of. Each decomposition is compiled once per
+// process; a node whose schema does not bind to its function's parameters (another torch changed the
+// op) is left alone and stays an unsupported operator, never a wrong one.
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include <torch/csrc/jit/api/compilation_unit.h>
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/frontend/resolver.h>
+#include <torch/csrc/jit/passes/constant_propagation.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/passes/loop_unrolling.h>
+#include <torch/csrc/jit/passes/remove_mutation.h>
+
+#include "common/errors.h"
+#include "common/logging.h"
+#include "exporter/decompositions/decompositions.h"
+#include "exporter/jit_util.h"
+#include "exporter/passes/passes.h"
+
+namespace pt2onnx::passes {
+namespace {
+
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+constexpr int kMaxRounds = 8;  // a decomposition may use ops that have their own
+
+// Function name -> its graph, with the calls between decompositions inlined. Built once; read only.
+const std::unordered_map<std::string, std::shared_ptr<Graph>>& decompositionGraphs() {
+  static const auto graphs = [] {
+    std::unordered_map<std::string, std::shared_ptr<Graph>> out;
+    std::string source;
+    for (std::string_view family : decompositions::all()) source.append(family).append("\n");
+    auto unit = std::make_shared<torch::jit::CompilationUnit>();
+    unit->define(std::nullopt, source, torch::jit::nativeResolver(), nullptr);
+    for (torch::jit::Function* fn : unit->get_functions()) {
+      std::shared_ptr<Graph> graph = torch::jit::toGraphFunction(*fn).graph()->copy();
+      torch::jit::Inline(*graph);
+      out.emplace(fn->name(), std::move(graph));
+    }
+    return out;
+  }();
+  return graphs;
+}
+
+std::string functionName(const Node* n) {
+  std::string overload = jit::overloadName(n);
+  return std::string(n->kind().toUnqualString()) + (overload.empty() ? "" : "__" + overload);
+}
+
+void stamp(Node* k, const Node* from) {
+  k->copyMetadata(const_cast<Node*>(from));
+  for (torch::jit::Block* b : k->blocks())
+    for (Node* inner : b->nodes()) stamp(inner, from);
+}
+
+// What the node's inputs fix, folded into a copy of the decomposition: constant arguments become
+// constants, ranks and dtypes of its tensors (static even under dynamic axes) answer `dim()` and
+// `dtype`; then branches on them fold and loops over ranks unroll, so that the decomposition
+// inserted is straight-line code over the op's own arguments. Sizes stay symbolic.
+bool foldRanksAndDtypes(torch::jit::Block* block) {
+  bool changed = false;
+  for (auto it = block->nodes().begin(); it != block->nodes().end();) {
+    Node* k = *it++;
+    for (torch::jit::Block* b : k->blocks()) changed = foldRanksAndDtypes(b) || changed;
+    if (k->inputs().size() != 1 || k->outputs().size() != 1) continue;
+    auto type = k->input()->type()->cast<c10::TensorType>();
+    if (!type) continue;
+    std::optional<c10::IValue> folded;
+    if (k->kind() == c10::aten::dim && type->dim()) folded = static_cast<int64_t>(*type->dim());
+    else if (k->kind() == c10::prim::dtype && type->scalarType()) folded = static_cast<int64_t>(*type->scalarType());
+    else if (k->kind() == c10::aten::is_floating_point && type->scalarType())
+      folded = c10::isFloatingType(*type->scalarType());
+    if (!folded) continue;
+    torch::jit::WithInsertPoint guard(k);
+    k->output()->replaceAllUsesWith(k->owningGraph()->insertConstant(*folded));
+    k->destroy();
+    changed = true;
+  }
+  return changed;
+}
+
+std::shared_ptr<Graph> specialized(Graph& callee, const Node* n) {  // callee: only read (copy() is not const)
+  std::shared_ptr<Graph> g = callee.copy();
+  for (size_t i = 0; i < n->inputs().size(); ++i) {
+    const Value* in = n->input(i);
+    Value* param = g->inputs()[i];
+    if (in->node()->kind() == c10::prim::Constant) {
+      torch::jit::WithInsertPoint guard(g->block()->nodes().front());
+      param->replaceAllUsesWith(g->insertConstant(*torch::jit::toIValue(in)));
+    } else if (in->type()->cast<c10::TensorType>()) {
+      param->setType(in->type());
+    }
+  }
+  for (int round = 0; round < kMaxRounds; ++round) {
+    bool changed = foldRanksAndDtypes(g->block());
+    changed = torch::jit::ConstantPropagation(g) || changed;
+    changed = torch::jit::UnrollConstantLoops(g) || changed;
+    changed = torch::jit::RemoveListMutation(g) || changed;
+    if (!changed) break;
+  }
+  torch::jit::EliminateDeadCode(g);
+  return g;
+}
+
+// Replaces `n` by its decomposition; false when it has none that binds.
+bool decompose(Node* n, const std::unordered_map<std::string, std::shared_ptr<Graph>>& graphs) {
+  if (n->kind().ns() != c10::namespaces::aten || !n->maybeSchema()) return false;
+  auto it = graphs.find(functionName(n));
+  if (it == graphs.end()) return false;
+  for (const Value* in : n->inputs())  // identities for real tensors (conj_physical, real) are not for complex ones
+    if (auto t = in->type()->cast<c10::TensorType>(); t && t->scalarType() && c10::isComplexType(*t->scalarType()))
+      return false;
+  if (it->second->inputs().size() != n->inputs().size()) {
+    logger("pass.decompose_composite_ops")
+        ->debug("{}: the decomposition takes {} arguments, this torch's schema {}: kept", jit::describeNode(n),
+                it->second->inputs().size(), n->inputs().size());
+    return false;
+  }
+  std::shared_ptr<Graph> calleeGraph = specialized(*it->second, n);
+  Graph& callee = *calleeGraph;
+  if (callee.inputs().size() != n->inputs().size()) {
+    logger("pass.decompose_composite_ops")
+        ->debug("{}: the decomposition takes {} arguments, this torch's schema {}: kept", jit::describeNode(n),
+                callee.inputs().size(), n->inputs().size());
+    return false;
+  }
+  Graph& graph = *n->owningGraph();
+  torch::jit::WithInsertPoint guard(n);
+  Node* before = n->prev();
+  std::vector<Value*> outs = torch::jit::insertGraph(graph, callee, n->inputs());
+  if (outs.size() == 1 && n->outputs().size() > 1 && outs[0]->node()->kind() == c10::prim::TupleConstruct) {
+    Node* tuple = outs[0]->node();
+    outs = {tuple->inputs().begin(), tuple->inputs().end()};
+    if (!tuple->hasUses()) tuple->destroy();
+  }
+  PT2ONNX_ASSERT(outs.size() == n->outputs().size(),
+                 "decomposition of " << jit::describeNode(n) << " returns " << outs.size() << " values");
+  for (Node* k = before->next(); k != n; k = k->next()) stamp(k, n);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    bool isArgument = std::find(n->inputs().begin(), n->inputs().end(), outs[i]) != n->inputs().end();
+    if (!isArgument) outs[i]->setType(n->output(i)->type());  // the traced type, where there is one
+    n->output(i)->replaceAllUsesWith(outs[i]);
+  }
+  n->destroy();
+  return true;
+}
+
+bool decomposeBlock(torch::jit::Block* block,
+                    const std::unordered_map<std::string, std::shared_ptr<Graph>>& graphs) {
+  bool changed = false;
+  for (auto it = block->nodes().begin(); it != block->nodes().end();) {
+    Node* n = *it++;
+    for (torch::jit::Block* b : n->blocks()) changed = decomposeBlock(b, graphs) || changed;
+    changed = decompose(n, graphs) || changed;
+  }
+  return changed;
+}
+
+}  // namespace
+
+void decomposeCompositeOps(torch::jit::Graph& graph) {
+  const auto& graphs = decompositionGraphs();
+  for (int round = 0; round < kMaxRounds && decomposeBlock(graph.block(), graphs); ++round) {
+  }
+}
+
+}  // namespace pt2onnx::passes
