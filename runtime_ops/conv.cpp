@@ -118,7 +118,7 @@ at::Tensor convolve(KernelContext& ctx, const Activation& activation, const at::
   }
   onednn::ConvGeometry cg{padding, g.strides, g.dilations, group};
   // Prepacked: a float32 weight that is the same initializer every run.
-  if (float32 && useOneDnn(x) && ctx.inputIsConstant(1) && ctx.cache() && onednn::available()) {
+  if (float32 && useOneDnn(x) && ctx.inputIsConstant(1) && ctx.cache() && onednn::available()) try {
     std::shared_ptr<const PackedWeight> packed =
         ctx.cache()->get<PackedWeight>([&] { return new PackedWeight{onednn::packWeight(w, cg, x.sizes())}; });
     at::Tensor xc = x.contiguous(x.suggest_memory_format());
@@ -136,6 +136,9 @@ at::Tensor convolve(KernelContext& ctx, const Activation& activation, const at::
     }
     bool fused = activation.name.empty() || post;
     return finish(onednn::convolve(xc, packed->weight, b, cg, fused ? post : std::nullopt), fused);
+  } catch (const c10::Error&) {
+    // Some oneDNN builds refuse a prepacked weight for some geometries (torch 2.9's: a 3x3 kernel,
+    // padding 1, on a 1x1 input): ATen's kernel below computes the same convolution.
   }
   at::Tensor y = useOneDnn(x) ? at::mkldnn_convolution(x.contiguous(), w.contiguous(), b, padding, g.strides,
                                                         g.dilations, group)

@@ -147,7 +147,9 @@ class Sample:
             return torch.jit.trace(self.module, tuple(self.tensors), check_trace=False)
 
     def compare(self, outputs):
-        """None when `outputs` (numpy arrays) match eager PyTorch, else what differs."""
+        """None when `outputs` (numpy arrays; a list for an ONNX sequence, a returned List[Tensor])
+        match eager PyTorch, else what differs."""
+        outputs = [leaf for o in outputs for leaf in (o if isinstance(o, list) else [o])]
         if len(outputs) != len(self.expected):
             return f"{len(outputs)} outputs, PyTorch has {len(self.expected)}"
         for i, (got, want) in enumerate(zip(outputs, self.expected)):

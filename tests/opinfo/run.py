@@ -206,6 +206,8 @@ def main(argv=None):
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds one entry may take")
     parser.add_argument("--json", help="write every entry's result here")
+    parser.add_argument("--results", help="check (or --update from) the results a run wrote with --json, "
+                                          "instead of running")
     parser.add_argument("--log", help="append the workers' stderr here (default: discarded)")
     parser.add_argument("--update", action="store_true", help="rewrite this run's section of expectations.txt")
     parser.add_argument("--no-check", action="store_true", help="report only (bench/opinfo.py)")
@@ -226,7 +228,10 @@ def main(argv=None):
             raise SystemExit(f"no such entry in this subset: {', '.join(unknown)}")
         names = [n for n in names if n in args.only]
     start = time.time()
-    results = run_isolated(names, args)
+    if args.results:
+        results = {n: r for n, r in json.loads(pathlib.Path(args.results).read_text()).items() if n in names}
+    else:
+        results = run_isolated(names, args)
     print(f"{len(results)} entries in {time.time() - start:.0f} s: {summary(results)}")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(results, indent=1, sort_keys=True))

@@ -1452,3 +1452,20 @@ def test_if_with_sequence_and_optional_outputs():
     (none,) = sess.run(None, {"cond": np.array(False), "x": x})
     assert none is None
 
+
+
+@pytest.mark.parametrize("spatial", [1, 2, 7])
+def test_prepacked_conv_on_tiny_inputs(tmp_path, spatial):
+    """ResNet's last stage on a small image: a 3x3 conv, padding 1, on a 1x1 input. torch 2.9's oneDNN
+    refuses its prepacked weight ("could not create a memory"); the kernel falls back to ATen's."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(64, 64, 3, padding=1), torch.nn.ReLU()).eval()
+    x = torch.randn(2, 64, spatial, spatial)
+    path = tmp_path / "conv.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pt2onnx.export(model, (x,), str(path), opset_version=17)
+    session = pt2onnx.InferenceSession(str(path))
+    for _ in range(2):  # the second run reuses the cached (prepacked) weight
+        y = session.run(None, {session.get_inputs()[0].name: x.numpy()})[0]
+        np.testing.assert_allclose(y, model(x).detach().numpy(), rtol=1e-4, atol=1e-4)
