@@ -40,9 +40,11 @@ SymbolicFn liftingRank0(SymbolicFn fn, std::vector<size_t> operands) {
     Outputs outs = fn(lifted);
     for (size_t k = 0; k < outs.size() && k < ctx.numOutputs(); ++k) {
       const ir::TensorType& want = ctx.outputType(k);
-      if (outs[k].isTensor() && outs[k].value && want.hasRank() && want.rank() == 0 &&
-          outs[k].value->type.hasRank() && outs[k].value->type.rank() == 1)
-        outs[k] = Arg(ctx.squeeze(outs[k].value, {0}));
+      // Rank 1 from the lifted symbolic, or 0 already (a reduction without keepdim), which its type
+      // does not always say (graphs typed by running): a reshape of the one element to [] fits both,
+      // and gives the same model however the graph was typed.
+      if (!outs[k].isTensor() || !outs[k].value || !want.hasRank() || want.rank() != 0) continue;
+      outs[k] = Arg(ctx.op("Reshape", {outs[k].value, ctx.constant(ir::TensorData::fromInt64s({}, {0}))}));
     }
     return outs;
   };
