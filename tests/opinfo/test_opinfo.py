@@ -46,3 +46,15 @@ def test_comparison_catches_what_differs():
     assert "values differ" in harness._compare_one(np.array([1.0, np.nan, 3.1], np.float32), want, None)
     assert "dtype" in harness._compare_one(np.array([1, 2, 3], np.int32), torch.tensor([1, 2, 3]), None)
     assert "shape" in harness._compare_one(np.array([1.0], np.float32), torch.tensor(1.0), None)
+
+
+def test_decompositions_doc_lists_every_decomposition():
+    """docs/decompositions.md names every decomposition in exporter/decompositions/ (and no other)."""
+    import re
+    root = HERE.parent.parent
+    defined = set()
+    for source in (root / "exporter" / "decompositions").glob("*.cpp"):
+        defined |= {"aten::" + n.replace("__", ".") for n in re.findall(r"^def (\w+)\(", source.read_text(), re.M)
+                    if not n.startswith("_")}
+    documented = set(re.findall(r"`(aten::[\w.]+)`", (root / "docs" / "decompositions.md").read_text()))
+    assert defined == documented, (sorted(defined - documented), sorted(documented - defined))
