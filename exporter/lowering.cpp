@@ -16,7 +16,9 @@
 
 #include "common/errors.h"
 #include "common/logging.h"
+#include "exporter/jit_util.h"
 #include "exporter/passes/passes.h"
+#include "symbolic/registry.h"
 
 namespace pt2onnx {
 namespace {
@@ -141,7 +143,14 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
       pass("keep_nested_tensors_padded", [](auto& g) { passes::keepNestedTensorsPadded(*g); }),
       pass("decompose_fused_attention", [](auto& g) { passes::decomposeFusedAttention(*g); }),
       pass("lower_complex_to_real_view", [&options](auto& g) { passes::lowerComplexToRealView(*g, options.opset); }),
-      pass("decompose_composite_ops", [](auto& g) { passes::decomposeCompositeOps(*g); }),
+      // An op with a symbolic (a user's registered one included) converts by it, not by a decomposition.
+      pass("decompose_composite_ops",
+           [&options](auto& g) {
+             passes::decomposeCompositeOps(*g, [&options](const torch::jit::Node* n) {
+               return symbolic::defaultRegistry().find(jit::qualifiedKind(n), jit::overloadName(n), options.opset) !=
+                      nullptr;
+             });
+           }),
       // Lists are values now: fold what is built statically, and what that makes constant.
       {"fold_values",
        nullptr,

@@ -110,10 +110,13 @@ std::shared_ptr<Graph> specialized(Graph& callee, const Node* n) {  // callee: o
 }
 
 // Replaces `n` by its decomposition; false when it has none that binds.
-bool decompose(Node* n, const std::unordered_map<std::string, std::shared_ptr<Graph>>& graphs) {
+using HasSymbolic = std::function<bool(const Node*)>;
+
+bool decompose(Node* n, const std::unordered_map<std::string, std::shared_ptr<Graph>>& graphs,
+               const HasSymbolic& hasSymbolic) {
   if (n->kind().ns() != c10::namespaces::aten || !n->maybeSchema()) return false;
   auto it = graphs.find(functionName(n));
-  if (it == graphs.end()) return false;
+  if (it == graphs.end() || (hasSymbolic && hasSymbolic(n))) return false;
   for (const Value* in : n->inputs())  // identities for real tensors (conj_physical, real) are not for complex ones
     if (auto t = in->type()->cast<c10::TensorType>(); t && t->scalarType() && c10::isComplexType(*t->scalarType()))
       return false;
@@ -152,22 +155,22 @@ bool decompose(Node* n, const std::unordered_map<std::string, std::shared_ptr<Gr
   return true;
 }
 
-bool decomposeBlock(torch::jit::Block* block,
-                    const std::unordered_map<std::string, std::shared_ptr<Graph>>& graphs) {
+bool decomposeBlock(torch::jit::Block* block, const std::unordered_map<std::string, std::shared_ptr<Graph>>& graphs,
+                    const HasSymbolic& hasSymbolic) {
   bool changed = false;
   for (auto it = block->nodes().begin(); it != block->nodes().end();) {
     Node* n = *it++;
-    for (torch::jit::Block* b : n->blocks()) changed = decomposeBlock(b, graphs) || changed;
-    changed = decompose(n, graphs) || changed;
+    for (torch::jit::Block* b : n->blocks()) changed = decomposeBlock(b, graphs, hasSymbolic) || changed;
+    changed = decompose(n, graphs, hasSymbolic) || changed;
   }
   return changed;
 }
 
 }  // namespace
 
-void decomposeCompositeOps(torch::jit::Graph& graph) {
+void decomposeCompositeOps(torch::jit::Graph& graph, const std::function<bool(const torch::jit::Node*)>& hasSymbolic) {
   const auto& graphs = decompositionGraphs();
-  for (int round = 0; round < kMaxRounds && decomposeBlock(graph.block(), graphs); ++round) {
+  for (int round = 0; round < kMaxRounds && decomposeBlock(graph.block(), graphs, hasSymbolic); ++round) {
   }
 }
 

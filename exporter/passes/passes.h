@@ -45,9 +45,11 @@ bool dropPackedTotalLength(torch::jit::Graph& graph);
 void scopeInlinedModuleCalls(torch::jit::Graph& graph, const torch::jit::Module& module);
 
 // Composite aten ops replaced by their TorchScript decompositions (exporter/decompositions/),
-// inlined in place with the op's scope and source location. Nodes whose schema does not bind to
-// their decomposition (another torch) and nodes on complex tensors are left alone.
-void decomposeCompositeOps(torch::jit::Graph& graph);
+// inlined in place with the op's scope and source location. Nodes for which `hasSymbolic` holds (a
+// built-in or user-registered symbolic converts them), nodes whose schema does not bind to their
+// decomposition (another torch) and nodes on complex tensors are left alone.
+void decomposeCompositeOps(torch::jit::Graph& graph,
+                           const std::function<bool(const torch::jit::Node*)>& hasSymbolic = nullptr);
 
 // Returned dicts built in sight (`prim::DictConstruct` with constant str or int keys, read by nothing
 // else), and the lists and tuples around them, become one graph output per value, in order (a dict's

@@ -706,3 +706,23 @@ def test_ops_whose_python_meta_kernel_raises_export(tmp_path):
     x, counts = torch.randn(3, 2), torch.tensor([2, 3, 1])
     got = ort.run(path, {"x": x.numpy(), "counts": counts.numpy()})
     assert ort.max_rel_error(model(x, counts).numpy(), list(got.values())[0]) < TOLERANCE
+
+
+def test_a_registered_symbolic_wins_over_a_decomposition(tmp_path):
+    """aten::addcmul converts by its decomposition (Mul, Add) unless a symbolic is registered for it."""
+    class AddCMul(torch.nn.Module):
+        def forward(self, x, a, b):
+            return torch.addcmul(x, a, b, value=0.5)
+
+    args = (torch.randn(2, 3), torch.randn(2, 3), torch.randn(2, 3))
+    path = tmp_path / "m.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pt2onnx.export(AddCMul(), args, str(path), opset_version=17)
+        assert {n.op_type for n in onnx.load(str(path)).graph.node} >= {"Mul", "Add"}
+        pt2onnx.register_custom_op_symbolic("aten::addcmul", lambda g, x, a, b, value: g.op("mydomain::AddCMul", x, a, b), 17)
+        try:
+            pt2onnx.export(AddCMul(), args, str(path), opset_version=17, custom_opsets={"mydomain": 1})
+        finally:
+            pt2onnx.unregister_custom_op_symbolic("aten::addcmul", 17)
+    assert [n.op_type for n in onnx.load(str(path)).graph.node] == ["AddCMul"]
