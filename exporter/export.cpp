@@ -601,21 +601,22 @@ ExportSummary exportToStream(ModelGraph& model, const ExportOptions& options, st
   buildOnnxGraph(model, options, out, summary);
   PhaseTimer timer(summary.secondsByPhase);
   std::vector<std::string> warnings;
-  // Run on the example before anything reaches the stream: nothing is written that does not run.
-  std::ostringstream serialized;
-  writer::streamModelTo(out, writeOptions(model, options), serialized, &warnings);
-  timer.done("write");
-  std::string bytes = std::move(serialized).str();
   if (options.runOnExample && !options.gradients) {
-    ExampleRun run = runOnExampleBytes(bytes, namedExamples(model, options));
+    // Run on the example before anything reaches the stream: nothing is written that does not run.
+    // The copy it runs from is freed before the model is streamed as usual (initializers handed to
+    // the stream whole).
+    ExampleRun run = runOnExampleBytes(writer::serializeModel(out, writeOptions(model, options)),
+                                       namedExamples(model, options));
     summary.ranOnExample = run.ran;
     summary.exampleRunSkipped = run.skipped;
     timer.done("run_on_example");
   }
-  os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ostream::pos_type start = os.tellp();
+  writer::streamModelTo(out, writeOptions(model, options), os, &warnings);
   os.flush();
   if (!os) throw ExportError("writing the model failed");
-  summary.modelBytes = bytes.size();
+  timer.done("write");
+  if (start != std::ostream::pos_type(-1)) summary.modelBytes = static_cast<uint64_t>(os.tellp() - start);
   summary.warnings.insert(summary.warnings.end(), warnings.begin(), warnings.end());
   if (options.logWarnings) logWarnings(summary);
   return summary;
