@@ -361,3 +361,20 @@ def test_ops_lists_relu(cli):
     ops = {line.split()[0] for line in proc.stdout.splitlines() if line.strip()}
     assert "aten::relu" in ops
     assert "aten::special_erfcx" not in ops
+
+
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("shape", [(2, 64, 4, 128), (2, 64, 4, 129), (1, 64, 1, 1025)])
+def test_group_norm_archive_of_any_size_converts(cli, tmp_path, affine, shape):
+    """A traced nn.GroupNorm archive through the CLI, typed statically: above 65,536 input elements
+    PyTorch's CPU stand-ins for ops without a C++ meta kernel are shrunk, and the output had no rank."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(64, 64, 3, padding=1), torch.nn.GroupNorm(8, 64, affine=affine)).eval()
+    archive, out = tmp_path / "gn.pt", tmp_path / "gn.onnx"
+    torch.jit.trace(model, (torch.randn(*shape),)).save(str(archive))
+    spec = "x".join(map(str, shape))
+    proc = run(cli, "convert", archive, "-o", out, "-i", f"input:{spec}")
+    assert proc.returncode == 0, proc.stderr
+    x = torch.randn(*shape)
+    (y,) = ort.run(out, {"input": x.numpy()}).values()
+    assert ort.max_rel_error(torch_out(model, x), y) < 1e-4
