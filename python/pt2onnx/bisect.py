@@ -59,10 +59,13 @@ def _difference(expected, actual, rtol, atol):
     return float(d.max()), float((d / (1 + e.abs().nan_to_num(0.0))).max()), beyond
 
 
-def bisect(model, args, opset=None, rtol=1e-3, atol=1e-5, autograd_functions="auto"):
+def bisect(model, args, opset=None, rtol=1e-3, atol=1e-5, autograd_functions="auto", onnx_path=None):
     """Compares every intermediate value of the export of `model` on `args` with PyTorch's. Returns
     a report dict: "compared" (how many values), "first_divergence" (None when no value differs)
-    and "after" (the next values, with their errors)."""
+    and "after" (the next values, with their errors). With `onnx_path` (a model shipped earlier),
+    that file runs instead of the fresh export: the fresh export only says which of its values hold
+    which PyTorch value (exports are deterministic, so a file exported with the same options has the
+    same value names; values it lacks are not compared)."""
     opset = opset or _pt2onnx.DEFAULT_OPSET
     args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
     kwargs = {} if isinstance(model, torch.jit.ScriptModule) else {"autograd_functions": autograd_functions}
@@ -70,15 +73,19 @@ def bisect(model, args, opset=None, rtol=1e-3, atol=1e-5, autograd_functions="au
         path = os.path.join(tmp, "bisect.onnx")
         entries, torch_values = _pt2onnx.export_with_value_map(
             lambda: exporter.export(model, args, path, opset_version=opset, **kwargs))
-        proto = onnx.load(path, load_external_data=False)
+        target = os.fspath(onnx_path) if onnx_path is not None else path
+        proto = onnx.load(target, load_external_data=False)
         producers = _producers(proto)
         from .verify import _feeds  # verify imports this module
         feeds = {name: _to_torch(value) for name, value in _feeds(model, args, proto).items()}
         mapped = [(e, producers[e["onnx"]]) for e in entries if e["onnx"] in producers and e["torch"] in torch_values]
+        if onnx_path is not None and not mapped:
+            raise ValueError(f"{os.fspath(onnx_path)} shares no value names with a fresh export of the model "
+                             f"(exported with other options or another opset than {opset}?): nothing to compare")
         keys = [f"{node}#{k}" for _, (node, k, _) in mapped]
         options = SessionOptions()  # every node's output recorded: no fusion
         options.graph_optimization_level = GraphOptimizationLevel.ORT_DISABLE_ALL
-        session = InferenceSession(path, options)
+        session = InferenceSession(target, options)
         _, recorded = session._session.run_recording(feeds, keys)
     rows = []
     for (entry, (node, k, op)), key in zip(mapped, keys):
@@ -93,14 +100,16 @@ def bisect(model, args, opset=None, rtol=1e-3, atol=1e-5, autograd_functions="au
                      "scope": entry["scope"], "max_abs": max_abs, "max_rel": max_rel, "diverges": beyond})
     first = next((i for i, r in enumerate(rows) if r["diverges"]), None)
     return {"compared": len(rows), "mapped": len(mapped), "rtol": rtol, "atol": atol,
+            "model": os.fspath(onnx_path) if onnx_path is not None else "a fresh export",
             "first_divergence": rows[first] if first is not None else None,
             "after": rows[first + 1:first + 1 + AFTER] if first is not None else [],
             "largest_error_after": max((r["max_abs"] for r in rows[first:]), default=0.0) if first is not None else None}
 
 
 def format_text(report):
-    lines = [f"bisect: {report['compared']} intermediate values compared (the TorchScript interpreter against "
-             f"pt2onnx's runtime on the same inputs; differs when |a-b| > {report['atol']} + {report['rtol']}*|a|)"]
+    lines = [f"bisect: {report['compared']} intermediate values of {report.get('model', 'a fresh export')} compared "
+             f"(the TorchScript interpreter against pt2onnx's runtime on the same inputs; differs when |a-b| > "
+             f"{report['atol']} + {report['rtol']}*|a|)"]
     first = report["first_divergence"]
     if report["compared"] == 0:
         lines.append("  no intermediate value could be compared: lowering rewrote every node whose value the ONNX "

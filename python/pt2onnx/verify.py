@@ -249,7 +249,8 @@ def verify(model, args, onnx_path=None, opset=exporter._pt2onnx.DEFAULT_OPSET, r
             failing = next((k for k, r in enumerate(report["input_sets"]) if not r["pass"]), 0)
             source, set_args, _ = sets[failing]
             try:
-                report["bisect"] = _bisect.bisect(model, set_args, opset, rtol, atol, autograd_functions)
+                report["bisect"] = _bisect.bisect(model, set_args, opset, rtol, atol, autograd_functions,
+                                                  onnx_path=given)
             except Exception as e:  # the bisection is extra information: its failure is reported, not raised
                 report["bisect"] = {"error": str(e).splitlines()[0] if str(e) else type(e).__name__}
             report["bisect"]["input_set"] = source

@@ -8,6 +8,8 @@ error."""
 import inspect
 import subprocess
 
+import onnx
+import onnx.numpy_helper
 import pytest
 import torch
 
@@ -130,6 +132,41 @@ def test_no_divergence_without_a_planted_node():
     report = verify.verify(Gated().eval(), (torch.randn(1, 3, 8, 8),), opset=OPSET, bisect=True)
     assert report["pass"] and report["bisect"]["first_divergence"] is None
     assert "bisect" not in verify.verify(Gated().eval(), (torch.randn(1, 3, 8, 8),), opset=OPSET)
+
+
+def test_bisect_compares_the_file_it_was_given(tmp_path):
+    """A shipped file whose second Conv's weights differ from a fresh export: the bisection of that
+    file names that Conv (it compared the fresh export before, and found nothing)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Conv2d(4, 4, 3),
+                                torch.nn.ReLU(), torch.nn.Conv2d(4, 2, 3)).eval()
+    x = torch.randn(1, 3, 12, 12)
+    shipped = tmp_path / "shipped.onnx"
+    pt2onnx.export(model, (x,), str(shipped), opset_version=OPSET)
+    proto = onnx.load(str(shipped))
+    weight = next(t for t in proto.graph.initializer if t.name == "2.weight")
+    values = onnx.numpy_helper.to_array(weight).copy()
+    values[0, 0, 0, 0] += 1.0
+    weight.CopyFrom(onnx.numpy_helper.from_array(values, weight.name))
+    onnx.save(proto, str(shipped))
+    report = verify.verify(model, (x,), onnx_path=str(shipped), opset=OPSET, bisect=True)
+    assert not report["pass"]
+    first = report["bisect"]["first_divergence"]
+    assert first is not None and first["onnx_op"] == "Conv" and "2" in first["scope"], first
+    assert report["bisect"]["model"] == str(shipped)
+    # A file that shares no value name with a fresh export is said to be so, not bisected silently.
+    renamed = {name for n in proto.graph.node for name in n.output} | {t.name for t in proto.graph.initializer}
+    for n in proto.graph.node:
+        n.input[:] = ["other_" + i if i in renamed else i for i in n.input]
+        n.output[:] = ["other_" + o for o in n.output]
+    for t in proto.graph.initializer:
+        t.name = "other_" + t.name
+    for o in proto.graph.output:
+        o.name = "other_" + o.name
+    foreign = tmp_path / "foreign.onnx"
+    onnx.save(proto, str(foreign))
+    with pytest.raises(ValueError, match="shares no value names"):
+        bisect.bisect(model, (x,), opset=OPSET, onnx_path=str(foreign))
 
 
 PLANTED_MODULE = '''
