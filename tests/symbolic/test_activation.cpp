@@ -16,7 +16,6 @@ using pt2onnx::testing::contains;
 using pt2onnx::testing::unaryGraph;
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
-using pt2onnx::testing::exportError;
 using pt2onnx::testing::exportedOpTypes;
 
 
@@ -298,17 +297,18 @@ graph(%x : Tensor):
   expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 6, 3})});
 }
 
-TEST(ActivationSymbolics, SoftmaxOfZeroDimensionalTensorFails) {
-  // PyTorch returns 1 here; ONNX Softmax needs an axis to normalize along.
-  const char* ir = R"IR(
+TEST(ActivationSymbolics, SoftmaxOfZeroDimensionalTensorMatchesTorch) {
+  // PyTorch returns 1 (log_softmax 0) here; ONNX Softmax needs an axis: symbolic/rank0_lifting.cpp.
+  for (const char* op : {"aten::softmax", "aten::log_softmax"}) {
+    std::string ir = std::string(R"IR(
 graph(%x : Tensor):
   %dim : int = prim::Constant[value=0]()
   %none : NoneType = prim::Constant()
-  %out : Tensor = aten::softmax(%x, %dim, %none)
+  %out : Tensor = )IR") + op + R"IR((%x, %dim, %none)
   return (%out)
 )IR";
-  std::string error = exportError(ir, {at::scalar_tensor(2.0)}, 13);
-  EXPECT_NE(error.find("0-dimensional"), std::string::npos) << error;
+    expectConvertsLikeTorch(ir, {at::scalar_tensor(2.0)}, 13);
+  }
 }
 
 }  // namespace
