@@ -76,9 +76,16 @@ class Worker:
         self.process.stdin.flush()
         return self.read(timeout)
 
-    def close(self):
-        if self.process.poll() is None:
+    def close(self, hung=False):
+        """Ends the worker: end of input lets it exit (and clean up); one that hangs is killed."""
+        if hung and self.process.poll() is None:
             self.process.kill()
+        if self.process.poll() is None:
+            try:
+                self.process.stdin.close()
+                self.process.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
         self.process.wait()
 
 
@@ -102,7 +109,7 @@ def run_isolated(names, args):
             result = worker.run(name, args.timeout) if worker.ready else None
             if result is None:
                 died = worker.process.poll() is not None
-                worker.close()
+                worker.close(hung=not died)
                 worker = None
                 result = {"name": name, "status": CRASH if died else TIMEOUT, "samples": 0, "ok": 0,
                           "n/a": 0, "sample": "",

@@ -7,9 +7,11 @@ bools, None, strings, lists and tuples of them, dtypes); it is scripted, not tra
 keeps TorchScript's typing (Optional, List[int], Scalar) instead of a trace's recorded constants.
 Samples with any other argument are not applicable.
 """
+import atexit
 import importlib.util
 import math
 import os
+import shutil
 import tempfile
 
 import torch
@@ -18,7 +20,8 @@ import harness
 
 NAMESPACES = (("torch.nn.functional.", torch.nn.functional), ("torch.linalg.", torch.linalg),
               ("torch.special.", torch.special), ("torch.fft.", torch.fft), ("torch.", torch))
-_DIRECTORY = tempfile.mkdtemp(prefix="pt2onnx-opinfo-scripted-")
+_DIRECTORY = tempfile.mkdtemp(prefix="pt2onnx-opinfo-scripted-")  # the generated module sources
+atexit.register(shutil.rmtree, _DIRECTORY, True)
 _counter = [0]
 
 
