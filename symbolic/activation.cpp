@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/opsets.h"
+#include "common/errors.h"
 #include "symbolic/context.h"
 #include "symbolic/dtype.h"
 #include "symbolic/families.h"
@@ -195,7 +196,7 @@ SymbolicFn softmax(const char* onnxOp, bool dtypeIsHalfToFloat) {
   return [onnxOp, dtypeIsHalfToFloat](Context& ctx) -> Outputs {
     requireTensorOverload(ctx);
     Value* x = ctx.tensor(0);
-    if (ctx.rank(x) == 0) ctx.fail("softmax of a 0-dimensional tensor is not supported");
+    PT2ONNX_ASSERT(ctx.rank(x) != 0, "softmax: 0-d operands are lifted to rank 1 (symbolic/rank0_lifting.cpp)");
     int64_t dim = ctx.int64(1);
     if (!dtypeIsHalfToFloat && hasArg(ctx, 2)) {
       x = ctx.cast(x, requireOnnxType(ctx, ctx.int64(2)));

@@ -160,13 +160,15 @@ def special_ndtr(self: Tensor):
     return 0.5 * (1.0 + torch.erf(self * 0.7071067811865476))
 
 # NaN-ignoring maximum and minimum: a NaN loses unless both are NaN.
+def _nan_ignoring(extremum: Tensor, self: Tensor, other: Tensor):
+    return torch.where(torch.isnan(other), self + torch.zeros_like(other),
+                       torch.where(torch.isnan(self), other + torch.zeros_like(self), extremum))
+
 def fmax(self: Tensor, other: Tensor):
-    m = torch.maximum(self, other)
-    return torch.where(torch.isnan(other), self + torch.zeros_like(other), torch.where(torch.isnan(self), other + torch.zeros_like(self), m))
+    return _nan_ignoring(torch.maximum(self, other), self, other)
 
 def fmin(self: Tensor, other: Tensor):
-    m = torch.minimum(self, other)
-    return torch.where(torch.isnan(other), self + torch.zeros_like(other), torch.where(torch.isnan(self), other + torch.zeros_like(self), m))
+    return _nan_ignoring(torch.minimum(self, other), self, other)
 
 def float_power__Tensor_Tensor(self: Tensor, exponent: Tensor):
     return torch.pow(self.to(7), exponent.to(7))

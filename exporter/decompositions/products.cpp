@@ -28,14 +28,16 @@ def addbmm(self: Tensor, batch1: Tensor, batch2: Tensor, beta: number = 1, alpha
 def outer(self: Tensor, vec2: Tensor):
     return self.unsqueeze(1) * vec2.unsqueeze(0)
 
+def _wrapped_dims(dims: List[int], rank: int) -> List[int]:
+    wrapped: List[int] = []
+    for d in dims:
+        wrapped.append(d % max(rank, 1))
+    return wrapped
+
 # A contracted pair of sizes 1 and n sums the other operand over it (ATen broadcasts it).
 def tensordot(self: Tensor, other: Tensor, dims_self: List[int], dims_other: List[int]):
-    contracted_self: List[int] = []
-    for d in dims_self:
-        contracted_self.append(d % max(self.dim(), 1))
-    contracted_other: List[int] = []
-    for d in dims_other:
-        contracted_other.append(d % max(other.dim(), 1))
+    contracted_self = _wrapped_dims(dims_self, self.dim())
+    contracted_other = _wrapped_dims(dims_other, other.dim())
     x = self
     y = other
     for k in range(len(contracted_self)):

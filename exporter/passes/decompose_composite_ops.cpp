@@ -128,12 +128,6 @@ bool decompose(Node* n, const std::unordered_map<std::string, std::shared_ptr<Gr
   }
   std::shared_ptr<Graph> calleeGraph = specialized(*it->second, n);
   Graph& callee = *calleeGraph;
-  if (callee.inputs().size() != n->inputs().size()) {
-    logger("pass.decompose_composite_ops")
-        ->debug("{}: the decomposition takes {} arguments, this torch's schema {}: kept", jit::describeNode(n),
-                callee.inputs().size(), n->inputs().size());
-    return false;
-  }
   Graph& graph = *n->owningGraph();
   torch::jit::WithInsertPoint guard(n);
   Node* before = n->prev();
