@@ -97,6 +97,9 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
   // LibTorch's passes take shared_ptr; the graph is owned by the caller's ModelGraph.
   GraphPtr graph(GraphPtr{}, &graphRef);
   size_t inputsBefore = graph->inputs().size();
+  auto hasSymbolic = [&options](const torch::jit::Node* n) {
+    return symbolic::defaultRegistry().find(jit::qualifiedKind(n), jit::overloadName(n), options.opset) != nullptr;
+  };
   const std::vector<Pass> passes = {
       pass("inline", [](auto& g) { torch::jit::Inline(*g); }),
       pass("drop_dead_autograd_calls", [](auto& g) { passes::dropDeadAutogradCalls(*g); }),
@@ -143,14 +146,9 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
       pass("keep_nested_tensors_padded", [](auto& g) { passes::keepNestedTensorsPadded(*g); }),
       pass("decompose_fused_attention", [](auto& g) { passes::decomposeFusedAttention(*g); }),
       pass("lower_complex_to_real_view", [&options](auto& g) { passes::lowerComplexToRealView(*g, options.opset); }),
-      // An op with a symbolic (a user's registered one included) converts by it, not by a decomposition.
-      pass("decompose_composite_ops",
-           [&options](auto& g) {
-             passes::decomposeCompositeOps(*g, [&options](const torch::jit::Node* n) {
-               return symbolic::defaultRegistry().find(jit::qualifiedKind(n), jit::overloadName(n), options.opset) !=
-                      nullptr;
-             });
-           }),
+      // An op with a symbolic (a user's registered one included) converts by it, not by a rewrite.
+      pass("lower_as_strided", [&hasSymbolic](auto& g) { passes::lowerAsStrided(*g, hasSymbolic); }),
+      pass("decompose_composite_ops", [&hasSymbolic](auto& g) { passes::decomposeCompositeOps(*g, hasSymbolic); }),
       // Lists are values now: fold what is built statically, and what that makes constant.
       {"fold_values",
        nullptr,

@@ -1,4 +1,4 @@
-// Runtime kernels of the matrix-product family: Gemm, MatMul, Einsum.
+// Runtime kernels of the matrix-product family: Gemm, MatMul, Einsum, Det.
 //
 // Every product runs in ATen, whose float32 GEMM is the torch wheel's (MKL on x86-64), except Gemms
 // of a few rows (runtime_ops/small_gemm.h). A direct
@@ -73,12 +73,19 @@ std::vector<at::Tensor> einsum(KernelContext& ctx) {
   return {fromCompute(at::einsum(equation, operands), ctx.input(0).scalar_type())};
 }
 
+std::vector<at::Tensor> det(KernelContext& ctx) {
+  const at::Tensor& x = ctx.input(0);
+  if (x.dim() < 2 || x.size(-1) != x.size(-2)) ctx.fail("Det needs square matrices, got shape " + c10::str(x.sizes()));
+  return {fromCompute(at::linalg_det(toCompute(x)), x.scalar_type())};
+}
+
 }  // namespace
 
 void registerMatMulKernels(KernelRegistry& r) {
   r.add("", "Gemm", 1, gemm);
   r.add("", "MatMul", 1, matMul);
   r.add("", "Einsum", 12, einsum);
+  r.add("", "Det", 11, det);
 }
 
 }  // namespace pt2onnx::runtime

@@ -1,5 +1,6 @@
 // Elementwise composites: arithmetic with a scale (addcmul, lerp), NaN- and sign-aware math
-// (fmax, copysign, signbit, logaddexp, xlogy), unit conversions and predicates.
+// (fmax, copysign, signbit, logaddexp, xlogy), unit conversions and predicates, bucketize and
+// searchsorted (by counting the boundaries below).
 #include "exporter/decompositions/decompositions.h"
 
 namespace pt2onnx::decompositions {
@@ -206,6 +207,41 @@ def conj_physical(self: Tensor):
 
 def real(self: Tensor):
     return self
+
+# How many of the sorted boundaries lie below each value (at or below, right=True), as PyTorch's
+# binary search reads it, `not (boundary >= value)`: a NaN value lands past every boundary.
+def _count_below(sequence: Tensor, values: Tensor, right: bool):
+    if sequence.dim() > 1:
+        sequence = sequence.unsqueeze(-2)
+    if right:
+        below = torch.logical_not(sequence > values.unsqueeze(-1))
+    else:
+        below = torch.logical_not(sequence >= values.unsqueeze(-1))
+    return below.to(4).sum(-1)
+
+def bucketize__Tensor(self: Tensor, boundaries: Tensor, out_int32: bool = False, right: bool = False):
+    counts = _count_below(boundaries, self, right)
+    if out_int32:
+        return counts.to(3)
+    return counts
+
+def searchsorted__Tensor(sorted_sequence: Tensor, self: Tensor, out_int32: bool = False, right: bool = False,
+                         side: Optional[str] = None, sorter: Optional[Tensor] = None):
+    if sorter is not None:
+        sorted_sequence = torch.gather(sorted_sequence, -1, sorter)
+    if side is not None:
+        right = side == "right"
+    counts = _count_below(sorted_sequence, self, right)
+    if out_int32:
+        return counts.to(3)
+    return counts
+
+def searchsorted__Scalar(sorted_sequence: Tensor, self: number, out_int32: bool = False, right: bool = False,
+                         side: Optional[str] = None, sorter: Optional[Tensor] = None):
+    value = torch.scalar_tensor(self, dtype=7)  # float64: exact for any int32 boundary and any float
+    if sorted_sequence.is_floating_point():
+        value = torch.scalar_tensor(self, dtype=sorted_sequence.dtype)
+    return searchsorted__Tensor(sorted_sequence, value, out_int32, right, side, sorter)
 )TS";
 }
 

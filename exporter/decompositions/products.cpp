@@ -119,6 +119,32 @@ def cross(self: Tensor, other: Tensor, dim: Optional[int] = None):
 def linalg_vecdot(x: Tensor, y: Tensor, dim: int = -1):
     return torch.sum(x * y, [dim])
 
+# Left to right: PyTorch picks the cheapest order, which changes only rounding. A 1-D first (last)
+# operand is a row (column) vector whose axis the result drops.
+def linalg_multi_dot(tensors: List[Tensor]):
+    n = len(tensors)
+    product = tensors[0]
+    if tensors[0].dim() == 1:
+        product = product.unsqueeze(0)
+    for k in range(1, n):
+        factor = tensors[k]
+        if factor.dim() == 1:
+            factor = factor.unsqueeze(1)
+        product = torch.mm(product, factor)
+    if tensors[0].dim() == 1 and tensors[n - 1].dim() == 1:
+        return product.reshape([])
+    if tensors[0].dim() == 1:
+        return product.squeeze(0)
+    if tensors[n - 1].dim() == 1:
+        return product.squeeze(1)
+    return product
+
+def logdet(self: Tensor):
+    return torch.log(torch.linalg_det(self))
+
+def det(self: Tensor):
+    return torch.linalg_det(self)
+
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Optional[Tensor] = None):
     y = torch.einsum("...i,oij,...j->...o", [input1, weight, input2])
     if bias is not None:

@@ -1,5 +1,7 @@
 // Shape and view composites: the *_copy ops (functional views), flips and transposes by name,
-// atleast_Nd, ravel, unfold (sliding windows by an index gather), channel_shuffle.
+// atleast_Nd, ravel, unfold (sliding windows by an index gather), channel_shuffle; the ops taking
+// a list of tensors (hstack, vstack, dstack, column_stack, block_diag, broadcast_tensors,
+// cartesian_prod), whose lists the pass passes item by item.
 #include "exporter/decompositions/decompositions.h"
 
 namespace pt2onnx::decompositions {
@@ -83,6 +85,72 @@ def atleast_3d(self: Tensor):
     if self.dim() == 2:
         return self.unsqueeze(-1)
     return self
+
+def atleast_1d__Sequence(tensors: List[Tensor]):
+    return [atleast_1d(t) for t in tensors]
+
+def atleast_2d__Sequence(tensors: List[Tensor]):
+    return [atleast_2d(t) for t in tensors]
+
+def atleast_3d__Sequence(tensors: List[Tensor]):
+    return [atleast_3d(t) for t in tensors]
+
+def hstack(tensors: List[Tensor]):
+    parts = [atleast_1d(t) for t in tensors]
+    if tensors[0].dim() <= 1:
+        return torch.cat(parts, 0)
+    return torch.cat(parts, 1)
+
+def vstack(tensors: List[Tensor]):
+    return torch.cat([atleast_2d(t) for t in tensors], 0)
+
+def dstack(tensors: List[Tensor]):
+    return torch.cat([atleast_3d(t) for t in tensors], 2)
+
+def _as_column(t: Tensor):
+    if t.dim() <= 1:
+        return t.reshape([-1, 1])
+    return t
+
+def column_stack(tensors: List[Tensor]):
+    return torch.cat([_as_column(t) for t in tensors], 1)
+
+def _as_matrix(t: Tensor):
+    if t.dim() == 0:
+        return t.reshape([1, 1])
+    if t.dim() == 1:
+        return t.unsqueeze(0)
+    return t
+
+def _width(t: Tensor) -> int:
+    if t.dim() == 0:
+        return 1
+    return t.size(t.dim() - 1)
+
+# Each block padded left and right with zeros to the total width, the rows stacked.
+def block_diag(tensors: List[Tensor]):
+    width = 0
+    for t in tensors:
+        width += _width(t)
+    rows: List[Tensor] = []
+    left = 0
+    for t in tensors:
+        rows.append(torch.constant_pad_nd(_as_matrix(t), [left, width - left - _width(t)]))
+        left += _width(t)
+    return torch.cat(rows, 0)
+
+# The broadcast shape is that of an Or of boolean zeros shaped as each tensor.
+def broadcast_tensors(tensors: List[Tensor]):
+    shape = torch.zeros_like(tensors[0], dtype=11)
+    for t in tensors:
+        shape = torch.logical_or(shape, torch.zeros_like(t, dtype=11))
+    return [t.expand_as(shape) for t in tensors]
+
+def cartesian_prod(tensors: List[Tensor]):
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = torch.meshgrid(tensors, indexing="ij")
+    return torch.stack([grids[k].reshape([-1]) for k in range(len(tensors))], 1)
 
 # Windows of `size` every `step` along `dimension`: that axis becomes the window count and a new
 # last axis holds each window.

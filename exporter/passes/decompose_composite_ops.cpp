@@ -14,6 +14,7 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/passes/loop_unrolling.h>
+#include <torch/csrc/jit/passes/peephole_list_idioms.h>
 #include <torch/csrc/jit/passes/remove_mutation.h>
 
 #include "common/errors.h"
@@ -86,27 +87,51 @@ bool foldRanksAndDtypes(torch::jit::Block* block) {
   return changed;
 }
 
-std::shared_ptr<Graph> specialized(Graph& callee, const Node* n) {  // callee: only read (copy() is not const)
+// A decomposition specialized to one call, and the values to call it with.
+struct Specialized {
+  std::shared_ptr<Graph> graph;
+  std::vector<Value*> arguments;
+};
+
+// A List[Tensor] built in place (hstack([a, b])) is passed as its elements, and the callee builds
+// the list itself: its length is then a constant, loops over it unroll and its items fold.
+bool isTensorListBuiltInPlace(const Value* v) {
+  auto list = v->type()->cast<c10::ListType>();
+  return list && list->getElementType()->cast<c10::TensorType>() && v->node()->kind() == c10::prim::ListConstruct;
+}
+
+Specialized specialized(Graph& callee, Node* n) {  // callee: only read (copy() is not const)
   std::shared_ptr<Graph> g = callee.copy();
-  for (size_t i = 0; i < n->inputs().size(); ++i) {
-    const Value* in = n->input(i);
+  std::vector<Value*> arguments(n->inputs().begin(), n->inputs().end());
+  size_t parameters = g->inputs().size();
+  for (size_t i = 0; i < parameters; ++i) {
+    Value* in = n->input(i);
     Value* param = g->inputs()[i];
+    torch::jit::WithInsertPoint guard(g->block()->nodes().front());
     if (in->node()->kind() == c10::prim::Constant) {
-      torch::jit::WithInsertPoint guard(g->block()->nodes().front());
       param->replaceAllUsesWith(g->insertConstant(*torch::jit::toIValue(in)));
     } else if (in->type()->cast<c10::TensorType>()) {
       param->setType(in->type());
+    } else if (isTensorListBuiltInPlace(in)) {
+      std::vector<Value*> items;
+      for (Value* item : in->node()->inputs()) {
+        items.push_back(g->addInput()->setType(item->type()));
+        arguments.push_back(item);
+      }
+      Node* list = g->insertNode(g->createList(c10::TensorType::get(), items));
+      param->replaceAllUsesWith(list->output());
     }
   }
   for (int round = 0; round < kMaxRounds; ++round) {
     bool changed = foldRanksAndDtypes(g->block());
     changed = torch::jit::ConstantPropagation(g) || changed;
+    changed = torch::jit::PeepholeOptimizeListIdioms(g) || changed;
     changed = torch::jit::UnrollConstantLoops(g) || changed;
     changed = torch::jit::RemoveListMutation(g) || changed;
     if (!changed) break;
   }
   torch::jit::EliminateDeadCode(g);
-  return g;
+  return {g, arguments};
 }
 
 // Replaces `n` by its decomposition; false when it has none that binds.
@@ -126,12 +151,12 @@ bool decompose(Node* n, const std::unordered_map<std::string, std::shared_ptr<Gr
                 it->second->inputs().size(), n->inputs().size());
     return false;
   }
-  std::shared_ptr<Graph> calleeGraph = specialized(*it->second, n);
-  Graph& callee = *calleeGraph;
+  Specialized call = specialized(*it->second, n);
+  Graph& callee = *call.graph;
   Graph& graph = *n->owningGraph();
   torch::jit::WithInsertPoint guard(n);
   Node* before = n->prev();
-  std::vector<Value*> outs = torch::jit::insertGraph(graph, callee, n->inputs());
+  std::vector<Value*> outs = torch::jit::insertGraph(graph, callee, call.arguments);
   if (outs.size() == 1 && n->outputs().size() > 1 && outs[0]->node()->kind() == c10::prim::TupleConstruct) {
     Node* tuple = outs[0]->node();
     outs = {tuple->inputs().begin(), tuple->inputs().end()};
@@ -145,7 +170,11 @@ bool decompose(Node* n, const std::unordered_map<std::string, std::shared_ptr<Gr
     if (!isArgument) outs[i]->setType(n->output(i)->type());  // the traced type, where there is one
     n->output(i)->replaceAllUsesWith(outs[i]);
   }
+  std::vector<Node*> lists;  // built for this call only: now unused
+  for (Value* in : n->inputs())
+    if (isTensorListBuiltInPlace(in) && in->uses().size() == 1) lists.push_back(in->node());
   n->destroy();
+  for (Node* list : lists) list->destroy();
   return true;
 }
 

@@ -51,6 +51,11 @@ void scopeInlinedModuleCalls(torch::jit::Graph& graph, const torch::jit::Module&
 void decomposeCompositeOps(torch::jit::Graph& graph,
                            const std::function<bool(const torch::jit::Node*)>& hasSymbolic = nullptr);
 
+// as_strided / as_strided_copy with constant sizes, strides and offset, of a tensor owning its
+// contiguous storage (a graph input, or an op's new result), become an index_select of the
+// flattened tensor at constant positions. Others, and nodes for which `hasSymbolic` holds, are left alone.
+void lowerAsStrided(torch::jit::Graph& graph, const std::function<bool(const torch::jit::Node*)>& hasSymbolic = nullptr);
+
 // Returned dicts built in sight (`prim::DictConstruct` with constant str or int keys, read by nothing
 // else), and the lists and tuples around them, become one graph output per value, in order (a dict's
 // in insertion order, as Python flattens it). Returns one name per new output: the keys on its path

@@ -85,6 +85,86 @@ graph(%x : Tensor, %t : Tensor):
   }
 }
 
+// A list built in place is passed item by item: its length is constant, so loops over it unroll
+// and no list or loop is left, whatever the ranks of its items.
+TEST(DecomposeCompositeOps, StackingOpsOverListsBuiltInPlace) {
+  for (const char* op : {"hstack", "vstack", "dstack", "column_stack", "block_diag"}) {
+    std::string ir = R"IR(
+graph(%a : Float(3, strides=[1], requires_grad=0, device=cpu), %b : Float(3, strides=[1], requires_grad=0, device=cpu),
+      %c : Float(3, strides=[1], requires_grad=0, device=cpu)):
+  %l : Tensor[] = prim::ListConstruct(%a, %b, %c)
+  %y : Tensor = aten::)IR" + std::string(op) + R"IR((%l)
+  return (%y))IR";
+    SCOPED_TRACE(op);
+    auto g = expectPassPreservesResults(ir, run, {{at::randn({3}), at::randn({3}), at::randn({3})}});
+    EXPECT_EQ(countNodes(*g, std::string("aten::") + op), 0);
+    EXPECT_EQ(countNodes(*g, "prim::Loop"), 0);
+    EXPECT_EQ(countNodes(*g, "aten::append"), 0);
+  }
+}
+
+TEST(DecomposeCompositeOps, StackingMatricesAndScalars) {
+  auto g = expectPassPreservesResults(R"IR(
+graph(%a : Float(2, 3, strides=[3, 1], requires_grad=0, device=cpu), %b : Float(4, strides=[1], requires_grad=0, device=cpu),
+      %c : Float(requires_grad=0, device=cpu)):
+  %l : Tensor[] = prim::ListConstruct(%a, %b, %c)
+  %d : Tensor = aten::block_diag(%l)
+  %m : Tensor[] = prim::ListConstruct(%a, %a)
+  %h : Tensor = aten::hstack(%m)
+  %v : Tensor = aten::column_stack(%m)
+  return (%d, %h, %v))IR",
+                                      run, {{at::randn({2, 3}), at::randn({4}), at::randn({})}});
+  EXPECT_EQ(countNodes(*g, "aten::block_diag") + countNodes(*g, "aten::hstack"), 0);
+}
+
+TEST(DecomposeCompositeOps, BroadcastTensorsUnpacked) {
+  auto g = expectPassPreservesResults(R"IR(
+graph(%a : Float(3, 1, strides=[1, 1], requires_grad=0, device=cpu), %b : Float(4, strides=[1], requires_grad=0, device=cpu),
+      %c : Float(requires_grad=0, device=cpu)):
+  %l : Tensor[] = prim::ListConstruct(%a, %b, %c)
+  %bs : Tensor[] = aten::broadcast_tensors(%l)
+  %x : Tensor, %y : Tensor, %z : Tensor = prim::ListUnpack(%bs)
+  return (%x, %y, %z))IR",
+                                      run, {{at::randn({3, 1}), at::randn({4}), at::randn({})}});
+  EXPECT_EQ(countNodes(*g, "aten::broadcast_tensors"), 0);
+}
+
+TEST(DecomposeCompositeOps, MultiDotWithVectorEnds) {
+  auto g = expectPassPreservesResults(R"IR(
+graph(%v : Float(3, strides=[1], requires_grad=0, device=cpu), %m : Float(3, 4, strides=[4, 1], requires_grad=0, device=cpu),
+      %n : Float(4, 2, strides=[2, 1], requires_grad=0, device=cpu), %w : Float(2, strides=[1], requires_grad=0, device=cpu)):
+  %l1 : Tensor[] = prim::ListConstruct(%v, %m, %n, %w)
+  %s : Tensor = aten::linalg_multi_dot(%l1)
+  %l2 : Tensor[] = prim::ListConstruct(%m, %n)
+  %p : Tensor = aten::linalg_multi_dot(%l2)
+  %l3 : Tensor[] = prim::ListConstruct(%v, %m, %n)
+  %q : Tensor = aten::linalg_multi_dot(%l3)
+  return (%s, %p, %q))IR",
+                                      run, {{at::randn({3}), at::randn({3, 4}), at::randn({4, 2}), at::randn({2})}}, 1e-5);
+  EXPECT_EQ(countNodes(*g, "aten::linalg_multi_dot"), 0);
+}
+
+// PyTorch's binary search puts NaN past every boundary, and ties on either side by `right`.
+TEST(DecomposeCompositeOps, BucketizeAndSearchsortedOnTiesAndNaN) {
+  at::Tensor values = at::tensor({NAN, 0.f, 1.f, 2.f, 2.5f, 3.f, 9.f, INFINITY, -INFINITY});
+  at::Tensor boundaries = at::tensor({1.f, 2.f, 2.f, 3.f});
+  auto g = expectPassPreservesResults(R"IR(
+graph(%x : Tensor, %b : Tensor, %rows : Tensor, %v : Tensor):
+  %f : bool = prim::Constant[value=0]()
+  %t : bool = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %right : str = prim::Constant[value="right"]()
+  %y0 : Tensor = aten::bucketize(%x, %b, %f, %f)
+  %y1 : Tensor = aten::bucketize(%x, %b, %t, %t)
+  %y2 : Tensor = aten::searchsorted(%rows, %v, %f, %f, %right, %none)
+  %y3 : Tensor = aten::searchsorted(%rows, %v, %f, %f, %none, %none)
+  return (%y0, %y1, %y2, %y3))IR",
+                                      run,
+                                      {{values, boundaries, std::get<0>(at::rand({2, 5}).sort(-1)), at::rand({2, 3})},
+                                       {values.reshape({3, 3}), boundaries, boundaries.expand({3, 4}), values.reshape({3, 3})}});
+  EXPECT_EQ(countNodes(*g, "aten::bucketize") + countNodes(*g, "aten::searchsorted"), 0);
+}
+
 // The identities for real tensors (real, conj_physical) would be wrong for complex ones.
 TEST(DecomposeCompositeOps, ComplexOperandsAreLeftAlone) {
   auto g = testing::parseStatements(R"IR(
