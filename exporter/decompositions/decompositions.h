@@ -16,8 +16,9 @@ std::string_view reductions();
 std::string_view products();
 std::string_view losses();
 std::string_view shapes();
+std::string_view indexing();
 
 // Every family's source, in a fixed order.
-inline std::vector<std::string_view> all() { return {elementwise(), reductions(), products(), losses(), shapes()}; }
+inline std::vector<std::string_view> all() { return {elementwise(), reductions(), products(), losses(), shapes(), indexing()}; }
 
 }  // namespace pt2onnx::decompositions

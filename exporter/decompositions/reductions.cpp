@@ -1,6 +1,7 @@
 // Reduction composites: NaN-ignoring sums and means, counts, (amin, amax), cumulative products and
 // log-sum-exps (as masked reductions over the prefix: O(n^2) in the scanned length, exact in what
-// they multiply), differences and distances, diagonals and traces.
+// they multiply), differences and distances, diagonals and traces; order statistics (kthvalue,
+// median, nanmedian, msort) read off a sort, which puts NaN last as PyTorch's does.
 #include "exporter/decompositions/decompositions.h"
 
 namespace pt2onnx::decompositions {
@@ -149,6 +150,67 @@ def diag_embed(self: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1):
             order.append(batch)
             batch += 1
     return matrix.permute(order)
+
+def msort(self: Tensor):
+    return torch.sort(self, 0)[0]
+
+def _picked(values: Tensor, indices: Tensor, position: Tensor, dim: int, keepdim: bool):
+    value = torch.gather(values, dim, position)
+    index = torch.gather(indices, dim, position)
+    if keepdim:
+        return value, index
+    return value.squeeze(dim), index.squeeze(dim)
+
+def kthvalue(self: Tensor, k: int, dim: int = -1, keepdim: bool = False):
+    if self.dim() == 0:
+        return self.clone(), torch.zeros([], dtype=4)
+    d = _normalized_dim(dim, self.dim())
+    values, indices = torch.sort(self, d)
+    return _picked(values, indices, torch.zeros_like(values.narrow(d, 0, 1), dtype=4) + (k - 1), d, keepdim)
+
+# Values that are not NaN along dim, kept as a size-1 axis.
+def _counted(self: Tensor, dim: int):
+    return torch.logical_not(torch.isnan(self)).to(4).sum(dim, keepdim=True)
+
+# The lower middle; a slice holding NaN gives NaN, at its first NaN's index (sorted stably, NaN last).
+def median__dim(self: Tensor, dim: int, keepdim: bool = False):
+    if self.dim() == 0:
+        return self.clone(), torch.zeros([], dtype=4)
+    d = _normalized_dim(dim, self.dim())
+    values, indices = torch.sort(self, stable=True, dim=d)
+    size = self.size(d)
+    position = torch.zeros_like(values.narrow(d, 0, 1), dtype=4) + (size - 1) // 2
+    if self.is_floating_point():
+        counted = _counted(self, d)
+        position = torch.where(counted < size, counted, position)
+    return _picked(values, indices, position, d, keepdim)
+
+def nanmedian__dim(self: Tensor, dim: int, keepdim: bool = False):
+    if not self.is_floating_point():
+        return median__dim(self, dim, keepdim)
+    if self.dim() == 0:
+        return self.clone(), torch.zeros([], dtype=4)
+    d = _normalized_dim(dim, self.dim())
+    values, indices = torch.sort(self, stable=True, dim=d)
+    position = torch.clamp(torch.div(_counted(self, d) - 1, 2, rounding_mode="floor"), 0)
+    return _picked(values, indices, position, d, keepdim)
+
+# Over all elements: a NaN appended sorts last and answers for an empty tensor.
+def median(self: Tensor):
+    flat = self.reshape([-1])
+    n = flat.size(0)
+    if not self.is_floating_point():
+        return torch.sort(flat, 0)[0][(n - 1) // 2]
+    values = torch.sort(torch.cat([flat, torch.full([1], float("nan"), dtype=self.dtype)], 0), 0)[0]
+    return torch.where(torch.isnan(values[n - 1]), values[n - 1], values[(n - 1) // 2])
+
+def nanmedian(self: Tensor):
+    if not self.is_floating_point():
+        return median(self)
+    flat = self.reshape([-1])
+    values = torch.sort(torch.cat([flat, torch.full([1], float("nan"), dtype=self.dtype)], 0), 0)[0]
+    position = torch.clamp(torch.div(_counted(flat, 0) - 1, 2, rounding_mode="floor"), 0)
+    return torch.gather(values, 0, position).reshape([])
 )TS";
 }
 

@@ -161,6 +161,9 @@ bool decompose(Node* n, const std::unordered_map<std::string, std::shared_ptr<Gr
     Node* tuple = outs[0]->node();
     outs = {tuple->inputs().begin(), tuple->inputs().end()};
     if (!tuple->hasUses()) tuple->destroy();
+  } else if (outs.size() == 1 && n->outputs().size() > 1 && outs[0]->type()->cast<c10::TupleType>()) {
+    // A tuple chosen at run time (a branch on a rank the graph does not know): unpacked here.
+    outs = graph.insertNode(graph.createTupleUnpack(outs[0]))->outputs().vec();
   }
   PT2ONNX_ASSERT(outs.size() == n->outputs().size(),
                  "decomposition of " << jit::describeNode(n) << " returns " << outs.size() << " values");

@@ -165,6 +165,76 @@ graph(%x : Tensor, %b : Tensor, %rows : Tensor, %v : Tensor):
   EXPECT_EQ(countNodes(*g, "aten::bucketize") + countNodes(*g, "aten::searchsorted"), 0);
 }
 
+TEST(DecomposeCompositeOps, IndexedWritesAlongEveryDim) {
+  for (int dim : {0, 1, -1}) {
+    std::string ir = R"IR(
+graph(%x : Float(4, 4, strides=[4, 1], requires_grad=0, device=cpu), %index : Long(3, strides=[1], requires_grad=0, device=cpu),
+      %source : Float(4, 4, strides=[4, 1], requires_grad=0, device=cpu), %fill : Float(requires_grad=0, device=cpu),
+      %fill_index : Tensor):
+  %dim : int = prim::Constant[value=)IR" + std::to_string(dim) + R"IR(]()
+  %zero : int = prim::Constant[value=0]()
+  %three : int = prim::Constant[value=3]()
+  %alpha : float = prim::Constant[value=2.5]()
+  %value : float = prim::Constant[value=-7.]()
+  %part : Tensor = aten::narrow(%source, %dim, %zero, %three)
+  %a : Tensor = aten::index_copy(%x, %dim, %index, %part)
+  %b : Tensor = aten::index_add(%x, %dim, %index, %part, %alpha)
+  %c : Tensor = aten::index_fill(%x, %dim, %fill_index, %value)
+  %d : Tensor = aten::index_fill(%x, %dim, %fill_index, %fill)
+  return (%a, %b, %c, %d))IR";
+    SCOPED_TRACE(dim);
+    // Distinct indices (index_copy keeps an unspecified one of repeated ones); index_fill's may be
+    // negative and repeated.
+    auto g = expectPassPreservesResults(
+        ir, run,
+        {{at::randn({4, 4}), at::tensor({2, 0, 3}, at::kLong), at::randn({4, 4}), at::randn({}), at::tensor({-1, 1, 1}, at::kLong)},
+         {at::randn({4, 4}), at::tensor({1, 3, 0}, at::kLong), at::randn({4, 4}), at::randn({}), at::tensor({0}, at::kLong)}});
+    EXPECT_EQ(countNodes(*g, "aten::index_copy") + countNodes(*g, "aten::index_add") + countNodes(*g, "aten::index_fill"), 0);
+  }
+}
+
+// The mask broadcasts with self (the result can be larger than self); all-false masks with an
+// empty source stay in range.
+TEST(DecomposeCompositeOps, MaskedScatterBroadcastsAndTakesSourceInOrder) {
+  auto g = expectPassPreservesResults(R"IR(
+graph(%x : Float(5, strides=[1], requires_grad=0, device=cpu), %mask : Bool(3, 5, strides=[5, 1], requires_grad=0, device=cpu),
+      %source : Tensor):
+  %y : Tensor = aten::masked_scatter(%x, %mask, %source)
+  return (%y))IR",
+                                      run,
+                                      {{at::randn({5}), at::rand({3, 5}) > 0.5, at::randn({4, 5})},
+                                       {at::randn({5}), at::zeros({3, 5}, at::kBool), at::randn({0})}});
+  EXPECT_EQ(countNodes(*g, "aten::masked_scatter"), 0);
+}
+
+// Order statistics read off a sort with NaN last: a slice holding NaN gives NaN at its first
+// NaN's index (median) or is skipped (nanmedian); an empty tensor's median is NaN. (Which of
+// several NaNs kthvalue picks, and nanmedian in an all-NaN slice, is unspecified: %y has none.)
+TEST(DecomposeCompositeOps, OrderStatisticsWithNaN) {
+  at::Tensor withNaN = at::randn({3, 6});
+  withNaN.index_put_({0, 4}, NAN);
+  withNaN.index_put_({0, 1}, NAN);
+  withNaN.index_put_({2}, NAN);
+  auto g = expectPassPreservesResults(R"IR(
+graph(%x : Float(3, 6, strides=[6, 1], requires_grad=0, device=cpu), %flat : Tensor, %y : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %two : int = prim::Constant[value=2]()
+  %f : bool = prim::Constant[value=0]()
+  %t : bool = prim::Constant[value=1]()
+  %kv : Tensor, %ki : Tensor = aten::kthvalue(%y, %two, %one, %t)
+  %mv : Tensor, %mi : Tensor = aten::median(%x, %one, %f)
+  %nv : Tensor, %ni : Tensor = aten::nanmedian(%y, %one, %f)
+  %m : Tensor = aten::median(%flat)
+  %n : Tensor = aten::nanmedian(%flat)
+  %s : Tensor = aten::msort(%x)
+  return (%kv, %ki, %mv, %mi, %nv, %ni, %m, %n, %s))IR",
+                                      run,
+                                      {{at::randn({3, 6}), at::randn({7}), at::randn({2, 5})},
+                                       {withNaN, withNaN.reshape({-1}), withNaN.narrow(0, 0, 2)},
+                                       {withNaN, at::randn({0}), at::randn({4, 3})}});
+  EXPECT_EQ(countNodes(*g, "aten::median") + countNodes(*g, "aten::nanmedian") + countNodes(*g, "aten::kthvalue"), 0);
+}
+
 // The identities for real tensors (real, conj_physical) would be wrong for complex ones.
 TEST(DecomposeCompositeOps, ComplexOperandsAreLeftAlone) {
   auto g = testing::parseStatements(R"IR(
