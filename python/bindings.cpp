@@ -255,7 +255,8 @@ PYBIND11_MODULE(_pt2onnx, m) {
   m.doc() = "pt2onnx C++ exporter";
   static py::exception<ExportError> exportError(m, "ExportError", PyExc_RuntimeError);
   static py::exception<InvalidArgumentError> invalidArgument(m, "InvalidArgumentError", exportError.ptr());
-  py::register_exception_translator([](std::exception_ptr p) {
+  // Local: torch's own bindings (torch.jit.trace, ...) keep raising their errors as they do without pt2onnx.
+  py::register_local_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const InvalidArgumentError& e) {

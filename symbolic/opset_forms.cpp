@@ -99,6 +99,7 @@ class OpsetForms {
   OpsetForms(Context& ctx) : ctx_(ctx), opset_(ctx.opset()) {}
 
   Values emit(const std::string& op, Values in, size_t numOutputs, Attributes attrs) {
+    if (op == "Where" && in.size() == 3 && in[1]->type.dtype == DType::Bool) return {boolWhere(in)};
     if (opset_ >= 13) return node(op, in, numOutputs, std::move(attrs));
     if (opset_ < 11) normalizeAxisAttributes(op, in, attrs);
     if (op == "Squeeze" || op == "Unsqueeze" || op == "ReduceSum") return axesInputAsAttribute(op, in, numOutputs, attrs);
@@ -140,6 +141,14 @@ class OpsetForms {
   }
 
  private:
+  // ONNX Runtime has no bool kernel for Where at any opset (a model with one does not load): a
+  // select between bool tensors is (c and x) or (not c and y), which broadcasts the same way.
+  Value* boolWhere(const Values& in) {
+    Value* fromX = node1("And", {in[0], in[1]});
+    Value* fromY = node1("And", {node1("Not", {in[0]}), in[2]});
+    return node1("Or", {fromX, fromY});
+  }
+
   [[noreturn]] void needs(int opset, const std::string& what) const {
     ctx_.fail(what + " has no ONNX form before opset " + std::to_string(opset) + " (this export targets opset " +
               std::to_string(opset_) + "): export with opset " + std::to_string(opset) + " or later");

@@ -1,7 +1,8 @@
 // Reduction composites: NaN-ignoring sums and means, counts, (amin, amax), cumulative products and
 // log-sum-exps (as masked reductions over the prefix: O(n^2) in the scanned length, exact in what
 // they multiply), differences and distances, diagonals and traces; order statistics (kthvalue,
-// median, nanmedian, msort) read off a sort, which puts NaN last as PyTorch's does.
+// median, nanmedian, msort) read off a sort, which puts NaN last as PyTorch's does; cummax/cummin
+// over the same prefix mask.
 #include "exporter/decompositions/decompositions.h"
 
 namespace pt2onnx::decompositions {
@@ -47,6 +48,39 @@ def cumprod(self: Tensor, dim: int, dtype: Optional[int] = None):
     mask = _prefix_mask(scanned.size(-1))
     prefixes = torch.where(mask, scanned.unsqueeze(-2), torch.ones_like(scanned.unsqueeze(-2)))
     return torch.prod(prefixes, -1).transpose(dim, -1)
+
+# Running max (largest=True) or min over the prefix, and the last position holding it; a NaN holds
+# from its position on (the last NaN's index), as ATen's scan does.
+def _cumulative_extreme(self: Tensor, dim: int, largest: bool):
+    if self.dim() == 0:
+        return self.clone(), torch.zeros([], dtype=4)
+    scanned = self.transpose(dim, -1)
+    n = scanned.size(-1)
+    mask = _prefix_mask(n)
+    items = scanned.unsqueeze(-2)
+    if self.is_floating_point():
+        bound = float("-inf") if largest else float("inf")
+        clean = torch.where(torch.isnan(items), torch.full_like(items, bound), items)
+        prefixes = torch.where(mask, clean, torch.full_like(clean, bound))
+    else:
+        prefixes = torch.where(mask, items, scanned.narrow(-1, 0, 1).unsqueeze(-1))
+    if largest:
+        values = torch.amax(prefixes, -1)
+    else:
+        values = torch.amin(prefixes, -1)
+    hits = items == values.unsqueeze(-1)
+    if self.is_floating_point():
+        seen_nan = torch.logical_and(mask, torch.isnan(items)).to(4).sum(-1) > 0
+        values = torch.where(seen_nan, torch.full_like(values, float("nan")), values)
+        hits = torch.where(seen_nan.unsqueeze(-1), torch.isnan(items), hits)
+    positions = torch.where(torch.logical_and(mask, hits), torch.arange(n), -1)
+    return values.transpose(dim, -1), torch.amax(positions, -1).transpose(dim, -1)
+
+def cummax(self: Tensor, dim: int):
+    return _cumulative_extreme(self, dim, True)
+
+def cummin(self: Tensor, dim: int):
+    return _cumulative_extreme(self, dim, False)
 
 def logcumsumexp(self: Tensor, dim: int):
     if self.dim() == 0:

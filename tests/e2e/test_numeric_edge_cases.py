@@ -2,7 +2,8 @@
 the mean of an empty extent is NaN (ONNX Runtime's ReduceMean gives 0); max/min/amax/amin/argmax/
 argmin and vector norms of order +-inf propagate NaN as PyTorch does (ONNX Runtime's reduce kernels
 skip it); the imaginary parts of a real signal's DC and Nyquist bins are exactly 0 (ONNX Runtime's
-DFT leaves -1e-17 there, which angle() turns into -pi). Traced and scripted, in ONNX Runtime and the
+DFT leaves -1e-17 there, which angle() turns into -pi); selects between bool tensors run (ONNX
+Runtime's Where has no bool kernel at any opset). Traced and scripted, in ONNX Runtime and the
 builtin runtime, on inputs other than the example's."""
 import warnings
 
@@ -119,3 +120,15 @@ def test_stft_dc_and_nyquist_bins_are_exactly_real(tmp_path):
             edges = got[:, [0, 4], :, 1]  # bins 0 and n_fft / 2, imaginary parts
             assert np.all(edges == 0) and not np.any(np.signbit(edges))
             np.testing.assert_allclose(got, model(x).numpy(), atol=1e-5)
+
+
+BOOL_SELECTS = ["torch.where(x > 0, x > 1, x < -1)", "torch.where(x[0] > 0, x > 1, x.T[0] < 0)",
+                "(x > 0).masked_fill(x < -0.5, 1)", "torch.where(x > 0, x < 0.5, torch.ones_like(x, dtype=torch.bool))"]
+
+
+@pytest.mark.parametrize("opset", [13, 17])
+@pytest.mark.parametrize("source", BOOL_SELECTS)
+def test_selects_between_bool_tensors_run(source, opset, tmp_path):
+    path = tmp_path / "m.onnx"
+    model = export(source, torch.randn(4, 4), "trace", path, dynamic_axes={"x": {0: "n", 1: "n"}}, opset=opset)
+    check(model, path, [torch.randn(4, 4), torch.randn(6, 6), torch.randn(1, 1)])

@@ -235,6 +235,25 @@ graph(%x : Float(3, 6, strides=[6, 1], requires_grad=0, device=cpu), %flat : Ten
   EXPECT_EQ(countNodes(*g, "aten::median") + countNodes(*g, "aten::nanmedian") + countNodes(*g, "aten::kthvalue"), 0);
 }
 
+// Ties report the last position holding the extreme; from a NaN on, NaN at the last NaN's position.
+TEST(DecomposeCompositeOps, CumulativeExtremesWithTiesAndNaN) {
+  at::Tensor withNaN = at::tensor({1.f, 3.f, 3.f, 2.f, NAN, 5.f, NAN, 1.f}).reshape({2, 4});
+  for (int dim : {0, 1, -1}) {
+    std::string ir = R"IR(
+graph(%x : Float(2, 4, strides=[4, 1], requires_grad=0, device=cpu), %i : Long(2, 4, strides=[4, 1], requires_grad=0, device=cpu)):
+  %dim : int = prim::Constant[value=)IR" + std::to_string(dim) + R"IR(]()
+  %a : Tensor, %b : Tensor = aten::cummax(%x, %dim)
+  %c : Tensor, %d : Tensor = aten::cummin(%x, %dim)
+  %e : Tensor, %f : Tensor = aten::cummax(%i, %dim)
+  return (%a, %b, %c, %d, %e, %f))IR";
+    SCOPED_TRACE(dim);
+    auto g = expectPassPreservesResults(ir, run,
+                                        {{withNaN, at::tensor({2, 2, 1, 5, 5, 0, 7, 7}, at::kLong).reshape({2, 4})},
+                                         {at::randn({2, 4}), at::randint(0, 3, {2, 4}, at::kLong)}});
+    EXPECT_EQ(countNodes(*g, "aten::cummax") + countNodes(*g, "aten::cummin"), 0);
+  }
+}
+
 // The identities for real tensors (real, conj_physical) would be wrong for complex ones.
 TEST(DecomposeCompositeOps, ComplexOperandsAreLeftAlone) {
   auto g = testing::parseStatements(R"IR(

@@ -726,3 +726,17 @@ def test_a_registered_symbolic_wins_over_a_decomposition(tmp_path):
         finally:
             pt2onnx.unregister_custom_op_symbolic("aten::addcmul", 17)
     assert [n.op_type for n in onnx.load(str(path)).graph.node] == ["AddCMul"]
+
+
+def test_torch_errors_keep_their_type_once_pt2onnx_is_imported():
+    """pt2onnx's error translation applies to its own functions: a LibTorch error raised by torch's
+    bindings (torch.jit.trace of a bool passed as a Scalar fails inside the tracer on torch 2.14)
+    stays torch's RuntimeError, not a pt2onnx.ExportError that would blame pt2onnx."""
+    class BoolSelect(torch.nn.Module):
+        def forward(self, x):
+            return torch.where(x > 0, x < 0.5, True)
+
+    try:
+        torch.jit.trace(BoolSelect(), (torch.randn(3),))
+    except Exception as e:  # noqa: BLE001 - the type is what is checked
+        assert not isinstance(e, pt2onnx.ExportError), type(e)
