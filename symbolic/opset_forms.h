@@ -5,7 +5,8 @@
 // attributes, missing ops are spelled with older ones), and at every opset a node whose op the
 // target opset does not define is a user error naming the op and the first opset that has it.
 // What no older form can express exactly (a run-time axes input before opset 13, PyTorch's
-// half-pixel resizing before opset 11) fails the same way: never a model with other numbers.
+// half-pixel resizing before opset 11) fails the same way: never a model with other numbers. A
+// Where between bool tensors, which ONNX Runtime cannot load at any opset, is spelled with And/Or/Not.
 #pragma once
 
 #include <optional>
