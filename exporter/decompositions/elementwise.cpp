@@ -210,20 +210,20 @@ def real(self: Tensor):
 
 # How many of the sorted boundaries lie below each value (at or below, right=True), as PyTorch's
 # binary search reads it, `not (boundary >= value)`: a NaN value lands past every boundary.
-def _count_below(sequence: Tensor, values: Tensor, right: bool):
+def _count_below(sequence: Tensor, values: Tensor, right: bool, out_int32: bool):
     if sequence.dim() > 1:
         sequence = sequence.unsqueeze(-2)
     if right:
         below = torch.logical_not(sequence > values.unsqueeze(-1))
     else:
         below = torch.logical_not(sequence >= values.unsqueeze(-1))
-    return below.to(4).sum(-1)
-
-def bucketize__Tensor(self: Tensor, boundaries: Tensor, out_int32: bool = False, right: bool = False):
-    counts = _count_below(boundaries, self, right)
+    counts = below.to(4).sum(-1)
     if out_int32:
         return counts.to(3)
     return counts
+
+def bucketize__Tensor(self: Tensor, boundaries: Tensor, out_int32: bool = False, right: bool = False):
+    return _count_below(boundaries, self, right, out_int32)
 
 def searchsorted__Tensor(sorted_sequence: Tensor, self: Tensor, out_int32: bool = False, right: bool = False,
                          side: Optional[str] = None, sorter: Optional[Tensor] = None):
@@ -231,10 +231,7 @@ def searchsorted__Tensor(sorted_sequence: Tensor, self: Tensor, out_int32: bool 
         sorted_sequence = torch.gather(sorted_sequence, -1, sorter)
     if side is not None:
         right = side == "right"
-    counts = _count_below(sorted_sequence, self, right)
-    if out_int32:
-        return counts.to(3)
-    return counts
+    return _count_below(sorted_sequence, self, right, out_int32)
 
 def searchsorted__Scalar(sorted_sequence: Tensor, self: number, out_int32: bool = False, right: bool = False,
                          side: Optional[str] = None, sorter: Optional[Tensor] = None):

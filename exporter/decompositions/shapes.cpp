@@ -115,13 +115,6 @@ def _as_column(t: Tensor):
 def column_stack(tensors: List[Tensor]):
     return torch.cat([_as_column(t) for t in tensors], 1)
 
-def _as_matrix(t: Tensor):
-    if t.dim() == 0:
-        return t.reshape([1, 1])
-    if t.dim() == 1:
-        return t.unsqueeze(0)
-    return t
-
 def _width(t: Tensor) -> int:
     if t.dim() == 0:
         return 1
@@ -135,7 +128,7 @@ def block_diag(tensors: List[Tensor]):
     rows: List[Tensor] = []
     left = 0
     for t in tensors:
-        rows.append(torch.constant_pad_nd(_as_matrix(t), [left, width - left - _width(t)]))
+        rows.append(torch.constant_pad_nd(atleast_2d(t), [left, width - left - _width(t)]))
         left += _width(t)
     return torch.cat(rows, 0)
 
