@@ -77,18 +77,6 @@ std::optional<ir::TensorType> unionType(const ir::TensorType& a, const ir::Tenso
   return out;
 }
 
-std::string typeText(const ir::TensorType& t) {
-  std::string s = t.isSequence() ? "sequence of " : "";
-  s += ir::dtypeName(t.dtype);
-  if (!t.hasRank()) return s;
-  s += "[";
-  for (int64_t k = 0; k < t.rank(); ++k) {
-    const ir::Dim& d = (*t.shape)[k];
-    s += (k ? "," : "") + (d.isStatic() ? std::to_string(d.size) : d.param.empty() ? "?" : d.param);
-  }
-  return s + "]";
-}
-
 // The type an argument will have once materialized, without emitting anything.
 ir::TensorType typeOfArg(const Arg& a, const c10::TypePtr& jitType) {
   c10::TypePtr t = unwrapOptional(jitType);
@@ -247,8 +235,8 @@ void GraphConverter::convertIf(const torch::jit::Node* n) {
     std::optional<ir::TensorType> merged = unionType(v[0]->type, v[1]->type);
     if (!merged)
       throw ExportError("the branches of the if at " + (where.empty() ? std::string("?") : where) + " give output " +
-                        std::to_string(k) + " different types (" + typeText(v[0]->type) + " and " +
-                        typeText(v[1]->type) + "); ONNX If needs one element type");
+                        std::to_string(k) + " different types (" + ir::typeText(v[0]->type) + " and " +
+                        ir::typeText(v[1]->type) + "); ONNX If needs one element type");
     types.push_back(*merged);
   }
   for (int b = 0; b < 2; ++b)
@@ -345,8 +333,8 @@ void GraphConverter::convertLoop(const torch::jit::Node* n) {
       std::optional<ir::TensorType> merged = unionType(carriedTypes[k], v->type);
       if (!merged) {
         current_ = saved;
-        throw ExportError(what + " enters as " + typeText(carriedTypes[k]) + " and comes back as " +
-                          typeText(v->type) + "; ONNX Loop needs one element type");
+        throw ExportError(what + " enters as " + ir::typeText(carriedTypes[k]) + " and comes back as " +
+                          ir::typeText(v->type) + "; ONNX Loop needs one element type");
       }
       if (!sameType(*merged, carriedTypes[k])) {
         carriedTypes[k] = *merged;

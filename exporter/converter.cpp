@@ -27,6 +27,32 @@ std::string rejectedInputsMessage(const torch::jit::Node* n, const std::string& 
          "and dtypes): " + pytorchError;
 }
 
+bool hasAnonymousDim(const ir::TensorType& t) {
+  if (!t.shape) return true;
+  for (const ir::Dim& d : *t.shape)
+    if (!d.isStatic() && d.param.empty()) return true;
+  return false;
+}
+
+// Debug log of where static typing first loses a type (a dtype, a rank, or a dim that no dynamic
+// axis names while the inputs' are all named): every later "unknown at export time" follows from it.
+void logTypeLost(const torch::jit::Node* n, size_t k, const std::vector<Arg>& args, const ir::TensorType& out) {
+  auto log = logger("exporter");
+  if (!out.isTensor() || !log->should_log(spdlog::level::debug)) return;
+  bool inputsNamed = true;
+  std::string inputs;
+  for (const Arg& in : args)
+    if (in.value && in.value->type.isTensor()) {
+      inputsNamed = inputsNamed && !hasAnonymousDim(in.value->type);
+      inputs += " " + ir::typeText(in.value->type);
+    }
+  const char* lost = out.dtype == ir::DType::Undefined ? "no dtype"
+                     : !out.hasRank()                  ? "no rank"
+                     : hasAnonymousDim(out) && inputsNamed ? "an unknown dim"
+                                                           : nullptr;
+  if (lost) log->debug("{}: output {} has {}: {} (inputs:{})", jit::describeNode(n), k, lost, ir::typeText(out), inputs);
+}
+
 // Tensor constants larger than this become initializers instead of Constant nodes.
 constexpr size_t kConstantNodeMaxBytes = 1024;
 // What the walker binds to the outputs of a node it could not convert (collect mode only).
@@ -276,6 +302,7 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
     } catch (const ExportError& e) {  // ONNX type inference rejected a node the symbolic built
       // Usually because PyTorch itself would reject these inputs (wrong example shapes): then that
       // is the one error, of the export and of a support report alike (no op is unsupported).
+      log->debug("{}: ONNX type inference rejects the symbolic's nodes: {}", kind, e.what());
       if (auto rejected = pytorchRejection(n, args, exampleDimSizesHere()))
         throw ExportError(rejectedInputsMessage(n, *rejected));
       failure = e.what();
@@ -310,6 +337,7 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
       if (k < metaTypes().size()) refineShape(a.value->type, metaTypes()[k]);
       if (!a.value->type.hasRank()) refineShape(a.value->type, jit::rankOfValue(n->outputs()[k]));
     }
+    if (a.value) logTypeLost(n, k, args, a.value->type);
     if (ValueMapCapture* capture = ValueMapCapture::active(); capture && a.value && a.kind == Arg::Kind::Tensor)
       capture->recordValue(n->outputs()[k], a.value->name);  // verify --bisect
     env_[n->outputs()[k]] = std::move(a);

@@ -1,6 +1,7 @@
 #include "exporter/jit_util.h"
 
 #include <ATen/ops/view_as_complex.h>
+#include <ATen/ops/view_as_real.h>
 
 #include <algorithm>
 #include <regex>
@@ -163,6 +164,21 @@ std::string describeNode(const torch::jit::Node* node) {
   return out;
 }
 
+std::optional<std::vector<int64_t>> constantInts(const torch::jit::Value* v) {
+  if (v->node()->kind() == c10::prim::ListConstruct) {
+    std::vector<int64_t> ints;
+    for (const torch::jit::Value* item : v->node()->inputs()) {
+      std::optional<c10::IValue> value = torch::jit::toIValue(item);
+      if (!value || !value->isInt()) return std::nullopt;
+      ints.push_back(value->toInt());
+    }
+    return ints;
+  }
+  std::optional<c10::IValue> value = torch::jit::toIValue(v);
+  if (!value || !value->isIntList()) return std::nullopt;
+  return value->toIntVector();
+}
+
 std::string cleanName(const torch::jit::Value* v, const std::string& fallback) {
   if (!v->hasDebugName()) return fallback;
   static const std::regex suffix("\\.[0-9]+$");
@@ -192,6 +208,17 @@ void runOperation(const torch::jit::Node* n, torch::jit::Stack& stack) {
       !stack.front().toTensor().is_complex()) {
     const at::Tensor& view = stack.front().toTensor();
     stack.front() = at::view_as_complex(view.is_meta() ? view : view.contiguous());
+  }
+  // stft with return_complex=False (the real view lower_complex_to_real_view asks for) warns that
+  // it is deprecated, once per process, on the user's terminal: it is computed complex, then viewed.
+  std::optional<int64_t> returnComplexAt =
+      n->kind() == c10::aten::stft ? n->schema().argumentIndexWithName("return_complex") : std::nullopt;
+  if (returnComplexAt && static_cast<size_t>(*returnComplexAt) < stack.size() &&
+      stack[*returnComplexAt].isBool() && !stack[*returnComplexAt].toBool()) {
+    stack[*returnComplexAt] = true;
+    n->getOperation()(stack);
+    stack.back() = at::view_as_real(stack.back().toTensor());
+    return;
   }
   n->getOperation()(stack);
 }

@@ -39,6 +39,9 @@ std::string describeNode(const torch::jit::Node* node);
 // A value's debug name without TorchScript's ".N" suffix ("x.1" -> "x"), or `fallback` if it has none.
 std::string cleanName(const torch::jit::Value* v, const std::string& fallback);
 
+// An int[] known at export time: a constant list, or a ListConstruct of constant ints.
+std::optional<std::vector<int64_t>> constantInts(const torch::jit::Value* v);
+
 ir::DType onnxDType(c10::ScalarType t);
 // Runs `n`'s operator on `stack` (its inputs), as the lowered graph means it: istft, which
 // lower_complex_to_real_view hands the real view of a complex spectrum, gets the complex tensor

@@ -56,6 +56,18 @@ bool isFloating(DType t) {
   return t == DType::Float || t == DType::Double || t == DType::Float16 || t == DType::BFloat16;
 }
 
+std::string typeText(const TensorType& t) {
+  std::string s = t.isSequence() ? "sequence of " : "";
+  s += dtypeName(t.dtype);
+  if (!t.hasRank()) return s;
+  s += "[";
+  for (int64_t k = 0; k < t.rank(); ++k) {
+    const Dim& d = (*t.shape)[k];
+    s += (k ? "," : "") + (d.isStatic() ? std::to_string(d.size) : d.param.empty() ? "?" : d.param);
+  }
+  return s + "]";
+}
+
 bool TensorType::isFullyStatic() const {
   if (!shape) return false;
   for (const Dim& d : *shape)

@@ -71,6 +71,9 @@ struct TensorType {
   std::vector<int64_t> staticSizes() const;  // asserts isFullyStatic()
 };
 
+// "float32[batch,?,3]" (a sequence: "sequence of ..."; no rank: no brackets), for messages and logs.
+std::string typeText(const TensorType& t);
+
 // Tensor bytes that the graph refers to without copying. `owner` keeps the memory alive (an ATen
 // tensor's storage, or a vector the builder allocated).
 struct TensorData {

@@ -136,16 +136,16 @@ at::Tensor convolve(KernelContext& ctx, const Activation& activation, const at::
     }
     bool fused = activation.name.empty() || post;
     return finish(onednn::convolve(xc, packed->weight, b, cg, fused ? post : std::nullopt), fused);
-  } catch (const c10::Error&) {
+  } catch (const std::exception&) {
     // Some oneDNN builds refuse a prepacked weight for some geometries (torch 2.9's: a 3x3 kernel,
-    // padding 1, on a 1x1 input): ATen's kernels below compute the same convolution.
+    // padding 1, on a 1x1 input, with a residual): ATen's kernels below compute the same convolution.
+    // ideep's refusal is a std::exception of its own, not a c10::Error.
   }
   at::Tensor y;
   if (useOneDnn(x)) try {
       y = at::mkldnn_convolution(x.contiguous(), w.contiguous(), b, padding, g.strides, g.dilations, group);
-    } catch (const c10::Error&) {
-      // The same refusal through ATen's oneDNN entry (torch 2.9, FusedConv with a residual): the
-      // generic kernel below.
+    } catch (const std::exception&) {
+      // The same refusal through ATen's oneDNN entry: the generic kernel below.
     }
   if (!y.defined()) y = at::convolution(x, w, b, g.strides, padding, g.dilations, false, Ints(g.rank(), 0), group);
   return finish(y, false);

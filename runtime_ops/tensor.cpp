@@ -599,6 +599,8 @@ at::Tensor padTensor(const KernelContext& ctx, at::Tensor x, std::vector<int64_t
       pairs.push_back(after[d]);
     }
     at::Scalar v = value.defined() ? value.reshape({}).item() : at::Scalar(0);
+    // An empty input pads to nothing but the value (torch 2.9's kernel refuses empty dims).
+    if (x.numel() == 0) return at::full(out, v, x.options());
     return at::constant_pad_nd(x, pairs, v);
   }
   if (mode != "reflect" && mode != "edge") ctx.fail("mode must be constant, reflect or edge, got '" + mode + "'");

@@ -604,8 +604,9 @@ void registerShapeSymbolics(Registry& r) {
   r.onOp("aten::t", kMinOpset, tSymbolic);
   r.onOp("aten::numpy_T", kMinOpset, numpyTSymbolic);
 
+  // aten::cpu too: an exported model computes wherever its runtime runs it.
   for (const char* op : {"aten::contiguous", "aten::clone", "aten::detach", "aten::alias",
-                         "aten::lift_fresh", "aten::detach_copy"})
+                         "aten::lift_fresh", "aten::detach_copy", "aten::cpu"})
     r.onOp(op, kMinOpset, identitySymbolic);
   r.onOp("aten::type_as", kMinOpset, castLikeSymbolic);
   r.onOp("aten::to.other", kMinOpset, castLikeSymbolic);

@@ -131,9 +131,13 @@ Outputs stft(Context& ctx) {
                            {attr::i("onesided", onesided ? 1 : 0)});                 // (B, frames, bins, 2)
   Value* out = ctx.op("Transpose", {spectrum}, {attr::ints("perm", {0, 2, 1, 3})});  // (B, bins, frames, 2)
   if (ctx.boolean(normalizedAt)) out = ctx.op("Mul", {out, ctx.constScalar(1.0 / std::sqrt(static_cast<double>(nFft)), dtype)});
-  // Frames depend on the signal length: only the rank, bins and the real/imaginary pair are fixed.
+  // Frames: 1 + (padded length - n_fft) / hop, known when the signal's length is.
   ir::Dim batch = rank == 1 ? ir::Dim::fixed(1) : (*x->type.shape)[0];
   std::vector<ir::Dim> dims{batch, ir::Dim::fixed(onesided ? nFft / 2 + 1 : nFft), ir::Dim{}, ir::Dim::fixed(2)};
+  if (const ir::Dim& length = x->type.shape->back(); length.isStatic()) {
+    int64_t padded = length.size + (centerAt && ctx.boolean(*centerAt) ? 2 * (nFft / 2) : 0);
+    if (padded >= nFft) dims[2] = ir::Dim::fixed(1 + (padded - nFft) / hop);
+  }
   const ir::TensorType& known = ctx.outputType(0);  // PyTorch's, when the example fixes the length
   if (rank == 2 && known.rank() == 4 && (*known.shape)[2].isStatic()) dims[2] = (*known.shape)[2];
   if (rank == 1 && known.rank() == 3 && (*known.shape)[1].isStatic()) dims[2] = (*known.shape)[1];

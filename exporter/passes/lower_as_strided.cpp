@@ -44,12 +44,6 @@ bool ownsItsStorage(const Value* x) {
   return x->offset() < returns.size() && returns[x->offset()].alias_info() == nullptr;
 }
 
-std::optional<std::vector<int64_t>> constantInts(const Value* v) {
-  std::optional<c10::IValue> value = torch::jit::toIValue(v);
-  if (!value || !value->isIntList()) return std::nullopt;
-  return value->toIntVector();
-}
-
 // Positions in the flattened storage of every element of the result, in its row-major order.
 at::Tensor elementPositions(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int64_t offset) {
   at::Tensor positions = at::full({}, offset, at::kLong);
@@ -65,7 +59,7 @@ bool lower(Node* n, const HasSymbolic& hasSymbolic) {
   if (!isAsStrided || n->inputs().size() != 4 || (hasSymbolic && hasSymbolic(n))) return false;
   Value* x = n->input(0);
   auto log = logger("pass.lower_as_strided");
-  std::optional<std::vector<int64_t>> sizes = constantInts(n->input(1)), strides = constantInts(n->input(2));
+  std::optional<std::vector<int64_t>> sizes = jit::constantInts(n->input(1)), strides = jit::constantInts(n->input(2));
   std::optional<c10::IValue> offsetValue = torch::jit::toIValue(n->input(3));  // None: the input's own, 0
   if (!sizes || !strides || sizes->size() != strides->size() || !offsetValue ||
       !(offsetValue->isNone() || offsetValue->isInt())) {

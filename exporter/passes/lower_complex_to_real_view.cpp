@@ -7,6 +7,9 @@
 //   real(c), imag(c) -> select(c, -1, 0 | 1);  abs(c) -> sqrt(sum(c^2, -1));  angle(c) -> atan2(imag, real)
 //   size(c[, dim]), dim(c), numel(c) -> of the view, without its last axis
 //   reshape(c, shape), view(c, shape) -> of the view, to shape + [2] (torchaudio's spectrogram)
+//   slice/select/narrow/transpose/(un)squeeze/permute/flip(c, dims), pad(c, pads) -> the same op on the
+//     view, negative dims counting one more, (re, im) kept last and unpadded (zero fill only);
+//     contiguous/clone/detach(c) -> c;  neg(c) -> neg of the view
 //   conj(c) -> c * [1, -1];  resolve_conj / resolve_neg -> c
 //   c1 + c2, c1 - c2 -> on the views;  c * x, c / x (x real: a tensor gets a trailing 1) -> on the view
 //   c1 * c2 -> stack([a c - b d, a d + b c], -1);  x.to(complex dtype) -> stack([x, 0], -1)
@@ -184,8 +187,7 @@ class ComplexLowering {
       } else if (n->inputs().size() == 1) {
         shape = op(c10::aten::slice, {op(c10::aten::size, {c}), 0, -1, 1});
       } else {  // size(c, dim): a negative dim counts from the view's second-to-last axis
-        Value* rank = op(c10::aten::sub, {op(c10::aten::dim, {c}), 1});
-        shape = op(c10::aten::size, {c, op(c10::aten::remainder, {n->input(1), rank})});
+        shape = op(c10::aten::size, {c, viewDim(n->input(1), c)});
       }
       return replaceWithReal(n, stamped(shape));
     }
@@ -193,6 +195,7 @@ class ComplexLowering {
       Value* viewShape = op(c10::aten::add, {n->input(1), graph_.insertConstant(std::vector<int64_t>{2})});
       return replaceWithView(n, stamped(op(n->kind(), {c, viewShape})));
     }
+    if (lowerIndexing(n, kind, c, stamped)) return;
     if (kind == "aten::angle") {
       Value* angle = stamped(op(c10::aten::atan2, {part(c, 1), part(c, 0)}));
       return replaceWithReal(n, angle);
@@ -235,6 +238,81 @@ class ComplexLowering {
       return;  // istft takes the real view as it is
     }
     throw unsupported(n, "");
+  }
+
+  // The view's dim for the complex tensor's dim `d`: a negative dim counts one more (past the view's
+  // (re, im) axis); one computed at run time is made non-negative with the complex tensor's rank.
+  // `newDim`: d counts in a rank one higher (unsqueeze's).
+  Value* viewDim(Value* d, Value* view, bool newDim = false) {
+    auto constant = torch::jit::toIValue(d);
+    if (constant && constant->isInt())
+      return constant->toInt() < 0 ? graph_.insertConstant(constant->toInt() - 1) : d;
+    Value* rank = op(c10::aten::dim, {view});
+    return op(c10::aten::remainder, {d, newDim ? rank : op(c10::aten::sub, {rank, 1})});
+  }
+
+  // Ops that pick, move or pad elements along the complex tensor's dims: the same op on the view,
+  // along the view's dims, its (re, im) axis untouched. Returns false for any other op.
+  template <typename Stamp>
+  bool lowerIndexing(Node* n, const std::string& kind, Value* c, const Stamp& stamped) {
+    if (!c || !complex_.count(c)) return false;
+    auto with = [&](std::vector<NamedValue> args) { replaceWithView(n, stamped(op(n->kind(), std::move(args)))); };
+    if (kind == "aten::contiguous" || kind == "aten::clone" || kind == "aten::detach" || kind == "aten::alias") {
+      replaceWithView(n, c);
+      return true;
+    }
+    if (kind == "aten::neg" || (kind == "aten::squeeze" && n->inputs().size() == 1)) {  // (re, im) has size 2
+      with({c});
+      return true;
+    }
+    if (kind == "aten::slice" && n->inputs().size() == 5) {
+      with({c, viewDim(n->input(1), c), n->input(2), n->input(3), n->input(4)});
+      return true;
+    }
+    if ((kind == "aten::select" || kind == "aten::narrow") && n->input(1)->type()->cast<c10::IntType>()) {
+      std::vector<NamedValue> args{c, viewDim(n->input(1), c)};
+      for (size_t i = 2; i < n->inputs().size(); ++i) args.emplace_back(n->input(i));
+      with(std::move(args));
+      return true;
+    }
+    if (kind == "aten::transpose" && n->inputs().size() == 3) {
+      with({c, viewDim(n->input(1), c), viewDim(n->input(2), c)});
+      return true;
+    }
+    if ((kind == "aten::unsqueeze" || kind == "aten::squeeze") && n->inputs().size() == 2 &&
+        n->input(1)->type()->cast<c10::IntType>()) {
+      // unsqueeze's dim counts in the result's rank: -1 is the new last dim, before (re, im).
+      with({c, viewDim(n->input(1), c, kind == "aten::unsqueeze")});
+      return true;
+    }
+    if (kind == "aten::permute" || kind == "aten::flip") {  // a constant dims list
+      std::optional<std::vector<int64_t>> dims = jit::constantInts(n->input(1));
+      if (!dims) throw unsupported(n, kind + " by dims computed at run time");
+      std::vector<int64_t> viewDims;
+      for (int64_t d : *dims) viewDims.push_back(d < 0 ? d - 1 : d);
+      if (kind == "aten::permute") viewDims.push_back(-1);  // (re, im) stays last
+      with({c, viewDims});
+      return true;
+    }
+    if (kind == "aten::constant_pad_nd" || kind == "aten::pad") {
+      // Pads count from the last dim: (re, im) gets none. A constant fill must be zero (its imaginary
+      // part is zero too); the other modes read each part on its own.
+      std::optional<c10::IValue> value;
+      if (kind == "aten::constant_pad_nd") value = torch::jit::toIValue(n->input(2));
+      if (kind == "aten::pad") {
+        auto mode = torch::jit::toIValue(n->input(2));
+        if (!mode || !mode->isString()) throw unsupported(n, "a pad mode computed at run time");
+        if (mode->toStringRef() == "constant") value = torch::jit::toIValue(n->input(3));
+      }
+      if (value && !value->isNone() && !((value->isDouble() && value->toDouble() == 0.0) || (value->isInt() && value->toInt() == 0)))
+        throw unsupported(n, "padding a complex tensor with a value other than zero");
+      Value* pads = op(c10::aten::add, {graph_.insertConstant(std::vector<int64_t>{0, 0}), n->input(1)});
+      std::vector<NamedValue> args{c, pads};
+      for (size_t i = 2; i < n->inputs().size(); ++i) args.emplace_back(n->input(i));
+      with(std::move(args));
+      return true;
+    }
+    return false;
   }
 
   // The complex dtype an aten::to asks for (a constant dtype argument), or nullopt.
@@ -391,7 +469,9 @@ class ComplexLowering {
     return ExportError("cannot convert " + jit::describeNode(n) + ": " + (what.empty() ? "it takes a complex tensor" : what) +
                        ", and ONNX has no complex tensors. pt2onnx exports complex values as their real view through "
                        "stft/istft, view_as_real/view_as_complex, complex, polar, real, imag, abs, angle, conj, add, "
-                       "sub, mul, div, reshape, view, fft/ifft/rfft/irfft and the shape queries size, dim and numel");
+                       "sub, mul, div, neg, reshape, view, slice, select, narrow, transpose, permute, flip, "
+                       "(un)squeeze, pad, contiguous/clone, fft/ifft/rfft/irfft and the shape queries size, dim "
+                       "and numel");
   }
 
   torch::jit::Graph& graph_;

@@ -148,6 +148,56 @@ TEST(LowerComplexToRealView, FftsBelowOpset17AreProductsWithDftMatrices) {
   EXPECT_GT(countNodes(*lowered, "aten::matmul"), 0);
 }
 
+// Ops that pick, move or pad a complex tensor's elements (HDemucs's spectrogram crops and pads):
+// constant dims, negative ones, and %d, a dim known only at run time.
+const char* kIndexingGraph = R"IR(
+graph(%y : Tensor, %d : int):
+  %none : NoneType = prim::Constant()
+  %zero : float = prim::Constant[value=0.]()
+  %false : bool = prim::Constant[value=0]()
+  %m1 : int = prim::Constant[value=-1]()
+  %m2 : int = prim::Constant[value=-2]()
+  %i0 : int = prim::Constant[value=0]()
+  %i1 : int = prim::Constant[value=1]()
+  %i2 : int = prim::Constant[value=2]()
+  %i4 : int = prim::Constant[value=4]()
+  %constant : str = prim::Constant[value="constant"]()
+  %perm : int[] = prim::ListConstruct(%i2, %i0, %m2)
+  %flips : int[] = prim::ListConstruct(%m1, %i0)
+  %pads : int[] = prim::ListConstruct(%i1, %i2)
+  %pads2 : int[] = prim::ListConstruct(%i0, %i0, %i1, %i0)
+  %c : Tensor = aten::view_as_complex(%y)
+  %s : Tensor = aten::slice(%c, %m2, %i1, %i4, %i1)
+  %t : Tensor = aten::transpose(%s, %i0, %m1)
+  %p : Tensor = aten::permute(%t, %perm)
+  %f : Tensor = aten::flip(%p, %flips)
+  %u : Tensor = aten::unsqueeze(%f, %m1)
+  %q : Tensor = aten::squeeze(%u, %m1)
+  %n : Tensor = aten::narrow(%q, %d, %i0, %i2)
+  %sel : Tensor = aten::select(%n, %m1, %i1)
+  %padded : Tensor = aten::constant_pad_nd(%sel, %pads, %zero)
+  %padded2 : Tensor = aten::pad(%padded, %pads2, %constant, %none)
+  %neg : Tensor = aten::neg(%padded2)
+  %cc : Tensor = aten::contiguous(%neg, %i0)
+  %u2 : Tensor = aten::unsqueeze(%cc, %d)
+  %all : Tensor = aten::squeeze(%u2)
+  %v1 : Tensor = aten::view_as_real(%u2)
+  %v2 : Tensor = aten::view_as_real(%all)
+  return (%v1, %v2)
+)IR";
+
+TEST(LowerComplexToRealView, IndexingOpsActOnTheViewsDims) {
+  at::manual_seed(4);
+  std::vector<std::vector<c10::IValue>> inputs;
+  for (int64_t d : {1, -1, 0}) {
+    inputs.push_back({at::randn({3, 5, 6, 2}), d});
+    inputs.push_back({at::randn({4, 7, 9, 2}), d});
+  }
+  auto lowered = expectPassPreservesResults(kIndexingGraph, run, inputs);
+  EXPECT_EQ(countNodes(*lowered, "aten::view_as_complex"), 0);
+  EXPECT_EQ(countNodes(*lowered, "aten::view_as_real"), 0);
+}
+
 void expectError(const std::string& ir, const std::string& fragment) {
   auto g = parseGraph(ir);
   try {
@@ -179,6 +229,17 @@ graph(%y : Tensor, %x : Tensor):
   return (%d)
 )IR",
               "dividing by a complex tensor");
+  expectError(R"IR(
+graph(%y : Tensor):
+  %one : float = prim::Constant[value=1.]()
+  %i1 : int = prim::Constant[value=1]()
+  %pads : int[] = prim::ListConstruct(%i1, %i1)
+  %c : Tensor = aten::view_as_complex(%y)
+  %p : Tensor = aten::constant_pad_nd(%c, %pads, %one)
+  %r : Tensor = aten::view_as_real(%p)
+  return (%r)
+)IR",
+              "padding a complex tensor with a value other than zero");
   expectError(R"IR(
 graph(%y : Tensor, %cond : bool):
   %c : Tensor = aten::view_as_complex(%y)

@@ -191,5 +191,29 @@ graph(%x : Tensor, %bounds : Tensor):
                                     {{at::randn({3, 10}), at::tensor({1, 9})}, {at::randn({3, 10}), at::tensor({4, 4})}}, 17);
 }
 
+TEST(StaticTyping, StftFramesAreKnownWhenTheSignalLengthIs) {
+  // A batch under a dynamic axis, the length fixed: the frame count is 1 + (padded - n_fft) / hop
+  // (it was left unknown, and a spectrogram model's later dims with it).
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %n : int = prim::Constant[value=16]()
+  %hop : int = prim::Constant[value=4]()
+  %false : bool = prim::Constant[value=0]()
+  %true : bool = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %reflect : str = prim::Constant[value="reflect"]()
+  %plain : Tensor = aten::stft(%x, %n, %hop, %none, %none, %false, %true, %false, %none)
+  %centred : Tensor = aten::stft(%x, %n, %hop, %none, %none, %true, %reflect, %false, %true, %false, %none)
+  return (%plain, %centred)
+)IR";
+  for (int64_t length : {100, 16, 61}) {
+    at::Tensor x = at::randn({2, length});
+    onnx::ModelProto m = exportModel(ir, {x}, {{0, "batch"}});
+    EXPECT_EQ(outputDims(m, 0), "? 9 " + std::to_string(1 + (length - 16) / 4) + " 2 ");
+    EXPECT_EQ(outputDims(m, 1), "? 9 " + std::to_string(1 + length / 4) + " 2 ");
+    expectDynamicAxesConvertLikeTorch(ir, {x}, {{0, "batch"}}, {{at::randn({3, length})}}, 17);
+  }
+}
+
 }  // namespace
 }  // namespace pt2onnx

@@ -226,6 +226,10 @@ TEST(TensorKernels, PadModes) {
   at::Tensor xi = at::arange(6, at::kInt).reshape({2, 3});
   expectSame(run1("Pad", 2, {feed(xi)}, {attrInts("pads", {1, 0, 0, 1}), attrFloat("value", 7)}),
              at::constant_pad_nd(xi, {0, 1, 1, 0}, 7));
+  // Empty inputs (torch 2.9's constant_pad_nd refuses them): the value where padded, else empty.
+  at::Tensor empty = at::randn({0, 3});
+  expectSame(run1("Pad", 13, {feed(empty), ints({0, 0, 0, 0})}), at::empty({0, 3}));
+  expectSame(run1("Pad", 13, {feed(empty), ints({1, 0, 1, 2}), init(at::scalar_tensor(2.f))}), at::full({2, 5}, 2.f));
 }
 
 TEST(TensorKernels, ShapeSizeExpandTileRange) {

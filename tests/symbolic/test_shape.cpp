@@ -177,9 +177,10 @@ graph(%x : Tensor):
   %a : Tensor = aten::detach(%x)
   %b : Tensor = aten::clone(%a, %none)
   %c : Tensor = aten::contiguous(%b, %fmt)
+  %d : Tensor = aten::cpu(%c)
   %zero : int = prim::Constant[value=0]()
   %one : int = prim::Constant[value=1]()
-  %y : Tensor = aten::transpose(%c, %zero, %one)
+  %y : Tensor = aten::transpose(%d, %zero, %one)
   return (%y)
 )IR";
   std::vector<at::Tensor> inputs = {at::randn({2, 3})};
