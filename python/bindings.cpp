@@ -139,6 +139,17 @@ c10::IValue exampleValue(const py::handle& item) {
                     ": pass tensors, Python numbers, None, or tuples and lists of them");
 }
 
+// A ScriptModule with its example arguments; of those at `defaulted` (forward()'s declared defaults),
+// the numbers stay constants of the model.
+ModelGraph scriptModel(const torch::jit::Module& module, const py::list& exampleInputs,
+                       const std::vector<size_t>& defaulted) {
+  ModelGraph model = fromScriptModule(module);
+  for (const py::handle& item : exampleInputs) model.exampleInputs.push_back(exampleValue(item));
+  for (size_t i : defaulted)
+    if (i < model.exampleInputs.size() && !model.exampleInputs[i].isTensor()) model.constantUserInputs.insert(i);
+  return model;
+}
+
 py::dict summaryToDict(const ExportSummary& s) {
   py::dict d;
   d["onnx_nodes"] = s.onnxNodes;
@@ -294,15 +305,17 @@ PYBIND11_MODULE(_pt2onnx, m) {
         py::arg("param_values"), py::arg("example_inputs"), py::arg("options"), py::arg("target"));
 
   // A ScriptModule in memory (torch.jit.ScriptModule._c): no archive round trip, weights not copied.
-  // Example inputs are tensors, Python numbers, or None for Optional arguments.
+  // Example inputs are tensors, Python numbers, or None for Optional arguments; `defaulted` indexes
+  // those that took forward()'s declared default: numbers among them stay constants, as the CLI's
+  // omitted arguments do.
   m.def("export_script_object",
         [](const torch::jit::Module& module, const py::list& exampleInputs, const py::dict& options,
-           const py::object& target) {
-          ModelGraph model = fromScriptModule(module);
-          for (const py::handle& item : exampleInputs) model.exampleInputs.push_back(exampleValue(item));
+           const py::object& target, const std::vector<size_t>& defaulted) {
+          ModelGraph model = scriptModel(module, exampleInputs, defaulted);
           return runExport(model, options, target);
         },
-        py::arg("module"), py::arg("example_inputs"), py::arg("options"), py::arg("target"));
+        py::arg("module"), py::arg("example_inputs"), py::arg("options"), py::arg("target"),
+        py::arg("defaulted") = std::vector<size_t>{});
 
   // The CLI's argument specs (-i) read against a ScriptModule's forward(): the arguments as a tuple.
   m.def("example_arguments",
@@ -332,14 +345,14 @@ PYBIND11_MODULE(_pt2onnx, m) {
 
   // The same for a ScriptModule in memory (example inputs as export_script_object's).
   m.def("check_script_object_support",
-        [](const torch::jit::Module& module, const py::list& exampleInputs, int opset) {
-          ModelGraph model = fromScriptModule(module);
-          for (const py::handle& item : exampleInputs) model.exampleInputs.push_back(exampleValue(item));
+        [](const torch::jit::Module& module, const py::list& exampleInputs, int opset,
+           const std::vector<size_t>& defaulted) {
+          ModelGraph model = scriptModel(module, exampleInputs, defaulted);
           ExportOptions o;
           o.opset = opset;
           return checkSupport(model, o).toJson();
         },
-        py::arg("module"), py::arg("example_inputs"), py::arg("opset"));
+        py::arg("module"), py::arg("example_inputs"), py::arg("opset"), py::arg("defaulted") = std::vector<size_t>{});
 
   // The ops on a training export's differentiable path that have no gradient (options as export_graph's).
   m.def("check_gradient_support",

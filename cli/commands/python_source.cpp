@@ -44,6 +44,10 @@ std::unique_ptr<py::scoped_interpreter> startEmbeddedPython() {
 bool runWithPython(const std::function<bool(py::module_)>& body) {
   auto interpreter = startEmbeddedPython();
   try {
+    // The extension's loggers at the CLI's level (-q, -v): the extension keeps its own level for the
+    // loggers it creates in spdlog's one registry, which the CLI's warnings then go through.
+    spdlog::string_view_t level = spdlog::level::to_string_view(logger("cli")->level());
+    py::module_::import("pt2onnx").attr("set_log_level")(std::string(level.data(), level.size()));
     return body(py::module_::import("pt2onnx.cli_entry"));
   } catch (py::error_already_set& e) {
     std::string type = py::str(e.type().attr("__name__"));

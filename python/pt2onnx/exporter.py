@@ -34,10 +34,23 @@ def _enum_name(value, enum_type, what):
     return name
 
 
+class ScriptArguments(tuple):
+    """Every forward() argument of a scripted model, bound, with `defaulted`: the indices of those
+    that took their declared default (what the CLI's -i specs leave out). Exported as constants, not
+    inputs, as if they had not been given."""
+
+    def __new__(cls, values, defaulted=()):
+        self = super().__new__(cls, values)
+        self.defaulted = tuple(sorted(defaulted))
+        return self
+
+
 def _normalize_script_args(model, args):
     """Arguments of a ScriptModule's forward(): tensors, Python numbers (0-d inputs of the ONNX
     model, as in torch.onnx) and None for Optional arguments (dropped from the model's inputs). A
-    trailing dict gives keyword arguments; the others take their declared defaults."""
+    trailing dict gives keyword arguments; the others take their declared defaults, which stay
+    constants of the model (`is_causal: bool = False` is not an input), as torch.onnx binds them.
+    Returns the arguments and the indices of those that took their default."""
     if isinstance(args, torch.Tensor) or not isinstance(args, tuple):
         args = (args,)
     kwargs = {}
@@ -47,10 +60,12 @@ def _normalize_script_args(model, args):
     if len(args) > len(schema_args):
         raise _pt2onnx.ExportError(f"forward() takes {len(schema_args)} arguments, {len(args)} were given")
     bound = list(args)
+    defaulted = list(args.defaulted) if isinstance(args, ScriptArguments) else []
     for a in schema_args[len(args):]:
         if a.name in kwargs:
             bound.append(kwargs.pop(a.name))
         elif a.has_default_value():
+            defaulted.append(len(bound))
             bound.append(a.default_value)
         else:
             raise _pt2onnx.ExportError(f"forward() argument '{a.name}' has no value and no default")
@@ -68,7 +83,7 @@ def _normalize_script_args(model, args):
             raise _pt2onnx.ExportError(
                 f"argument {i} ('{a.name}') is a {type(value).__name__}: pt2onnx exports scripted models whose "
                 "inputs are tensors, Python numbers, None, tuples of them, and lists of tensors or of numbers")
-    return tuple(bound)
+    return tuple(bound), defaulted
 
 
 def _dynamic_axes_dict(dynamic_axes):
@@ -304,7 +319,7 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
             raise _pt2onnx.ExportError(
                 f"autograd_function_overrides names {', '.join(map(str, autograd_function_overrides))}, but a "
                 "ScriptModule calls no autograd.Function")
-        args = _normalize_script_args(model, args)
+        args, defaulted = _normalize_script_args(model, args)
     else:
         inputs = arguments.traced_inputs(model, args)
     path = os.fsdecode(f) if isinstance(f, (str, bytes, os.PathLike)) else None
@@ -315,7 +330,7 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     if isinstance(model, torch.jit.ScriptModule):
         # Exported in eval mode, as a TorchScript archive is; the caller's mode is restored.
         with _training_mode(model, "EVAL"):
-            summary = _pt2onnx.export_script_object(model._c, list(args), options, target)
+            summary = _pt2onnx.export_script_object(model._c, list(args), options, target, defaulted)
         issued = set()
         summary["warnings"] = list(dict.fromkeys(summary["warnings"]))
     else:
@@ -358,8 +373,8 @@ def unconvertible_ops(model, args, training=TrainingMode.EVAL, opset_version=Non
     opset = _pt2onnx.DEFAULT_OPSET if opset_version is None else int(opset_version)
     if isinstance(model, torch.jit.ScriptModule):  # scripted or loaded: no trace, no autograd.Functions
         with _training_mode(model, "EVAL"):
-            report = json.loads(_pt2onnx.check_script_object_support(
-                model._c, list(_normalize_script_args(model, args)), opset))
+            bound, defaulted = _normalize_script_args(model, args)
+            report = json.loads(_pt2onnx.check_script_object_support(model._c, list(bound), opset, defaulted))
         return report["unsupported"]
     inputs = arguments.traced_inputs(model, args)
     mode = _enum_name(training, TrainingMode, "training") or "EVAL"

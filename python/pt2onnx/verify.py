@@ -131,7 +131,8 @@ def _feeds(model, args, proto):
     are not inputs); a traced model's flattened as export() flattens them, by name (inputs the trace
     did not use are not model inputs)."""
     if isinstance(model, torch.jit.ScriptModule):
-        present = [x for a in args for x in _scripted_inputs(a)]
+        defaulted = getattr(args, "defaulted", ())  # constants of the model (exporter.ScriptArguments)
+        present = [x for k, a in enumerate(args) if k not in defaulted for x in _scripted_inputs(a)]
         return {i.name: a for i, a in zip(proto.graph.input, present)}
     inputs = arguments.traced_inputs(model, args)
     by_name = {n: t.detach().numpy() for n, t in zip(inputs.names, inputs.tensors)}
@@ -211,14 +212,19 @@ def verify(model, args, onnx_path=None, opset=exporter._pt2onnx.DEFAULT_OPSET, r
     False never."""
     if runtime not in ("builtin", "ort", "both"):
         raise ValueError(f"runtime must be 'builtin', 'ort' or 'both', not {runtime!r}")
-    args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
-    sets = [("example", args, [])] + [(f"given {k + 1}", tuple(a) if isinstance(a, (tuple, list)) else (a,), [])
+    args = args if isinstance(args, tuple) else tuple(args) if isinstance(args, list) else (args,)
+    sets = [("example", args, [])] + [(f"given {k + 1}", a if isinstance(a, tuple) else tuple(a) if isinstance(a, list) else (a,), [])
                                       for k, a in enumerate(more_args)]
     # Seeded apart from the example (the CLI makes it with torch.manual_seed(seed)): new values.
     generator = torch.Generator().manual_seed(seed + 1_000_003)
     names = _input_names(model, args)
     for k in range(random):
         values, varied = _random_like(args, generator, names)
+        if isinstance(args, exporter.ScriptArguments):  # defaults are constants of the model: kept
+            values = exporter.ScriptArguments([args[i] if i in args.defaulted else v for i, v in enumerate(values)],
+                                              args.defaulted)
+            kept = {names[i] for i in args.defaulted if i < len(names)}
+            varied = [v for v in varied if v.split(":", 1)[0] not in kept]
         sets.append((f"random {k + 1}", values, varied))
     with tempfile.TemporaryDirectory(prefix="pt2onnx-verify-") as tmp:
         given = onnx_path
@@ -363,14 +369,17 @@ def cli_verify(archive, python_spec, onnx_path, input_specs, input_files, opset,
         if twice:
             raise ValueError(f"'{twice[0]}' is given by -i and by --input: give it once")
         specs = list(input_specs) + [f"{n}={p}" for n, p in input_files.items()]
-        args = _archive_arguments(model, specs, seed)
+        # Arguments left out keep their declared defaults as constants, as convert does.
+        defaulted = [k for k, n in enumerate(names) if n not in given and n not in input_files]
+        args = exporter.ScriptArguments(_archive_arguments(model, specs, seed), defaulted)
         for files in input_sets:  # names not given keep the first set's value
             unknown = [n for n in files if n not in names]
             if unknown:
                 raise ValueError(f"--input-set names '{unknown[0]}', but the model takes: {', '.join(names)}")
             with_files = [s for s in specs if _spec_name(s) not in files] + [f"{n}={p}" for n, p in files.items()]
             parsed = _archive_arguments(model, with_files, seed)
-            more.append(tuple(parsed[k] if n in files else args[k] for k, n in enumerate(names)))
+            more.append(exporter.ScriptArguments([parsed[k] if n in files else args[k] for k, n in enumerate(names)],
+                                                 [k for k in defaulted if names[k] not in files]))
     report = verify(model, args, onnx_path=onnx_path, opset=opset, rtol=rtol, atol=atol,
                     autograd_functions=autograd_functions, more_args=more, random=random, seed=seed,
                     runtime=runtime, tolerances=tolerances, bisect=bisect)

@@ -117,6 +117,36 @@ def test_scripted_transformer_decoder_archive_keeps_its_causal_defaults(cli, tmp
             np.testing.assert_allclose(got[0], expected, rtol=1e-4, atol=1e-5, err_msg=runtime)
 
 
+def test_scripted_transformer_decoder_defaults_stay_constants_from_python_and_in_verify(cli, tmp_path):
+    """The same from Python (pt2onnx.export and check_support of the ScriptModule and of its loaded
+    archive, the left-out arguments bound to their defaults) and in `pt2onnx verify` of the archive,
+    which exported them as inputs and failed on SDPA's is_causal. Given explicitly, an argument is an
+    input (here refused, clearly: SDPA needs is_causal at export)."""
+    torch.manual_seed(6)
+    layer = torch.nn.TransformerDecoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+    model = save(torch.nn.TransformerDecoder(layer, 2), tmp_path / "m.pt")
+    axes = {"tgt": {0: "b", 1: "t"}, "memory": {0: "b", 1: "s"}}
+    example = (torch.randn(2, 5, 16), torch.randn(2, 7, 16))
+    for name, module in [("scripted", model), ("loaded", torch.jit.load(str(tmp_path / "m.pt")))]:
+        assert pt2onnx.unconvertible_ops(module, example) == [], name
+        out = tmp_path / f"{name}.onnx"
+        pt2onnx.export(module, example, str(out), input_names=["tgt", "memory"], dynamic_axes=axes)
+        assert [i.name for i in onnx.load(str(out)).graph.input] == ["tgt", "memory"], name
+        for b, t, s in [(2, 5, 7), (3, 2, 9)]:
+            tgt, memory = torch.randn(b, t, 16), torch.randn(b, s, 16)
+            with torch.no_grad():
+                expected = model(tgt, memory).numpy()
+            for runtime, got in outputs_in_both(out, {"tgt": tgt.numpy(), "memory": memory.numpy()}).items():
+                np.testing.assert_allclose(got[0], expected, rtol=1e-4, atol=1e-5, err_msg=f"{name} {runtime}")
+    with pytest.raises(pt2onnx.ExportError, match="is_causal|known at export time"):
+        pt2onnx.export(model, (*example, {"memory_is_causal": True}), str(tmp_path / "given.onnx"))
+
+    proc = run(cli, "verify", tmp_path / "m.pt", "-i", "tgt:2x5x16", "-i", "memory:2x7x16", "--random", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "memory_is_causal" not in proc.stdout, proc.stdout  # a constant: never varied
+    assert proc.stdout.strip().endswith("PASS"), proc.stdout
+
+
 def test_optional_given_and_list_of_ints_from_npy(cli, tmp_path):
     model = save(Signature(), tmp_path / "m.pt")
     out = tmp_path / "m.onnx"
