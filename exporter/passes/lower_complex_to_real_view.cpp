@@ -297,15 +297,18 @@ class ComplexLowering {
     if (kind == "aten::constant_pad_nd" || kind == "aten::pad") {
       // Pads count from the last dim: (re, im) gets none. A constant fill must be zero (its imaginary
       // part is zero too); the other modes read each part on its own.
-      std::optional<c10::IValue> value;
-      if (kind == "aten::constant_pad_nd") value = torch::jit::toIValue(n->input(2));
+      bool constantMode = kind == "aten::constant_pad_nd";
       if (kind == "aten::pad") {
         auto mode = torch::jit::toIValue(n->input(2));
         if (!mode || !mode->isString()) throw unsupported(n, "a pad mode computed at run time");
-        if (mode->toStringRef() == "constant") value = torch::jit::toIValue(n->input(3));
+        constantMode = mode->toStringRef() == "constant";
       }
-      if (value && !value->isNone() && !((value->isDouble() && value->toDouble() == 0.0) || (value->isInt() && value->toInt() == 0)))
-        throw unsupported(n, "padding a complex tensor with a value other than zero");
+      if (constantMode) {  // the fill: None or a constant zero
+        auto value = torch::jit::toIValue(n->input(kind == "aten::pad" ? 3 : 2));
+        bool zero = value && (value->isNone() || (value->isDouble() && value->toDouble() == 0.0) ||
+                              (value->isInt() && value->toInt() == 0));
+        if (!zero) throw unsupported(n, "padding a complex tensor with a value other than a constant zero");
+      }
       Value* pads = op(c10::aten::add, {graph_.insertConstant(std::vector<int64_t>{0, 0}), n->input(1)});
       std::vector<NamedValue> args{c, pads};
       for (size_t i = 2; i < n->inputs().size(); ++i) args.emplace_back(n->input(i));

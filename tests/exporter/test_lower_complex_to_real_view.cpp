@@ -239,7 +239,17 @@ graph(%y : Tensor):
   %r : Tensor = aten::view_as_real(%p)
   return (%r)
 )IR",
-              "padding a complex tensor with a value other than zero");
+              "padding a complex tensor with a value other than a constant zero");
+  expectError(R"IR(
+graph(%y : Tensor, %v : float):
+  %i1 : int = prim::Constant[value=1]()
+  %pads : int[] = prim::ListConstruct(%i1, %i1)
+  %c : Tensor = aten::view_as_complex(%y)
+  %p : Tensor = aten::constant_pad_nd(%c, %pads, %v)
+  %r : Tensor = aten::view_as_real(%p)
+  return (%r)
+)IR",
+              "padding a complex tensor with a value other than a constant zero");
   expectError(R"IR(
 graph(%y : Tensor, %cond : bool):
   %c : Tensor = aten::view_as_complex(%y)
