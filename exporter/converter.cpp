@@ -37,7 +37,7 @@ bool hasAnonymousDim(const ir::TensorType& t) {
 // Debug log of where static typing first loses a type (a dtype, a rank, or a dim that no dynamic
 // axis names while the inputs' are all named): every later "unknown at export time" follows from it.
 void logTypeLost(const torch::jit::Node* n, size_t k, const std::vector<Arg>& args, const ir::TensorType& out) {
-  auto log = logger("exporter");
+  static const auto log = logger("exporter");  // once: this runs for every node output
   if (!out.isTensor() || !log->should_log(spdlog::level::debug)) return;
   bool inputsNamed = true;
   std::string inputs;
