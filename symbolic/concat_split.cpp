@@ -193,9 +193,26 @@ Outputs tensorSplitIntoSections(Context& ctx, ir::Value* x, int64_t dim, int64_t
                      std::vector<ir::Value*>(bounds.begin() + 1, bounds.end()));
 }
 
+// tensor_split at a 1-D tensor of indices computed at run time: its length, known at export time,
+// fixes the number of pieces; the bounds are read from it.
+Outputs tensorSplitAtRunTimeIndices(Context& ctx, ir::Value* x, int64_t dim, ir::Value* indices) {
+  std::optional<int64_t> count = staticDim(indices, 0);
+  if (!count)
+    ctx.fail("tensor_split with a 1-D tensor of indices whose length is known only at run time: the "
+             "number of pieces must be known at export time");
+  std::vector<ir::Value*> starts{ctx.constInt64s({0})}, ends;
+  for (int64_t k = 0; k < *count; ++k) {
+    ir::Value* bound = ctx.op("Gather", {indices, ctx.constInt64s({k})}, {i("axis", 0)});
+    ends.push_back(bound);
+    starts.push_back(bound);
+  }
+  ends.push_back(ctx.constInt64s({kInt64Max}));
+  return slicesAlong(ctx, x, dim, starts, ends);
+}
+
 // tensor_split.sections(self, int sections, dim), .indices(self, int[] indices, dim), and
-// .tensor_indices_or_sections(self, Tensor, dim) whose tensor (0-d: sections, 1-D: indices) must be
-// known at export time: the number of pieces is the node's number of outputs.
+// .tensor_indices_or_sections(self, Tensor, dim): a 0-d tensor of sections must be known at export
+// time (it is the number of pieces); a 1-D tensor of indices may be computed at run time.
 Outputs tensorSplitSymbolic(Context& ctx) {
   ir::Value* x = ctx.tensor(0);
   int64_t dim = dimIn(ctx, ctx.int64(2), ctx.requireRank(x, "the split tensor"));
@@ -203,9 +220,13 @@ Outputs tensorSplitSymbolic(Context& ctx) {
   if (how.kind == Arg::Kind::List) return tensorSplitAtIndices(ctx, x, dim, ctx.ints(1));
   if (how.kind == Arg::Kind::Int) return tensorSplitIntoSections(ctx, x, dim, ctx.int64(1));
   const ir::TensorData* known = ctx.constTensor(1);
-  if (!known)
-    ctx.fail("tensor_split with a tensor of indices or sections computed at run time: the number of "
-             "pieces must be known at export time (pass a Python int or list)");
+  if (!known) {
+    ir::Value* indices = ctx.tensor(1);
+    if (ctx.requireRank(indices, "tensor_split's indices_or_sections") == 1)
+      return tensorSplitAtRunTimeIndices(ctx, x, dim, ctx.cast(indices, ir::DType::Int64));
+    ctx.fail("tensor_split with a 0-d tensor of sections computed at run time: the number of pieces "
+             "must be known at export time (pass a Python int)");
+  }
   if (known->dims.size() > 1) ctx.fail("tensor_split's indices_or_sections tensor must be 0-d or 1-D");
   if (known->dims.empty()) return tensorSplitIntoSections(ctx, x, dim, known->elementAsInt64(0));
   std::vector<int64_t> indices;

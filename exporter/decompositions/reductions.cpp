@@ -2,7 +2,8 @@
 // log-sum-exps (as masked reductions over the prefix: O(n^2) in the scanned length, exact in what
 // they multiply), differences and distances, diagonals and traces; order statistics (kthvalue,
 // median, nanmedian, msort) read off a sort, which puts NaN last as PyTorch's does; cummax/cummin
-// over the same prefix mask.
+// over the same prefix mask; histc as ATen bins it; matrix norms (and linalg.norm's choice between
+// a vector and a matrix norm).
 #include "exporter/decompositions/decompositions.h"
 
 namespace pt2onnx::decompositions {
@@ -201,6 +202,106 @@ def kthvalue(self: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     d = _normalized_dim(dim, self.dim())
     values, indices = torch.sort(self, d)
     return _picked(values, indices, torch.zeros_like(values.narrow(d, 0, 1), dtype=4) + (k - 1), d, keepdim)
+
+# histc: ATen's linear bin choice, (x - lo) * bins / (hi - lo) truncated, in the input's dtype; the
+# top edge belongs to the last bin; values outside [lo, hi] and NaN are not counted. min == max
+# takes the data's range, widened by 1 each way when that is a single value, as ATen does.
+def histc(self: Tensor, bins: int = 100, min: number = 0, max: number = 0):
+    x = self.reshape([-1])
+    lo = torch.full([], min, dtype=self.dtype)
+    hi = torch.full([], max, dtype=self.dtype)
+    if min == max:
+        if x.size(0) > 0:
+            lo = torch.amin(x, [0])
+            hi = torch.amax(x, [0])
+        same = lo == hi
+        lo = torch.where(same, lo - 1, lo)
+        hi = torch.where(same, hi + 1, hi)
+    counted = torch.logical_and(x >= lo, x <= hi)
+    position = torch.clamp(((x - lo) * bins / (hi - lo)).to(4), 0, bins - 1)
+    hits = torch.logical_and(position.unsqueeze(1) == torch.arange(bins).unsqueeze(0), counted.unsqueeze(1))
+    return torch.sum(hits.to(self.dtype), [0])
+
+# Matrix norms (torch/_refs/linalg): "fro" is the 2-norm of the elements; 1 / inf (and -1 / -inf)
+# the largest (smallest) absolute column / row sum. 2, -2 and "nuc" need singular values, which
+# stay an unsupported linalg_svdvals at the user's line.
+def _matrix_norm_by_sums(x: Tensor, ord: float, dim: List[int], keepdim: bool):
+    d0 = _normalized_dim(dim[0], x.dim())
+    d1 = _normalized_dim(dim[1], x.dim())
+    if ord == float("inf") or ord == -float("inf"):
+        d0, d1 = d1, d0
+    if not keepdim and d0 < d1:
+        d1 -= 1
+    sums = torch.linalg_vector_norm(x, 1.0, [d0], keepdim)
+    if ord > 0:  # sums are >= 0: a 0 appended answers for an empty matrix, as ATen's 0
+        rank = x.dim()
+        if not keepdim:
+            rank -= 1
+        pad: List[int] = []
+        for _ in range(rank - 1 - d1):
+            pad.append(0)
+            pad.append(0)
+        pad.append(0)
+        pad.append(1)
+        return torch.amax(torch.constant_pad_nd(sums, pad, 0.0), [d1], keepdim)
+    return torch.amin(sums, [d1], keepdim)
+
+def _matrix_norm_by_singular_values(x: Tensor, ord: str, dim: List[int], keepdim: bool):
+    d0 = _normalized_dim(dim[0], x.dim())
+    d1 = _normalized_dim(dim[1], x.dim())
+    values = torch.linalg_svdvals(torch.movedim(x, [d0, d1], [-2, -1]))
+    if ord == "nuc":
+        norm = torch.sum(values, [-1])
+    elif ord == "2":
+        norm = torch.amax(values, [-1])
+    else:
+        norm = torch.amin(values, [-1])
+    if keepdim:
+        first = d0
+        if d1 < d0:
+            first = d1
+        norm = norm.unsqueeze(first).unsqueeze(d0 + d1 - first)
+    return norm
+
+def linalg_matrix_norm(self: Tensor, ord: number, dim: List[int] = [-2, -1], keepdim: bool = False,
+                       dtype: Optional[int] = None):
+    x = self
+    if dtype is not None:
+        x = self.to(dtype)
+    if ord == 2:
+        return _matrix_norm_by_singular_values(x, "2", dim, keepdim)
+    if ord == -2:
+        return _matrix_norm_by_singular_values(x, "-2", dim, keepdim)
+    return _matrix_norm_by_sums(x, float(ord), dim, keepdim)
+
+def linalg_matrix_norm__str_ord(self: Tensor, ord: str = "fro", dim: List[int] = [-2, -1], keepdim: bool = False,
+                                dtype: Optional[int] = None):
+    if ord == "fro":
+        return torch.linalg_vector_norm(self, 2, dim, keepdim, dtype=dtype)
+    x = self
+    if dtype is not None:
+        x = self.to(dtype)
+    return _matrix_norm_by_singular_values(x, ord, dim, keepdim)
+
+# linalg.norm: a matrix norm when ord is given over two dims (or a 2-D input without dims), else a
+# vector norm (2 by default) over dim or all elements.
+def linalg_norm(self: Tensor, ord: Optional[number] = None, dim: Optional[List[int]] = None, keepdim: bool = False,
+                dtype: Optional[int] = None):
+    if ord is None:
+        return torch.linalg_vector_norm(self, 2, dim, keepdim, dtype=dtype)
+    if dim is None:
+        if self.dim() == 2:
+            return linalg_matrix_norm(self, ord, [0, 1], keepdim, dtype)
+        return torch.linalg_vector_norm(self, ord, dim, keepdim, dtype=dtype)
+    if len(dim) == 2:
+        return linalg_matrix_norm(self, ord, dim, keepdim, dtype)
+    return torch.linalg_vector_norm(self, ord, dim, keepdim, dtype=dtype)
+
+def linalg_norm__ord_str(self: Tensor, ord: str, dim: Optional[List[int]] = None, keepdim: bool = False,
+                         dtype: Optional[int] = None):
+    if dim is None:
+        return linalg_matrix_norm__str_ord(self, ord, [0, 1], keepdim, dtype)
+    return linalg_matrix_norm__str_ord(self, ord, dim, keepdim, dtype)
 
 # Values that are not NaN along dim, kept as a size-1 axis.
 def _counted(self: Tensor, dim: int):

@@ -1,8 +1,9 @@
 """Ops added for swin_v2, mvit, RAFT and audio front ends: grid_sample (GridSample, opset 16),
-F.unfold / F.fold (im2col / col2im), torch.meshgrid, torch.tensor_split, vector norms (torch.norm,
-F.normalize, linalg.vector_norm), torch.stft with window functions (STFT, opset 17) and torch.istft
-(every opset), traced and scripted, exported with pt2onnx and run in
-ONNX Runtime and the builtin runtime against PyTorch, on inputs of other sizes than the example's."""
+F.unfold / F.fold (im2col / col2im), torch.meshgrid, torch.tensor_split, vector and matrix norms
+(torch.norm, F.normalize, linalg.vector_norm / matrix_norm / norm), torch.histc, torch.stft with
+window functions (STFT, opset 17) and torch.istft (every opset), traced and scripted, exported with
+pt2onnx and run in ONNX Runtime and the builtin runtime against PyTorch, on inputs of other sizes
+than the example's."""
 import warnings
 
 import numpy as np
@@ -161,6 +162,19 @@ def test_tensor_split_matches_torch_on_other_lengths(script, tmp_path):
                      tmp_path, dynamic_axes={"in_0": {0: "n", 1: "len"}}, script=script)
 
 
+class TensorSplitAtInput(torch.nn.Module):
+    def forward(self, x, indices):
+        first, middle, last = torch.tensor_split(x, indices, dim=0)
+        return first * 2, middle, last.sum(0)
+
+
+@pytest.mark.parametrize("script", [False, True])
+def test_tensor_split_at_run_time_indices_matches_torch(script, tmp_path):
+    export_and_check(TensorSplitAtInput(), (torch.randn(7, 3), torch.tensor([2, 5])),
+                     [(torch.randn(9, 3), torch.tensor([-3, 20])), (torch.randn(4, 3), torch.tensor([3, 1]))],
+                     tmp_path, dynamic_axes={"in_0": {0: "n"}}, script=script)
+
+
 # ---------------------------------------------------------------- norms
 
 
@@ -190,6 +204,44 @@ def test_scripted_norms_match_torch(tmp_path):
     torch.manual_seed(5)
     export_and_check(ScriptedNorms(), (torch.randn(2, 3, 4),), [(torch.randn(5, 3, 2),)], tmp_path, script=True,
                      dynamic_axes={"in_0": {0: "a", 2: "c"}})
+
+
+class MatrixNorms(torch.nn.Module):
+    def forward(self, x):
+        return (torch.linalg.matrix_norm(x), torch.linalg.matrix_norm(x, 1), torch.linalg.matrix_norm(x, -1, (0, 2)),
+                torch.linalg.matrix_norm(x, float("inf"), (2, 1), keepdim=True),
+                torch.linalg.matrix_norm(x, -float("inf")), torch.linalg.norm(x), torch.linalg.norm(x, 1, (0, 1)),
+                torch.linalg.norm(x, "fro", (1, 2)), torch.linalg.norm(x, 3.0, (2,)), torch.linalg.norm(x[0], 1))
+
+
+@pytest.mark.parametrize("script", [False, True])
+def test_matrix_norms_match_torch_on_other_sizes(script, tmp_path):
+    torch.manual_seed(6)
+    export_and_check(MatrixNorms(), (torch.randn(2, 3, 4),), [(torch.randn(4, 3, 6),), (torch.randn(1, 3, 1) * 50,)],
+                     tmp_path, dynamic_axes={"in_0": {0: "a", 2: "c"}}, script=script)
+
+
+def test_matrix_norms_of_singular_values_name_the_op(tmp_path):
+    with pytest.raises(pt2onnx.ExportError, match="linalg_svdvals"):
+        pt2onnx.export(MatrixNormOfOrder2(), (torch.randn(3, 3),), tmp_path / "m.onnx")
+
+
+class MatrixNormOfOrder2(torch.nn.Module):
+    def forward(self, x):
+        return torch.linalg.matrix_norm(x, 2)
+
+
+class Histograms(torch.nn.Module):
+    def forward(self, x):
+        return torch.histc(x, 10), torch.histc(x, 4, -1.0, 1.0), torch.histc(x * 0 + 3.0, 3)
+
+
+@pytest.mark.parametrize("script", [False, True])
+def test_histc_matches_torch_on_other_lengths(script, tmp_path):
+    torch.manual_seed(7)
+    edges = torch.tensor([-1.0, -0.5, 0.0, 0.5, 1.0, 1.25, -3.0])
+    export_and_check(Histograms(), (torch.randn(50),), [(edges,), (torch.randn(1000) * 4,), (torch.randn(1),)],
+                     tmp_path, dynamic_axes={"in_0": {0: "n"}}, script=script)
 
 
 # ---------------------------------------------------------------- stft

@@ -254,6 +254,63 @@ graph(%x : Float(2, 4, strides=[4, 1], requires_grad=0, device=cpu), %i : Long(2
   }
 }
 
+// histc over a fixed range (edges and NaN not counted past it, the top edge in the last bin) and
+// over the data's range (a single value widened by 1, an empty input all zeros).
+TEST(DecomposeCompositeOps, HistcBinsAsATenOverFixedAndDataRanges) {
+  at::Tensor edges = at::tensor({-1.f, -0.5f, 0.f, 0.5f, 1.f, 1.5f, NAN, -2.f});
+  auto g = expectPassPreservesResults(R"IR(
+graph(%x : Float(8, strides=[1], requires_grad=0, device=cpu), %y : Tensor):
+  %bins : int = prim::Constant[value=4]()
+  %lo : float = prim::Constant[value=-1.]()
+  %hi : float = prim::Constant[value=1.]()
+  %zero : int = prim::Constant[value=0]()
+  %seven : int = prim::Constant[value=7]()
+  %fixed : Tensor = aten::histc(%x, %bins, %lo, %hi)
+  %data : Tensor = aten::histc(%y, %seven, %zero, %zero)
+  return (%fixed, %data))IR",
+                                      run,
+                                      {{edges, at::randn({3, 5})},
+                                       {at::randn({8}), at::full({4}, 2.5f)},
+                                       {at::randn({8}) * 3, at::randn({0})},
+                                       {edges, at::linspace(-1, 1, 29)}});
+  EXPECT_EQ(countNodes(*g, "aten::histc"), 0);
+}
+
+// Matrix norms by absolute column / row sums over any two dims, kept or not; an empty matrix's
+// positive-order norm is 0. linalg.norm picks the matrix norm for two dims and an order.
+TEST(DecomposeCompositeOps, MatrixNormsBySumsOverAnyTwoDims) {
+  for (const char* ord : {"1", "-1", "inf", "-inf"}) {
+    for (const char* dims : {"[-2, -1]", "[2, 0]", "[0, 1]"}) {
+      std::string ir = R"IR(
+graph(%x : Float(3, 4, 5, strides=[20, 5, 1], requires_grad=0, device=cpu)):
+  %ord : float = prim::Constant[value=)IR" + std::string(ord) + R"IR(]()
+  %dims : int[] = prim::Constant[value=)IR" + dims + R"IR(]()
+  %t : bool = prim::Constant[value=1]()
+  %f : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %kept : Tensor = aten::linalg_matrix_norm(%x, %ord, %dims, %t, %none)
+  %dropped : Tensor = aten::linalg_matrix_norm(%x, %ord, %dims, %f, %none)
+  %norm : Tensor = aten::linalg_norm(%x, %ord, %dims, %f, %none)
+  return (%kept, %dropped, %norm))IR";
+      SCOPED_TRACE(std::string(ord) + " over " + dims);
+      auto g = expectPassPreservesResults(ir, run, {{at::randn({3, 4, 5})}, {at::randn({3, 4, 5}) * 100}});
+      EXPECT_EQ(countNodes(*g, "aten::linalg_matrix_norm") + countNodes(*g, "aten::linalg_norm"), 0);
+    }
+  }
+  auto g = expectPassPreservesResults(R"IR(
+graph(%x : Float(2, 0, 3, strides=[0, 3, 1], requires_grad=0, device=cpu)):
+  %ord : float = prim::Constant[value=inf]()
+  %fro : str = prim::Constant[value="fro"]()
+  %dims : int[] = prim::Constant[value=[1, 2]]()
+  %f : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %a : Tensor = aten::linalg_matrix_norm(%x, %ord, %dims, %f, %none)
+  %b : Tensor = aten::linalg_matrix_norm(%x, %fro, %dims, %f, %none)
+  return (%a, %b))IR",
+                                      run, {{at::randn({2, 0, 3})}});
+  EXPECT_EQ(countNodes(*g, "aten::linalg_matrix_norm"), 0);
+}
+
 // The identities for real tensors (real, conj_physical) would be wrong for complex ones.
 TEST(DecomposeCompositeOps, ComplexOperandsAreLeftAlone) {
   auto g = testing::parseStatements(R"IR(

@@ -177,15 +177,36 @@ graph(%x : Tensor):
                                     {{at::randn({2, 11})}, {at::randn({2, 3})}, {at::randn({2, 1})}}, 13);
 }
 
-TEST(ConcatSplitSymbolics, TensorSplitByRunTimeTensorFailsClearly) {
+// A 1-D tensor of indices computed at run time: its length fixes the pieces, its values the bounds
+// (past the end, negative, decreasing: clamped, wrapped and empty as torch's slices).
+TEST(ConcatSplitSymbolics, TensorSplitAtRunTimeIndicesMatchesTorch) {
   const char* ir = R"IR(
 graph(%x : Tensor, %indices : Tensor):
   %dim : int = prim::Constant[value=0]()
   %l : Tensor[] = aten::tensor_split(%x, %indices, %dim)
+  %a : Tensor, %b : Tensor, %c : Tensor = prim::ListUnpack(%l)
+  return (%a, %b, %c)
+)IR";
+  auto indices = [](int64_t a, int64_t b) { return at::tensor(std::vector<int64_t>{a, b}); };
+  for (int opset : {11, 13, 17}) {
+    expectDynamicAxesConvertLikeTorch(ir, {at::randn({7, 2}), indices(2, 5)}, {{0, "n"}},
+                                      {{at::randn({9, 2}), indices(-3, 20)},
+                                       {at::randn({4, 2}), indices(3, 1)},
+                                       {at::randn({0, 2}), indices(0, 0)}},
+                                      opset);
+  }
+}
+
+TEST(ConcatSplitSymbolics, TensorSplitIntoRunTimeSectionsFailsClearly) {
+  const char* ir = R"IR(
+graph(%x : Tensor, %sections : Tensor):
+  %dim : int = prim::Constant[value=0]()
+  %l : Tensor[] = aten::tensor_split(%x, %sections, %dim)
   %a : Tensor, %b : Tensor = prim::ListUnpack(%l)
   return (%a, %b)
 )IR";
-  std::string error = exportError(ir, {at::randn({7, 2}), at::tensor(std::vector<int64_t>{3})}, 13);
+  std::string error = exportError(ir, {at::randn({7, 2}), at::scalar_tensor(2, at::kLong)}, 13);
+  EXPECT_NE(error.find("0-d tensor of sections computed at run time"), std::string::npos) << error;
   EXPECT_NE(error.find("known at export time"), std::string::npos) << error;
 }
 
