@@ -81,20 +81,46 @@ ir::Value* reshapeTo(Context& ctx, ir::Value* x, ir::Value* shape) {
   return ctx.op("Reshape", {x, shape});
 }
 
+// torch's sizes hold no "copy the input's dim" (ONNX Reshape's 0 unless allowzero=1, opset 14):
+// - sizes with a 0 known at export time make an empty tensor, whose values do not matter
+//   (ConstantOfShape, every opset);
+// - sizes computed at run time are read literally from opset 14 on (allowzero=1); before it a 0
+//   computed at run time would copy the input's dim instead (docs/opsets.md).
+ir::Value* reshapeToSizes(Context& ctx, ir::Value* x, ir::Value* sizes, bool hasStaticZero) {
+  if (hasStaticZero) {
+    ir::DType dtype = elementTypeOf(ctx, x);
+    ir::DType storage = dtype == ir::DType::BFloat16 ? ir::DType::Float : dtype;  // no bf16 constants
+    ir::Value* empty = ctx.op("ConstantOfShape", {sizes}, {ir::attr::t("value", ir::TensorData::fromDoubles({0.0}, storage, {1}))});
+    return storage == dtype ? empty : ctx.cast(empty, dtype);
+  }
+  if (ctx.opset() >= 14 && !knownData(sizes)) return ctx.op("Reshape", {x, sizes}, {i("allowzero", 1)});
+  return reshapeTo(ctx, x, sizes);
+}
+
+// Whether an int[] argument has an element that is 0 at export time.
+bool holdsStaticZero(const Arg& list) {
+  if (list.kind != Arg::Kind::List) return false;
+  return std::any_of(list.elems.begin(), list.elems.end(),
+                     [](const Arg& e) { return e.kind == Arg::Kind::Int && !e.value && e.i == 0; });
+}
+
+// The static sizes of dims [from, to) of x, when all are known.
+std::optional<std::vector<int64_t>> staticSizes(const ir::Value* x, int64_t from, int64_t to) {
+  std::vector<int64_t> sizes;
+  for (int64_t d = from; d < to; ++d) {
+    std::optional<int64_t> size = staticDim(x, d);
+    if (!size) return std::nullopt;
+    sizes.push_back(*size);
+  }
+  return sizes;
+}
+
 // ---------------------------------------------------------------- view / reshape / flatten
 
 Outputs reshapeSymbolic(Context& ctx) {
   ir::Value* x = ctx.tensor(0);
   const Arg& size = ctx.arg(1);
-  if (size.isStatic()) {
-    std::vector<int64_t> dims = ctx.ints(1);
-    // torch's 0 is an empty dim; ONNX Reshape's 0 copies the input dim unless allowzero=1.
-    if (std::find(dims.begin(), dims.end(), 0) != dims.end()) {
-      if (ctx.opset() < 14) ctx.fail("reshape to a zero-size dim needs opset 14 (Reshape allowzero)");
-      return {ctx.op("Reshape", {x, ctx.constInt64s(dims)}, {i("allowzero", 1)})};
-    }
-  }
-  ir::Value* y = reshapeTo(ctx, x, ctx.intsAsTensor(1));
+  ir::Value* y = reshapeToSizes(ctx, x, ctx.intsAsTensor(1), holdsStaticZero(size));
   // ONNX infers no rank from a shape computed at run time; a list of known length gives it.
   if (!y->type.hasRank() && size.kind == Arg::Kind::List && !size.isDynamicList()) {
     std::vector<ir::Dim> dims;
@@ -110,7 +136,11 @@ Outputs reshapeSymbolic(Context& ctx) {
 }
 
 Outputs viewAsSymbolic(Context& ctx) {  // view_as / reshape_as
-  return {reshapeTo(ctx, ctx.tensor(0), shapeOf(ctx, ctx.tensor(1)))};
+  ir::Value* other = ctx.tensor(1);
+  bool hasStaticZero = false;
+  for (int64_t d = 0; d < (other->type.hasRank() ? other->type.rank() : 0); ++d)
+    hasStaticZero = hasStaticZero || staticDim(other, d) == 0;
+  return {reshapeToSizes(ctx, ctx.tensor(0), shapeOf(ctx, other), hasStaticZero)};
 }
 
 Outputs viewDtypeSymbolic(Context& ctx) {
@@ -128,20 +158,46 @@ Outputs flattenSymbolic(Context& ctx) {
   if (start > end) ctx.fail("flatten: start_dim comes after end_dim");
   if (start == end) return {x};
   if (start == 1 && end == rank - 1) return {ctx.op("Flatten", {x}, {i("axis", 1)})};
-  // Leading dims are copied with Reshape's 0, the flattened run is -1, trailing dims follow.
-  std::vector<int64_t> head(start, 0);
-  head.push_back(-1);
-  ir::Value* shape = concatShape(ctx, {ctx.constInt64s(head), dimSizes(ctx, x, end + 1, rank)});
-  return {reshapeTo(ctx, x, shape)};
+  // Leading dims are copied with Reshape's 0 (exact: same positions), the flattened run's product
+  // and the trailing dims follow. A 0 among them makes the result empty; a size known only at run
+  // time is read literally from opset 14 (reshapeToSizes).
+  std::optional<std::vector<int64_t>> run = staticSizes(x, start, end + 1);
+  std::optional<std::vector<int64_t>> tail = staticSizes(x, end + 1, rank);
+  bool staticZero = false;
+  for (int64_t d = start; d < rank; ++d) staticZero = staticZero || staticDim(x, d) == 0;
+  if (run && tail && !staticZero) {
+    std::vector<int64_t> sizes(start, 0);
+    sizes.push_back(std::accumulate(run->begin(), run->end(), int64_t{1}, std::multiplies<>()));
+    sizes.insert(sizes.end(), tail->begin(), tail->end());
+    return {reshapeTo(ctx, x, ctx.constInt64s(sizes))};
+  }
+  if (!staticZero && ctx.opset() < 14) {
+    std::vector<int64_t> head(start, 0);
+    head.push_back(-1);
+    return {reshapeTo(ctx, x, concatShape(ctx, {ctx.constInt64s(head), dimSizes(ctx, x, end + 1, rank)}))};
+  }
+  ir::Value* product = ctx.op("ReduceProd", {dimSizes(ctx, x, start, end + 1)}, {ints("axes", {0}), i("keepdims", 1)});
+  ir::Value* sizes = concatShape(ctx, {dimSizes(ctx, x, 0, start), product, dimSizes(ctx, x, end + 1, rank)});
+  return {reshapeToSizes(ctx, x, sizes, staticZero)};
 }
 
 Outputs unflattenSymbolic(Context& ctx) {
   ir::Value* x = ctx.tensor(0);
   int64_t rank = ctx.requireRank(x, "the unflattened tensor");
   int64_t dim = dimIn(ctx, ctx.int64(1), rank);
-  ir::Value* head = dim > 0 ? ctx.constInt64s(std::vector<int64_t>(dim, 0)) : nullptr;
-  ir::Value* shape = concatShape(ctx, {head, ctx.intsAsTensor(2), dimSizes(ctx, x, dim + 1, rank)});
-  return {reshapeTo(ctx, x, shape)};
+  // As flatten: the leading dims copied with Reshape's 0 while the new sizes and the trailing
+  // ones are known and not 0; otherwise the literal sizes (reshapeToSizes).
+  const Arg& split = ctx.arg(2);
+  std::optional<std::vector<int64_t>> tail = staticSizes(x, dim + 1, rank);
+  bool splitKnown = split.isStatic();
+  bool hasStaticZero = holdsStaticZero(split);
+  for (int64_t d = dim + 1; d < rank; ++d) hasStaticZero = hasStaticZero || staticDim(x, d) == 0;
+  if ((splitKnown && tail && !hasStaticZero) || (ctx.opset() < 14 && !hasStaticZero)) {
+    ir::Value* head = dim > 0 ? ctx.constInt64s(std::vector<int64_t>(dim, 0)) : nullptr;
+    return {reshapeTo(ctx, x, concatShape(ctx, {head, ctx.intsAsTensor(2), dimSizes(ctx, x, dim + 1, rank)}))};
+  }
+  ir::Value* shape = concatShape(ctx, {dimSizes(ctx, x, 0, dim), ctx.intsAsTensor(2), dimSizes(ctx, x, dim + 1, rank)});
+  return {reshapeToSizes(ctx, x, shape, hasStaticZero)};
 }
 
 // ---------------------------------------------------------------- transposes
