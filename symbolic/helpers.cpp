@@ -37,6 +37,13 @@ std::optional<int64_t> staticDim(const ir::Value* x, int64_t dim) {
   return d.isStatic() ? std::optional<int64_t>(d.size) : std::nullopt;
 }
 
+bool hasStaticZeroDim(const ir::Value* x) {
+  if (!x->type.hasRank()) return false;
+  for (int64_t d = 0; d < x->type.rank(); ++d)
+    if (staticDim(x, d) == 0) return true;
+  return false;
+}
+
 int64_t dimIn(const Context& ctx, int64_t dim, int64_t rank) {
   int64_t d = normalizeDim(dim, std::max<int64_t>(rank, 1));
   if (d < 0 || d >= std::max<int64_t>(rank, 1))

@@ -24,6 +24,9 @@ ir::Value* shapeOf(Context& ctx, ir::Value* x);
 const ir::TensorData* knownData(const ir::Value* v);
 // The size of x along `dim` when it is known at export time.
 std::optional<int64_t> staticDim(const ir::Value* x, int64_t dim);
+// Whether some dim of x is known at export time to be 0 (x is empty: ops that only move elements
+// are identities on it).
+bool hasStaticZeroDim(const ir::Value* x);
 // A dim normalized against `rank` (a 0-d tensor accepts dims -1 and 0, like torch); fails when out of range.
 int64_t dimIn(const Context& ctx, int64_t dim, int64_t rank);
 

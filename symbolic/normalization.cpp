@@ -253,6 +253,7 @@ Outputs groupNorm(Context& ctx) {
   double eps = ctx.float64(4);
   if (groups <= 0) ctx.fail("group_norm: num_groups must be positive");
   DType dtype = elementType(ctx, x);
+  if (hasStaticZeroDim(x)) return {x};  // no element to normalize (and no -1 to infer)
   Value* grouped = ctx.op("Reshape", {x, ctx.constInt64s({0, groups, -1})});
   Value* normalized = ctx.op(
       "InstanceNormalization",

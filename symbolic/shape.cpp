@@ -387,7 +387,8 @@ Outputs tileSymbolic(Context& ctx) {
 
 Outputs flipSymbolic(Context& ctx) {
   std::vector<int64_t> dims = ctx.ints(1);
-  if (dims.empty()) return {ctx.tensor(0)};
+  // An empty tensor is its own flip (a Slice from -1 down an empty dim is typed with size 1).
+  if (dims.empty() || hasStaticZeroDim(ctx.tensor(0))) return {ctx.tensor(0)};
   size_t n = dims.size();
   // A step of -1 from the last element down to "before the first" (INT64_MIN).
   return {ctx.op("Slice", {ctx.tensor(0), ctx.constInt64s(std::vector<int64_t>(n, -1)),
@@ -419,6 +420,7 @@ Outputs rollSymbolic(Context& ctx) {
   ir::Value* x = ctx.tensor(0);
   std::vector<int64_t> shifts = ctx.ints(1);
   std::vector<int64_t> dims = ctx.isNone(2) ? std::vector<int64_t>{} : ctx.ints(2);
+  if (hasStaticZeroDim(x)) return {x};  // nothing to move
   if (dims.empty()) {  // roll the flattened tensor, then restore the shape
     if (shifts.size() != 1) ctx.fail("roll without dims takes exactly one shift");
     ir::Value* flat = reshapeTo(ctx, x, ctx.constInt64s({-1}));

@@ -217,6 +217,7 @@ graph(%x : Tensor, %w : Tensor, %b : Tensor):
   return (%y)
 )IR";
   expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 6, 4, 5}), at::randn({6}), at::randn({6})});
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({0, 6}), at::randn({6}), at::randn({6})});  // empty batch
 }
 
 TEST(NormalizationSymbolics, GroupNormWithoutAffineMatchesTorch) {

@@ -1,6 +1,7 @@
 // Converter tests for symbolic/shape.cpp on empty tensors: torch's sizes have no "copy the input's
 // dim" (ONNX Reshape's 0 unless allowzero=1, opset 14), so a 0 among the sizes of a reshape,
-// flatten, unflatten or view_as must come out as a 0, whether known at export time or at run time.
+// flatten, unflatten or view_as must come out as a 0, whether known at export time or at run time;
+// flip and roll of an empty tensor are the tensor.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -86,6 +87,24 @@ graph(%like : Tensor):
   for (int opset : {14, 17})
     expectDynamicAxesConvertLikeTorch(ir, {at::randn({2, 3})}, {{0, "n"}}, {{at::randn({0, 3})}, {at::randn({4, 3})}},
                                       opset);
+}
+
+// Ops that only move elements are identities on an empty tensor.
+TEST(ShapeSymbolicsOnEmptyTensors, FlipAndRollOfEmptyTensors) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %dims : int[] = prim::Constant[value=[0, 1, 2]]()
+  %shifts : int[] = prim::Constant[value=[2]]()
+  %one : int[] = prim::Constant[value=[1]]()
+  %flipped : Tensor = aten::flip(%x, %dims)
+  %empty : int[] = prim::ListConstruct()
+  %rolled : Tensor = aten::roll(%x, %shifts, %empty)
+  %along : Tensor = aten::roll(%x, %shifts, %one)
+  return (%flipped, %rolled, %along)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({5, 0, 10})});
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({0, 0, 0})});
+  expectConvertsLikeTorchAllOpsets(ir, {at::randn({2, 3, 4})});
 }
 
 }  // namespace
