@@ -140,6 +140,33 @@ TensorType inverseType(Context& ctx, Value* x, std::optional<int64_t> dim) {
   return vectorOf(DType::Int64, (*ctx.typeOf(x).shape)[*dim]);
 }
 
+// The flat `values` (numel(x) of them) shaped like x. Reshape reads a 0 in the shape as "keep the
+// input's size there" (allowzero only from opset 14), so a shape with 0 sizes is built otherwise:
+// from x's shape alone when a size is 0 at export time, and when sizes are only known at run time,
+// by reshaping to max(size, 1) (padding empty values to that many) and slicing back to x's sizes.
+Value* shapedLike(Context& ctx, Value* values, Value* x) {
+  int64_t rank = ctx.rank(x);
+  bool allPositive = true, someZero = false;
+  for (int64_t d = 0; d < rank; ++d) {
+    std::optional<int64_t> size = staticDim(x, d);
+    allPositive = allPositive && size && *size > 0;
+    someZero = someZero || (size && *size == 0);
+  }
+  Value* shape = ctx.op("Shape", {x});
+  if (allPositive) return ctx.op("Reshape", {values, shape});
+  Value* zero = ctx.constInt64s({0});
+  if (someZero)
+    return ctx.op("ConstantOfShape", {shape}, {ir::attr::t("value", ir::TensorData::fromInt64s({0}, {1}))});
+  Value* atLeastOne = ctx.op("Max", {shape, ctx.constInt64s({1})});
+  Value* count = ctx.op("ReduceProd", {atLeastOne}, {i("keepdims", 1)});  // numel(x), or 1.. when empty
+  Value* padding = ctx.op("ConstantOfShape", {count}, {ir::attr::t("value", ir::TensorData::fromInt64s({0}, {1}))});
+  Value* padded = ctx.op("Slice", {ctx.op("Concat", {values, padding}, {i("axis", 0)}), zero, count, zero});
+  std::vector<int64_t> axes(rank);
+  for (int64_t d = 0; d < rank; ++d) axes[d] = d;
+  return ctx.op("Slice", {ctx.op("Reshape", {padded, atLeastOne}), ctx.constInt64s(std::vector<int64_t>(rank, 0)), shape,
+                          ctx.constInt64s(axes)});
+}
+
 Value* emptyInt64s(Context& ctx) { return ctx.constant(ir::TensorData::fromInt64s({}, {0})); }
 
 // (values, inverse, counts) of unique over all elements (dim=None) or along `dim`, sorted.
@@ -153,7 +180,7 @@ Outputs sortedUnique(Context& ctx, Value* x, std::optional<int64_t> dim) {
   Value* first = unique[1];
   Value* values = dim ? ctx.op("Gather", {x, first}, {i("axis", *dim)})
                       : ctx.op("Gather", {ctx.op("Reshape", {x, ctx.constInt64s({-1})}), first}, {i("axis", 0)});
-  Value* inverse = dim ? unique[2] : ctx.op("Reshape", {unique[2], ctx.op("Shape", {x})});
+  Value* inverse = dim ? unique[2] : shapedLike(ctx, unique[2], x);
   Value* counts = unique[3];
   // How many are unique depends on the values: never the example's count.
   ctx.setType(values, valuesType(ctx, x, dim));
@@ -184,7 +211,7 @@ Outputs consecutiveRuns(Context& ctx, Value* x, std::optional<int64_t> dim) {
   Value* starts = ctx.op("Reshape", {ctx.op("NonZero", {isStart}), ctx.constInt64s({-1})});
   Value* runIndex = ctx.op("CumSum", {ctx.cast(isStart, DType::Int64), ctx.constInt64(0)});
   Value* inverse = ctx.op("Sub", {runIndex, ctx.constInt64(1)});
-  if (!dim) inverse = ctx.op("Reshape", {inverse, ctx.op("Shape", {x})});
+  if (!dim) inverse = shapedLike(ctx, inverse, x);
   Value* ends = ctx.op("Concat", {ctx.op("Slice", {starts, one, ctx.constInt64s({kInt64Max}), zero}), n}, {i("axis", 0)});
   Value* counts = ctx.op("Sub", {ends, starts});
   Value* values = dim ? ctx.op("Gather", {x, starts}, {i("axis", *dim)})

@@ -58,8 +58,8 @@ TEST(UniqueSymbolics, Unique2WithTiesMatchesTorch) {
 
 TEST(UniqueSymbolics, Unique2OfEmptyAnd0dMatchesTorch) {
   // inverse is shaped like the input: [0, 3] for an empty one, 0-d for a 0-d one.
-  expectEachConvertsFromOpset11(kUnique2, {at::zeros({0, 3}), at::zeros({0}, at::kLong), at::scalar_tensor(2.5),
-                                           at::scalar_tensor(7, at::kLong)});
+  expectEachConvertsFromOpset11(kUnique2, {at::zeros({0, 3}), at::zeros({3, 0}), at::zeros({2, 0, 4}, at::kLong),
+                                           at::zeros({0}, at::kLong), at::scalar_tensor(2.5), at::scalar_tensor(7, at::kLong)});
 }
 
 TEST(UniqueSymbolics, Unique2NaNInfAndSignedZeroMatchTorch) {
@@ -110,7 +110,10 @@ graph(%x : Tensor):
 )IR";
   expectDynamicAxesConvertLikeTorch(ir, {withTies({6, 2})}, {{0, "n"}},
                                     {{withTies({11, 2}, at::kFloat, 9)}, {withTies({1, 2})}, {at::zeros({0, 2})}}, 13);
-  expectDynamicAxesConvertLikeTorch(ir, {withTies({6, 2})}, {{0, "n"}}, {{withTies({11, 2}, at::kFloat, 9)}}, 11);
+  // A size that is 0 only at run time, after the first dim (Reshape would read it as "keep").
+  for (int opset : {11, 14, 17})
+    expectDynamicAxesConvertLikeTorch(ir, {withTies({6, 2})}, {{0, "n"}, {1, "m"}},
+                                      {{withTies({11, 3}, at::kFloat, 9)}, {at::zeros({3, 0})}, {at::zeros({0, 0})}}, opset);
 }
 
 // ---------------------------------------------------------------- unique along a dim
@@ -205,7 +208,8 @@ TEST(UniqueSymbolics, UniqueConsecutiveMatchesTorch) {
   // Runs of equal neighbours, not sorted; NaN never equal to its neighbour; -0.0 equal to 0.0.
   expectEachConvertsFromOpset11(
       kConsecutive, {withTies({12}, at::kFloat, 2), withTies({3, 5}, at::kLong, 2), doubles({3, 3, 1, 1, 1, 3, 2, 2}, {8}),
-                     doubles({1, kNaN, kNaN, 2, 2, 0.0, -0.0, kInf, kInf}, {9}), at::zeros({0, 3}), at::zeros({0}, at::kLong),
+                     doubles({1, kNaN, kNaN, 2, 2, 0.0, -0.0, kInf, kInf}, {9}), at::zeros({0, 3}), at::zeros({3, 0}),
+                     at::zeros({0}, at::kLong),
                      at::scalar_tensor(4.0), at::ones({5}), withTies({12}, at::kBool, 2), withTies({12}, at::kByte, 2),
                      withTies({12}, at::kShort, 2), withTies({12}, at::kInt, 2), withTies({12}, at::kHalf, 2),
                      withTies({12}, at::kDouble, 2)});
@@ -282,6 +286,15 @@ graph(%x : Tensor):
 )IR";
   expectDynamicAxesConvertLikeTorch(ir, {withTies({6, 2}, at::kFloat, 2)}, {{0, "n"}, {1, "m"}},
                                     {{withTies({13, 3}, at::kFloat, 2)}, {at::ones({1, 1})}, {at::zeros({0, 2})}}, 13);
+  const char* flat = R"IR(
+graph(%x : Tensor):
+  %none : NoneType = prim::Constant()
+  %yes : bool = prim::Constant[value=1]()
+  %v : Tensor, %inv : Tensor, %c : Tensor = aten::unique_consecutive(%x, %yes, %yes, %none)
+  return (%v, %inv, %c)
+)IR";
+  expectDynamicAxesConvertLikeTorch(flat, {withTies({6, 2}, at::kFloat, 2)}, {{0, "n"}, {1, "m"}},
+                                    {{at::zeros({2, 0})}, {at::zeros({0, 0})}, {withTies({2, 7}, at::kFloat, 2)}}, 11);
 }
 
 }  // namespace
