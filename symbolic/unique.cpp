@@ -19,7 +19,8 @@
 //   other than `dim` (nothing to compare slices by).
 // ONNX Runtime's Unique takes int64 and double keys (not int32, uint8, int16, bool): integers and
 // bools are widened to int64, floating types to double, both exact; values are gathered from the
-// input at the first-occurrence indices, never cast back.
+// input at the first-occurrence indices, never cast back. bfloat16 needs opset 13 (Cast, Gather).
+// unique_consecutive has no ONNX op: runs start where a row differs from the previous one.
 #include <limits>
 #include <optional>
 #include <string>
