@@ -130,9 +130,9 @@ TensorType vectorOf(DType dtype, Dim length = Dim{}) { return {dtype, std::vecto
 // The values' type: 1-D of unknown length for dim=None, x's shape with `dim` unknown otherwise.
 TensorType valuesType(Context& ctx, Value* x, std::optional<int64_t> dim) {
   if (!dim) return vectorOf(ctx.dtypeOf(x));
-  TensorType t = ctx.typeOf(x);
-  (*t.shape)[*dim] = Dim{};
-  return t;
+  std::vector<Dim> dims = ctx.typeOf(x).shape.value();
+  dims[*dim] = Dim{};
+  return {ctx.dtypeOf(x), std::move(dims)};
 }
 
 // The inverse's type: x's shape for dim=None, [x.size(dim)] otherwise.
