@@ -7,7 +7,7 @@ class KernelRegistry;
 
 void registerElementwiseKernels(KernelRegistry& r);  // elementwise.cpp: arithmetic, comparison, math, activations
 void registerReductionKernels(KernelRegistry& r);    // reduction.cpp: Reduce*, ArgMax/Min, CumSum, Softmax family
-void registerTensorKernels(KernelRegistry& r);       // tensor.cpp: shape, slicing, gather/scatter, concat, creation
+void registerTensorKernels(KernelRegistry& r);       // tensor.cpp: shape, slicing, gather/scatter, concat, creation, Unique
 void registerConvKernels(KernelRegistry& r);         // conv.cpp: Conv, ConvTranspose, com.microsoft::FusedConv
 void registerNnKernels(KernelRegistry& r);           // nn.cpp: pools, norms, Resize, Dropout
 void registerMatMulKernels(KernelRegistry& r);       // matmul.cpp: Gemm, MatMul, Einsum

@@ -1,4 +1,5 @@
-// Tensor kernels: shape manipulation, slicing, gather/scatter, concatenation and creation ops.
+// Tensor kernels: shape manipulation, slicing, gather/scatter, concatenation, creation, NonZero and
+// Unique.
 // Each op is registered at the lowest opset whose semantics its kernel implements; later versions
 // that only widen the type constraints need no extra registration.
 #include <algorithm>
@@ -647,6 +648,39 @@ Tensors nonZero(KernelContext& ctx) {
   return {at::nonzero(x.dim() == 0 ? x.reshape({1}) : x).t().contiguous()};
 }
 
+// Unique (11): the distinct values, or slices along `axis`, sorted (slices lexicographically) or in
+// order of first occurrence (sorted=0), with each one's first index, the inverse indices and the
+// counts. Ties keep the first occurrence's value (-0.0 or 0.0), as ONNX Runtime does. NaN is never
+// equal to NaN here (PyTorch's unique), where ONNX Runtime's ordering merges it with other values:
+// pt2onnx's exports key floating values so that Unique never sees a NaN (symbolic/unique.cpp).
+Tensors unique(KernelContext& ctx) {
+  const at::Tensor& x = ctx.input(0);
+  bool alongAxis = ctx.hasAttribute("axis");
+  int64_t axis = alongAxis ? normAxis(ctx, ctx.attrInt("axis"), x.dim()) : 0;
+  at::Tensor input = alongAxis ? x : x.reshape({-1});
+  int64_t n = input.size(axis);
+  if (n == 0) {  // nothing to compare (PyTorch refuses more than one 0-size dim)
+    at::Tensor none = at::empty({0}, at::kLong);
+    return {input, none, none, none};
+  }
+  if (input.numel() == 0)
+    ctx.fail("the slices along axis " + std::to_string(axis) + " of shape " + c10::str(x.sizes()) +
+             " have no elements to compare");
+  auto [sortedValues, inverse, counts] =
+      alongAxis ? at::unique_dim(input, axis, true, true, true) : at::_unique2(input, true, true, true);
+  int64_t k = counts.size(0);
+  // The first occurrence of each: the smallest position mapped to it.
+  at::Tensor first = at::full({k}, n, at::kLong).scatter_reduce(0, inverse, at::arange(n, at::kLong), "amin", true);
+  if (!ctx.attrInt("sorted", 1)) {
+    at::Tensor order = std::get<1>(first.sort());  // first indices are distinct: a permutation
+    at::Tensor position = at::empty({k}, at::kLong).index_put_({order}, at::arange(k, at::kLong));
+    first = first.index_select(0, order);
+    counts = counts.index_select(0, order);
+    inverse = position.index_select(0, inverse);
+  }
+  return {input.index_select(axis, first), first, inverse, counts};
+}
+
 }  // namespace
 
 void registerTensorKernels(KernelRegistry& r) {
@@ -696,6 +730,7 @@ void registerTensorKernels(KernelRegistry& r) {
   r.add("", "Trilu", 14, trilu);
   r.add("com.microsoft", "Trilu", 1, trilu);  // ONNX Runtime's, before opset 14 (torch.onnx's custom symbolic)
   r.add("", "NonZero", 9, nonZero);
+  r.add("", "Unique", 11, unique);
 }
 
 }  // namespace pt2onnx::runtime

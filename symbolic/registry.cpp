@@ -98,6 +98,7 @@ void registerAllSymbolics(Registry& r) {
   registerSpectralSymbolics(r);
   registerDetectionSymbolics(r);
   registerAttentionSymbolics(r);
+  registerUniqueSymbolics(r);
   liftRank0Operands(r);  // last: it wraps entries registered above
 }
 

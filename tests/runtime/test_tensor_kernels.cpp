@@ -1,7 +1,9 @@
 // The runtime's tensor kernels (runtime_ops/tensor.cpp) on one-node models, against ATen references
 // and hand-computed values: negative axes, Slice's clamping and negative steps, Reshape's 0 / -1,
-// gather/scatter with negative indices, padding modes and the errors' messages.
+// gather/scatter with negative indices, padding modes, Unique against ONNX Runtime and the errors'
+// messages.
 #include <limits>
+#include <optional>
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
@@ -9,7 +11,9 @@
 #include "common/errors.h"
 #include "runtime/kernel.h"
 #include "runtime/session.h"
+#include "tests/util/compare.h"
 #include "tests/util/one_node_model.h"
+#include "tests/util/ort_runner.h"
 #include "runtime/tensor_proto.h"
 
 namespace pt2onnx::runtime {
@@ -296,6 +300,73 @@ TEST(TensorKernels, TriluNonZeroDepthSpace) {
   expectSame(run1("SpaceToDepth", 13, {feed(dcr)}, {attrInt("blocksize", 2)}), d);
 }
 
+// A Unique node over `x` (axis when given, sorted or not): values, first indices, inverse, counts.
+OneNodeModel uniqueModel(const at::Tensor& x, std::optional<int64_t> axis, bool sorted) {
+  OneNodeModel model("Unique", 11, "n");
+  model.input(x).attr("sorted", int64_t{sorted});
+  if (axis) model.attr("axis", *axis);
+  model.output(x.scalar_type()).output(at::kLong).output(at::kLong).output(at::kLong);
+  return model;
+}
+
+TEST(TensorKernels, UniqueSortedAndInOrderOfFirstOccurrence) {
+  at::Tensor x = at::tensor({3., 1., 2., 3., 1., -0., 0.}, at::kFloat).reshape({7});
+  std::vector<at::Tensor> sorted = uniqueModel(x, std::nullopt, true).run();
+  expectSame(sorted[0], at::tensor({-0., 1., 2., 3.}, at::kFloat));  // -0.0 occurs before 0.0
+  EXPECT_TRUE(sorted[0][0].signbit().item<bool>());
+  expectSame(sorted[1], longs({5, 1, 2, 0}));
+  expectSame(sorted[2], longs({3, 1, 2, 3, 1, 0, 0}));
+  expectSame(sorted[3], longs({2, 2, 1, 2}));
+  std::vector<at::Tensor> unsorted = uniqueModel(x, std::nullopt, false).run();
+  expectSame(unsorted[0], at::tensor({3., 1., 2., -0.}, at::kFloat));
+  expectSame(unsorted[1], longs({0, 1, 2, 5}));
+  expectSame(unsorted[2], longs({0, 1, 2, 0, 1, 3, 3}));
+  expectSame(unsorted[3], longs({2, 2, 1, 2}));
+
+  // Along an axis (negative too): slices compared lexicographically; the inverse is [size(axis)].
+  at::Tensor rows = longs({2, 9, 1, 2, 2, 9, 1, 0}).reshape({4, 2});
+  std::vector<at::Tensor> byRow = uniqueModel(rows, 0, true).run();
+  expectSame(byRow[0], longs({1, 0, 1, 2, 2, 9}).reshape({3, 2}));
+  expectSame(byRow[1], longs({3, 1, 0}));
+  expectSame(byRow[2], longs({2, 1, 2, 0}));
+  expectSame(byRow[3], longs({1, 1, 2}));
+  std::vector<at::Tensor> byColumn = uniqueModel(rows.t().contiguous(), -1, false).run();
+  expectSame(byColumn[0], longs({2, 9, 1, 2, 1, 0}).reshape({3, 2}).t());
+  expectSame(byColumn[2], longs({0, 1, 0, 2}));
+
+  // A 0-d input is one element; empty inputs give empty outputs.
+  std::vector<at::Tensor> scalar = uniqueModel(at::scalar_tensor(4, at::kLong), std::nullopt, true).run();
+  expectSame(scalar[0], longs({4}));
+  expectSame(scalar[2], longs({0}));
+  std::vector<at::Tensor> empty = uniqueModel(at::zeros({0, 3}), 0, true).run();
+  expectSame(empty[0], at::zeros({0, 3}));
+  expectSame(empty[3], longs({}));
+  expectSame(uniqueModel(at::zeros({2, 0}), std::nullopt, true).run()[1], longs({}));
+}
+
+TEST(TensorKernels, UniqueMatchesOnnxRuntime) {
+  // ONNX Runtime (the oracle) on every dtype it takes, sorted and not, flat and along each axis.
+  at::manual_seed(3);
+  at::Tensor ties = at::randint(-3, 3, {6, 3, 2}, at::kLong);
+  std::vector<OneNodeModel> models;
+  for (at::ScalarType dtype : {at::kLong, at::kFloat, at::kDouble, at::kChar, at::kHalf})
+    for (bool sorted : {true, false}) {
+      models.push_back(uniqueModel(ties.to(dtype), std::nullopt, sorted));
+      for (int64_t axis : {0, 1, -1}) models.push_back(uniqueModel(ties.to(dtype) % 2, axis, sorted));
+    }
+  models.push_back(uniqueModel(at::zeros({0}, at::kLong), std::nullopt, true));
+  models.push_back(uniqueModel(at::zeros({0, 4}), 0, false));
+  models.push_back(uniqueModel(at::scalar_tensor(2.5), std::nullopt, true));
+  std::vector<pt2onnx::testing::OrtResult> ort = pt2onnx::testing::runInOrt(models);
+  for (size_t k = 0; k < models.size(); ++k) {
+    ASSERT_EQ(ort[k].error, "") << "model " << k;
+    std::vector<at::Tensor> ours = models[k].run();
+    ASSERT_EQ(ours.size(), 4u);
+    for (size_t o = 0; o < 4; ++o)
+      EXPECT_EQ(pt2onnx::testing::compareTensors(ort[k].outputs.at(o), ours[o], 0), "") << "model " << k << " output " << o;
+  }
+}
+
 TEST(TensorKernels, ErrorsNameTheNodeAndExplain) {
   at::Tensor x = at::randn({2, 3});
   std::string e = errorOf("Reshape", 13, {feed(x), ints({4, -1})});
@@ -315,6 +386,12 @@ TEST(TensorKernels, ErrorsNameTheNodeAndExplain) {
 
   e = errorOf("Slice", 13, {feed(x), ints({0}), ints({1}), ints({0}), ints({0})});
   EXPECT_NE(e.find("zero step"), std::string::npos) << e;
+
+  // ONNX Runtime aborts on these (slices of no elements); PyTorch refuses them.
+  e = errorOf("Unique", 11, {feed(at::zeros({3, 0}))}, {attrInt("axis", 0)});
+  EXPECT_NE(e.find("the slices along axis 0 of shape [3, 0] have no elements to compare"), std::string::npos) << e;
+  e = errorOf("Unique", 11, {feed(x)}, {attrInt("axis", 2)});
+  EXPECT_NE(e.find("axis 2 is out of range for rank 2"), std::string::npos) << e;
 }
 
 }  // namespace
