@@ -138,6 +138,7 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
            {"drop_packed_total_length", [](auto& g) { return passes::dropPackedTotalLength(*g); }},
            {"eliminate_dead_code", [](auto& g) { torch::jit::EliminateDeadCode(g); return false; }},
        }},
+      pass("functionalize_embedding_renorm", [](auto& g) { passes::functionalizeEmbeddingRenorm(*g); }),
       pass("functionalize_mutation", [](auto& g) { passes::functionalizeMutation(*g); }),
       pass("drop_eval_noops",
            [&options](auto& g) {

@@ -1,5 +1,6 @@
 // Indexed writes: index_copy, index_add and index_fill along one dim (scatters and a mask of the
-// indexed slices), masked_scatter (source taken in order at the mask's true positions).
+// indexed slices), masked_scatter (source taken in order at the mask's true positions), the rows
+// embedding_renorm renorms.
 #include "exporter/decompositions/decompositions.h"
 
 namespace pt2onnx::decompositions {
@@ -46,6 +47,14 @@ def index_fill__int_Scalar(self: Tensor, dim: int, index: Tensor, value: number)
 def index_fill__int_Tensor(self: Tensor, dim: int, index: Tensor, value: Tensor):
     d = _normalized_dim(dim, self.dim())
     return torch.where(_indexed_slices(self, d, index), value.to(self.dtype), self)
+
+# The weight with the rows `indices` names renormed as ATen's embedding_renorm_ does (scaled by
+# max_norm / (norm + 1e-7) where their norm exceeds max_norm), the functional form
+# functionalize_embedding_renorm gives reads of a weight other than the embedding's own.
+def embedding_renorm(self: Tensor, indices: Tensor, max_norm: float, norm_type: float):
+    norms = torch.linalg_vector_norm(self, norm_type, [-1], True)
+    renormed = torch.logical_and(_indexed_slices(self, 0, indices), norms > max_norm)
+    return torch.where(renormed, self * (max_norm / (norms + 1e-7)), self)
 
 # The k-th true position of the mask (broadcast with self) takes source's k-th element; a zero
 # appended to source keeps the gather in range when the mask is all false and source empty.

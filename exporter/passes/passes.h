@@ -185,6 +185,10 @@ void lowerComplexToRealView(torch::jit::Graph& graph, int opset);
 // the interpreter, static typing and bisect run it like any op.
 c10::Symbol dftOp();
 
+// embedding_renorm_ (F.embedding's max_norm) on a weight, then reads of it: the reads take the
+// renormed rows as a value (exporter/passes/functionalize_embedding_renorm.cpp).
+void functionalizeEmbeddingRenorm(torch::jit::Graph& graph);
+
 // Removes nodes that do nothing in an eval-mode export: dropout with train=False.
 void dropEvalNoops(torch::jit::Graph& graph);
 

@@ -1,9 +1,10 @@
 """Ops added for swin_v2, mvit, RAFT and audio front ends: grid_sample (GridSample, opset 16),
 F.unfold / F.fold (im2col / col2im), torch.meshgrid, torch.tensor_split, vector and matrix norms
-(torch.norm, F.normalize, linalg.vector_norm / matrix_norm / norm), torch.histc, torch.stft with
-window functions (STFT, opset 17) and torch.istft (every opset), traced and scripted, exported with
-pt2onnx and run in ONNX Runtime and the builtin runtime against PyTorch, on inputs of other sizes
-than the example's."""
+(torch.norm, F.normalize, linalg.vector_norm / matrix_norm / norm), torch.histc, embeddings with
+max_norm, torch.stft with window functions (STFT, opset 17) and torch.istft (every opset), traced
+and scripted, exported with pt2onnx and run in ONNX Runtime and the builtin runtime against
+PyTorch, on inputs of other sizes than the example's."""
+import copy
 import warnings
 
 import numpy as np
@@ -242,6 +243,41 @@ def test_histc_matches_torch_on_other_lengths(script, tmp_path):
     edges = torch.tensor([-1.0, -0.5, 0.0, 0.5, 1.0, 1.25, -3.0])
     export_and_check(Histograms(), (torch.randn(50),), [(edges,), (torch.randn(1000) * 4,), (torch.randn(1),)],
                      tmp_path, dynamic_axes={"in_0": {0: "n"}}, script=script)
+
+
+# ---------------------------------------------------------------- embedding max_norm
+
+
+class RenormedEmbedding(torch.nn.Module):
+    def __init__(self, tied: bool):
+        super().__init__()
+        self.tied = tied
+        self.embedding = torch.nn.Embedding(10, 4, max_norm=1.0, norm_type=1.0 if tied else 2.0)
+
+    def forward(self, ids):
+        rows = self.embedding(ids)
+        if self.tied:
+            return rows.sum(1) @ self.embedding.weight.t()
+        return rows
+
+
+@pytest.mark.parametrize("tied", [False, True])
+@pytest.mark.parametrize("script", [False, True])
+def test_embedding_with_max_norm_matches_torch(tied, script, tmp_path):
+    """The model exported is the module after its example call (which renormed the example's rows in
+    PyTorch too); each later call is compared with a fresh copy of that module. (torch's scripted
+    F.embedding drops the renorm: a scripted module is compared with itself, which has none.)"""
+    torch.manual_seed(8)
+    model = RenormedEmbedding(tied)
+    model.embedding.weight.data *= 3
+    names = ["ids"]
+    path = tmp_path / "model.onnx"
+    exported = torch.jit.script(model) if script else model
+    pt2onnx.export(exported, (torch.tensor([[1, 2, 2], [3, 9, 0]]),), path, input_names=names,
+                   dynamic_axes={"ids": {0: "b", 1: "t"}})
+    snapshot = copy.deepcopy(exported)
+    for ids in (torch.tensor([[5, 5, 7, 1]]), torch.tensor([[0], [8]]), torch.tensor([[1, 2, 2], [3, 9, 0]])):
+        check_runs(copy.deepcopy(snapshot), path, names, [(ids,)])
 
 
 # ---------------------------------------------------------------- stft
