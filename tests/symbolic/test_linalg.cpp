@@ -97,8 +97,10 @@ TEST(LinalgSymbolics, InvPivotsOnZeroLeadingEntries) {
   expectConvertsLikeTorch(kInv, {a}, 13);
   at::Tensor permutation = at::tensor({0.f, 0.f, 1.f, 1.f, 0.f, 0.f, 0.f, 1.f, 0.f}).reshape({3, 3});
   expectConvertsLikeTorch(kInv, {at::stack({a, permutation, -a.t()})}, 17);
-  // Ties in |pivot| take the first row, as LAPACK's idamax.
-  at::Tensor ties = at::tensor({1.f, 2.f, -1.f, 3.f, 1.f, 1.f, 2.f, 0.f, 1.f}).reshape({3, 3});
+  // A tiny leading entry: without the swap, float32 loses every digit of the (1, 1) entry.
+  expectConvertsLikeTorch(kInv, {at::tensor({1e-7f, 1.f, 1.f, 1.f}).reshape({2, 2})}, 13);
+  // A tie in |pivot| (rows 0 and 1 of column 0; the first is taken, as LAPACK's idamax).
+  at::Tensor ties = at::tensor({2.f, 1.f, 1.f, -2.f, 3.f, 1.f, 1.f, 1.f, 4.f}).reshape({3, 3});
   expectConvertsLikeTorch(kInvEx, {ties}, 17);
 }
 
