@@ -1,4 +1,4 @@
-// Matrix products: linear, addmm, mm, matmul, bmm, baddbmm, mv, dot, einsum; determinants.
+// Matrix products: linear, addmm, mm, matmul, bmm, baddbmm, mv, dot, einsum.
 #include <optional>
 #include <string>
 
@@ -131,17 +131,6 @@ Outputs einsum(Context& ctx) {
   return {ctx.op("Einsum", operands, {ir::attr::s("equation", equation)})};
 }
 
-// linalg_det over the last two axes: ONNX Det. ONNX Runtime implements it for float32 only, so
-// float16 goes through float32 and float64 is refused rather than silently rounded.
-Outputs determinant(Context& ctx) {
-  Value* x = ctx.tensor(0);
-  DType t = ctx.dtypeOf(x);
-  if (t == DType::Float) return {ctx.op("Det", {x})};
-  if (t == DType::Float16 || t == DType::BFloat16) return {ctx.cast(ctx.op("Det", {ctx.cast(x, DType::Float)}), t)};
-  ctx.fail("linalg.det of " + ctx.arg(0).describe() + ": ONNX Runtime's Det computes float32 only (cast the "
-           "matrix to float32 in the model to export it)");
-}
-
 }  // namespace
 
 void registerLinearSymbolics(Registry& r) {
@@ -154,7 +143,6 @@ void registerLinearSymbolics(Registry& r) {
   r.onOp("aten::mv", kMinOpset, matmul);
   r.onOp("aten::dot", kMinOpset, matmul);
   r.onOp("aten::einsum", 12, einsum);  // Einsum
-  r.onOp("aten::linalg_det", 11, determinant);  // Det
 }
 
 }  // namespace pt2onnx::symbolic

@@ -82,6 +82,7 @@ void registerAllSymbolics(Registry& r) {
   registerActivationSymbolics(r);
   registerReductionSymbolics(r);
   registerLinearSymbolics(r);
+  registerLinalgSymbolics(r);
   registerEinsumDecomposedSymbolics(r);
   registerConvolutionSymbolics(r);
   registerPoolingSymbolics(r);
