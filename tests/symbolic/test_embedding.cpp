@@ -80,6 +80,22 @@ TEST(EmbeddingSymbolics, EmbeddingBagEveryModeMatchesTorch) {
   }
 }
 
+TEST(EmbeddingSymbolics, UnderscoredEmbeddingBagMatchesTorch) {
+  // _embedding_bag's padding_idx -1 means none (not the last row)
+  for (int64_t padding : {-1, 3}) {
+    std::string ir = R"IR(
+graph(%w : Tensor, %idx : Tensor, %offsets : Tensor):
+  %false : bool = prim::Constant[value=0]()
+  %mode : int = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %padding : int = prim::Constant[value=)IR" + std::to_string(padding) + R"IR(]()
+  %y : Tensor, %a : Tensor, %b : Tensor, %c : Tensor = aten::_embedding_bag(%w, %idx, %offsets, %false, %mode, %false, %none, %false, %padding)
+  return (%y)
+)IR";
+    expectConvertsLikeTorch(ir, {at::randn({4, 3}), longs({3, 0, 3, 1, 2}), longs({0, 2})}, 13);
+  }
+}
+
 TEST(EmbeddingSymbolics, EmbeddingBagPerSampleWeightsMatchesTorch) {
   std::vector<at::Tensor> inputs = {at::randn({5, 4}), longs({0, 3, 3, 1, 4}), longs({0, 1, 4}), at::randn({5})};
   expectConvertsLikeTorch(embeddingBagGraph(0, false, "None", true), inputs, 13);
