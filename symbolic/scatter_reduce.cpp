@@ -1,11 +1,12 @@
 // Scatter reductions: scatter_reduce.two (sum, prod, mean, amax, amin) and index_reduce (prod, mean,
 // amax, amin), each with include_self.
 //
-// ScatterElements reduces by add/mul from opset 16 and by max/min only from opset 18, so every
-// reduction is written one exact way at every opset: a mask saying which output position along
-// `dim` each source element goes to, [..., N, K, ...] (N = self.size(dim), K = index.size(dim)),
-// holding the source where it is hit and the reduction's identity elsewhere, reduced over K. Its
-// memory is N times the index's. Positions no index hits keep self (as in ATen, which only starts
+// ScatterElements reduces by add/mul from opset 16 and by max/min only from opset 18, so amax/amin
+// at every opset, and sum/prod/mean below 16, are written as a mask saying which output position
+// along `dim` each source element goes to, [..., N, K, ...] (N = self.size(dim), K =
+// index.size(dim)), holding the source where it is hit and the reduction's identity elsewhere,
+// reduced over K. Its memory is N times the index's. From opset 16 sum/prod/mean use
+// ScatterElements' add/mul. Positions no index hits keep self (as in ATen, which only starts
 // the hit ones from the identity when include_self=False); only the region of self the index spans
 // (index.size(d) along every d != dim) is touched, and only the part of src the index spans is read.
 #include <cmath>
@@ -128,6 +129,36 @@ struct ScatterReduction {
   bool indexSpansSelf;  // index_reduce: the index covers self along every dim but `dim`
 };
 
+// sum / count as ATen's mean: a count of 0 taken as 1; true division, floor division for integers.
+Value* meanOf(Context& ctx, Value* sum, Value* count, DType t, DType type) {
+  count = ctx.op("Where", {ctx.op("Less", {count, ctx.constInt64(1)}), ctx.constInt64(1), count});  // no int Max before opset 12
+  if (ir::isFloating(t)) return ctx.op("Div", {sum, ctx.cast(count, t)});
+  // The sum wraps in self's dtype before the division, as ATen adds in it.
+  if (type != DType::Int64) sum = ctx.cast(ctx.cast(sum, type), t);
+  // count > 0: a - (a mod count) is a multiple of count, so the truncating Div is the floor.
+  Value* remainder = ctx.op("Mod", {sum, count}, {attr::i("fmod", 0)});
+  return ctx.op("Div", {ctx.op("Sub", {sum, remainder}), count});
+}
+
+// From opset 16 ScatterElements adds and multiplies by itself, in memory of the index's size: sum,
+// prod and mean are written with it there (hit positions reset to the identity first when
+// include_self=False; the count of mean scattered the same way).
+Value* scatterSumOrProd(Context& ctx, Value* selfT, int64_t dim, Value* index, Value* source,
+                        const ScatterReduction& how, DType t, DType type) {
+  Value* indexShape = shapeOf(ctx, index);
+  Value* start = selfT;
+  if (!how.includeSelf)
+    start = ctx.op("ScatterElements", {selfT, index, ctx.op("Expand", {identityOf(ctx, how.reduction, t), indexShape})},
+                   {attr::i("axis", dim)});
+  const char* reduction = how.reduction == Reduction::Prod ? "mul" : "add";
+  Value* reduced = ctx.op("ScatterElements", {start, index, source}, {attr::i("axis", dim), attr::s("reduction", reduction)});
+  if (how.reduction != Reduction::Mean) return reduced;
+  Value* selfCount = ctx.op("Expand", {ctx.constInt64(how.includeSelf ? 1 : 0), shapeOf(ctx, selfT)});
+  Value* count = ctx.op("ScatterElements", {selfCount, index, ctx.op("Expand", {ctx.constInt64(1), indexShape})},
+                        {attr::i("axis", dim), attr::s("reduction", "add")});
+  return meanOf(ctx, reduced, count, t, type);
+}
+
 // self with src[p] reduced into self[p with p[dim] replaced by index[p]], for every position p of
 // index (same rank as self, rank >= 1; 0-d operands are lifted to [1] by rank0_lifting.cpp).
 Value* scatterReduce(Context& ctx, Value* self, int64_t dim, Value* index, Value* src, const ScatterReduction& how) {
@@ -141,8 +172,12 @@ Value* scatterReduce(Context& ctx, Value* self, int64_t dim, Value* index, Value
   DType t = computeTypeOf(type);
   Value* selfT = ctx.cast(self, t);
   index = ctx.cast(index, DType::Int64);
-  Value* region = how.indexSpansSelf ? selfT : leadingRegion(ctx, selfT, index, rank, dim);    // [..., N, ...]
-  Value* source = leadingRegion(ctx, ctx.cast(src, t), index, rank, -1);                       // [..., K, ...]
+  Value* source = leadingRegion(ctx, ctx.cast(src, t), index, rank, -1);  // [..., K, ...]
+  if (ctx.opset() >= 16 && how.reduction != Reduction::Amax && how.reduction != Reduction::Amin) {
+    Value* result = scatterSumOrProd(ctx, selfT, dim, index, source, how, t, type);
+    return t == type ? result : ctx.op("Cast", {result}, {attr::i("to", static_cast<int64_t>(type))});
+  }
+  Value* region = how.indexSpansSelf ? selfT : leadingRegion(ctx, selfT, index, rank, dim);  // [..., N, ...]
 
   // mask[..., n, k, ...] = index[..., k, ...] == n
   Value* n = dimSize(ctx, self, dim);
@@ -167,18 +202,8 @@ Value* scatterReduce(Context& ctx, Value* self, int64_t dim, Value* index, Value
   Value* hits = reduceAxis(ctx, "ReduceSum", ctx.cast(mask, DType::Int64), dim + 1);  // [..., N, ...]
 
   if (how.reduction == Reduction::Mean) {
-    // ATen: count = hits (+ 1 for self), 0 counted as 1; true division, floor division for integers.
-    Value* count = how.includeSelf ? ctx.op("Add", {hits, ctx.constInt64(1)}) : hits;
-    count = ctx.op("Where", {ctx.op("Less", {count, ctx.constInt64(1)}), ctx.constInt64(1), count});  // no int Max before opset 12
-    if (ir::isFloating(t)) {
-      reduced = ctx.op("Div", {reduced, ctx.cast(count, t)});
-    } else {
-      // The sum wraps in self's dtype before the division, as ATen adds in it.
-      if (type != DType::Int64) reduced = ctx.cast(ctx.cast(reduced, type), t);
-      // count > 0: a - (a mod count) is a multiple of count, so the truncating Div is the floor.
-      Value* remainder = ctx.op("Mod", {reduced, count}, {attr::i("fmod", 0)});
-      reduced = ctx.op("Div", {ctx.op("Sub", {reduced, remainder}), count});
-    }
+    // ATen: count = hits (+ 1 for self)
+    reduced = meanOf(ctx, reduced, how.includeSelf ? ctx.op("Add", {hits, ctx.constInt64(1)}) : hits, t, type);
   }
   Value* hit = ctx.op("Greater", {hits, ctx.constInt64(0)});
   Value* result = ctx.op("Where", {hit, reduced, region});

@@ -13,7 +13,9 @@ namespace {
 
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectDynamicAxesConvertLikeTorch;
+using pt2onnx::testing::contains;
 using pt2onnx::testing::exportError;
+using pt2onnx::testing::exportedOpTypes;
 
 at::Tensor longs(std::vector<int64_t> values, std::vector<int64_t> shape) {
   return at::tensor(values, at::kLong).reshape(shape);
@@ -106,7 +108,21 @@ TEST(ScatterReduceSymbolics, DynamicSizesMatchTorch) {
                                       {{at::randn({5, 2}), index, at::randn({2, 3})},
                                        {at::randn({3, 7}), index, at::randn({2, 3})}},
                                       13);
+    expectDynamicAxesConvertLikeTorch(ir, {at::randn({3, 4}), index, at::randn({2, 3})}, {{0, "n"}, {1, "m"}},
+                                      {{at::randn({5, 2}), index, at::randn({2, 3})}}, 17);
   }
+}
+
+TEST(ScatterReduceSymbolics, SumProdMeanUseScatterElementsReductionsFromOpset16) {
+  std::vector<at::Tensor> inputs = {at::randn({3, 5}), longs({1, 1, 3, 0, 2, 0}, {2, 3}), at::randn({3, 4})};
+  for (const std::string& reduce : {"sum", "prod", "mean"}) {
+    std::vector<std::string> at15 = exportedOpTypes(scatterReduceGraph(1, reduce, false), inputs, 15);
+    std::vector<std::string> at16 = exportedOpTypes(scatterReduceGraph(1, reduce, false), inputs, 16);
+    EXPECT_FALSE(contains(at16, "Equal")) << reduce;  // no [N, K] mask from 16
+    EXPECT_TRUE(contains(at15, "Equal")) << reduce;
+    expectConvertsLikeTorch(scatterReduceGraph(1, reduce, false), inputs, 16);
+  }
+  EXPECT_TRUE(contains(exportedOpTypes(scatterReduceGraph(1, "amax", true), inputs, 17), "Equal"));
 }
 
 TEST(ScatterReduceSymbolics, UnknownReductionIsAnError) {
@@ -126,13 +142,13 @@ TEST(IndexReduceSymbolics, EveryReductionMatchesTorch) {
       expectConvertsLikeTorch(indexReduceGraph(-2, reduce, includeSelf), inputs, 13);
       expectConvertsLikeTorch(indexReduceGraph(1, reduce, includeSelf), inputs, 17);
       std::vector<at::Tensor> rows = {at::randn({4}), longs({3, 3, 0}, {3}), at::randn({3})};
-      expectConvertsLikeTorch(indexReduceGraph(0, reduce, includeSelf), rows, 13);
+      for (int opset : {13, 17}) expectConvertsLikeTorch(indexReduceGraph(0, reduce, includeSelf), rows, opset);
       std::vector<at::Tensor> scalar = {at::randn({}), longs({0}, {1}), at::randn({})};
-      expectConvertsLikeTorch(indexReduceGraph(0, reduce, includeSelf), scalar, 13);
+      for (int opset : {13, 17}) expectConvertsLikeTorch(indexReduceGraph(0, reduce, includeSelf), scalar, opset);
       std::vector<at::Tensor> empty = {at::randn({3, 2}), at::zeros({0}, at::kLong), at::randn({0, 2})};
-      expectConvertsLikeTorch(indexReduceGraph(0, reduce, includeSelf), empty, 13);
+      for (int opset : {13, 17}) expectConvertsLikeTorch(indexReduceGraph(0, reduce, includeSelf), empty, opset);
       std::vector<at::Tensor> ints = {longs({-7, 3, 5}, {3}), longs({0, 0, 2, 0}, {4}), longs({-2, 4, 6, -1}, {4})};
-      expectConvertsLikeTorch(indexReduceGraph(0, reduce, includeSelf), ints, 13);
+      for (int opset : {13, 17}) expectConvertsLikeTorch(indexReduceGraph(0, reduce, includeSelf), ints, opset);
     }
 }
 
