@@ -255,6 +255,10 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
   const auto* entry = registry_.find(kind, jit::overloadName(n), options_.opset);
   std::vector<Arg> args;
   for (const torch::jit::Value* in : n->inputs()) args.push_back(env_.at(in));
+  for (size_t k = 0; k < args.size(); ++k)
+    if (args[k].isNotConverted())
+      return unconvertible(n, "it reads " + n->inputs()[k]->debugName() + ", a result of " +
+                                  jit::describeNode(n->inputs()[k]->node()) + " that is " + args[k].s, false);
   if (auto known = evaluateKnownNode(n, args)) {
     for (size_t k = 0; k < known->size(); ++k) env_[n->outputs()[k]] = argFromIValue((*known)[k]);
     return;
@@ -395,6 +399,9 @@ ir::Value* GraphConverter::outputValue(const torch::jit::Value* v) {
   if (deferred != deferred_.end()) unconvertible(deferred->second, "", true);
   const Arg& a = env_.at(v);
   if (a.value) return a.value;
+  if (a.isNotConverted())  // a result its symbolic declined (embedding_bag's auxiliary outputs)
+    throw ExportError("cannot convert " + jit::describeNode(v->node()) + " to ONNX opset " + std::to_string(options_.opset) +
+                      ": graph output " + v->debugName() + " is its result that is " + a.s);
   out_.setScope("");
   if (a.kind == Arg::Kind::List || a.isUninitialized())
     return materialize(a, v->type(), nullptr, "graph output " + v->debugName());

@@ -41,11 +41,15 @@ struct Arg {
   static Arg dynamicList(ir::Value* v) { Arg a; a.kind = Kind::List; a.value = v; return a; }
   // A value TorchScript leaves undefined on a path that never reads it (prim::Uninitialized).
   static Arg uninitialized() { Arg a; a.kind = Kind::Other; a.s = "uninitialized"; return a; }
+  // A result a symbolic does not convert (`why` says which and why): the exporter refuses any node
+  // or graph output that reads it, located there.
+  static Arg notConverted(const std::string& why) { Arg a; a.kind = Kind::Other; a.s = "not converted: " + why; return a; }
 
   bool isNone() const { return kind == Kind::None; }
   bool isTensor() const { return kind == Kind::Tensor; }
   bool isDynamicList() const { return kind == Kind::List && value != nullptr; }
   bool isUninitialized() const { return kind == Kind::Other && s == "uninitialized"; }
+  bool isNotConverted() const { return kind == Kind::Other && s.rfind("not converted: ", 0) == 0; }
   // True for numbers, bools, strings and lists of them known at conversion time.
   bool isStatic() const;
   std::string describe() const;

@@ -91,6 +91,7 @@ void registerAllSymbolics(Registry& r) {
   registerShapeSymbolics(r);
   registerConcatSplitSymbolics(r);
   registerIndexingSymbolics(r);
+  registerScatterReduceSymbolics(r);
   registerCreationSymbolics(r);
   registerEmbeddingSymbolics(r);
   registerRecurrentSymbolics(r);

@@ -412,3 +412,40 @@ def test_scripted_istft_with_a_length_argument(tmp_path):
         feeds = {"s": spec.numpy(), "n": np.array(n)}
         for runtime, (got,) in (("ort", list(ort.run(path, feeds).values())), ("builtin", session.run(None, feeds))):
             assert got.shape == expected.shape and ort.max_rel_error(expected, got) < TOLERANCE, runtime
+
+
+# ---------------------------------------------------------------- embedding_bag, scatter_reduce
+
+
+class BagMean(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.bag = torch.nn.EmbeddingBag(10, 4, mode="mean")
+
+    def forward(self, indices, offsets):
+        return self.bag(indices, offsets)
+
+
+@pytest.mark.parametrize("opset", [13, 17])
+def test_embedding_bag_mean_with_dynamic_indices_and_bags(tmp_path, opset):
+    # the number of indices and of bags are both dynamic; an empty bag gives 0 as in PyTorch
+    example = (torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]), torch.tensor([0, 4]))
+    runs = [(torch.tensor([3, 3, 0, 7, 1]), torch.tensor([0, 1, 1, 3])),
+            (torch.tensor([6]), torch.tensor([0])),
+            (torch.randint(0, 10, (40,)), torch.tensor([0, 5, 17, 30, 39, 40]))]
+    export_and_check(BagMean(), example, runs, tmp_path, opset=opset,
+                     dynamic_axes={"in_0": {0: "indices"}, "in_1": {0: "bags"}})
+
+
+class ScatterReduceAmax(torch.nn.Module):
+    def forward(self, x, index, src):
+        return x.scatter_reduce(1, index, src, "amax", include_self=False)
+
+
+def test_scatter_reduce_with_dynamic_sizes(tmp_path):
+    example = (torch.randn(3, 5), torch.tensor([[0, 4, 4], [1, 1, 2]]), torch.randn(2, 3))
+    runs = [(torch.randn(4, 6), torch.tensor([[5, 0, 5, 5], [1, 2, 2, 0]]), torch.randn(3, 4)),
+            (torch.randn(2, 2), torch.tensor([[1]]), torch.randn(1, 1))]
+    export_and_check(ScatterReduceAmax(), example, runs, tmp_path, opset=13,
+                     dynamic_axes={"in_0": {0: "n", 1: "m"}, "in_1": {0: "a", 1: "b"}, "in_2": {0: "c", 1: "d"}})
