@@ -37,6 +37,11 @@ std::optional<int64_t> staticDim(const ir::Value* x, int64_t dim) {
   return d.isStatic() ? std::optional<int64_t>(d.size) : std::nullopt;
 }
 
+ir::Value* dimSize(Context& ctx, ir::Value* x, int64_t dim) {
+  if (std::optional<int64_t> n = staticDim(x, dim)) return ctx.constInt64(*n);
+  return ctx.op("Gather", {shapeOf(ctx, x), ctx.constInt64(dim)}, {ir::attr::i("axis", 0)});
+}
+
 bool hasStaticZeroDim(const ir::Value* x) {
   if (!x->type.hasRank()) return false;
   for (int64_t d = 0; d < x->type.rank(); ++d)

@@ -24,6 +24,8 @@ ir::Value* shapeOf(Context& ctx, ir::Value* x);
 const ir::TensorData* knownData(const ir::Value* v);
 // The size of x along `dim` when it is known at export time.
 std::optional<int64_t> staticDim(const ir::Value* x, int64_t dim);
+// The size of x along `dim` as a 0-d int64 tensor (a constant when static).
+ir::Value* dimSize(Context& ctx, ir::Value* x, int64_t dim);
 // Whether some dim of x is known at export time to be 0 (x is empty: ops that only move elements
 // are identities on it).
 bool hasStaticZeroDim(const ir::Value* x);

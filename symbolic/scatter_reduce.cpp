@@ -84,12 +84,6 @@ Value* reduceAxis(Context& ctx, const std::string& onnxOp, Value* x, int64_t axi
   return ctx.op(onnxOp, {x}, {attr::ints("axes", {axis}), attr::i("keepdims", 0)});
 }
 
-// The size of `x` along `dim` as a 0-d int64 tensor.
-Value* dimSize(Context& ctx, Value* x, int64_t dim) {
-  if (std::optional<int64_t> n = staticDim(x, dim)) return ctx.constInt64(*n);
-  return ctx.op("Gather", {shapeOf(ctx, x), ctx.constInt64(dim)}, {attr::i("axis", 0)});
-}
-
 // Whether a and b have the same known size along every dim (but `except`, when >= 0).
 bool sameStaticSizes(const Value* a, const Value* b, int64_t rank, int64_t except) {
   for (int64_t d = 0; d < rank; ++d) {
@@ -113,13 +107,6 @@ Value* leadingRegion(Context& ctx, Value* x, Value* index, int64_t rank, int64_t
   std::vector<int64_t> axes(rank);
   for (int64_t d = 0; d < rank; ++d) axes[d] = d;
   return ctx.op("Slice", {x, ctx.constInt64s(std::vector<int64_t>(rank, 0)), ends, ctx.constInt64s(axes)});
-}
-
-bool staticallyEmpty(const Value* x) {
-  if (!x->type.hasRank()) return false;
-  for (const ir::Dim& d : *x->type.shape)
-    if (d.isStatic() && d.size == 0) return true;
-  return false;
 }
 
 struct ScatterReduction {
@@ -166,7 +153,7 @@ Value* scatterReduce(Context& ctx, Value* self, int64_t dim, Value* index, Value
   if (type == DType::Undefined) ctx.fail(std::string(how.op) + ": the element type of self is unknown");
   if (how.reduction == Reduction::Mean && type == DType::Bool) ctx.fail(std::string(how.op) + ": mean of bool tensors is not supported");
   int64_t rank = ctx.requireRank(self, "self");
-  if (staticallyEmpty(index)) return self;  // ATen returns self untouched, whatever index's shape
+  if (hasStaticZeroDim(index)) return self;  // ATen returns self untouched, whatever index's shape
   if (ctx.requireRank(index, "index") != rank)
     ctx.fail(std::string(how.op) + ": index must have the rank of self (" + std::to_string(rank) + ")");
   DType t = computeTypeOf(type);

@@ -137,10 +137,7 @@ Outputs reshapeSymbolic(Context& ctx) {
 
 Outputs viewAsSymbolic(Context& ctx) {  // view_as / reshape_as
   ir::Value* other = ctx.tensor(1);
-  bool hasStaticZero = false;
-  for (int64_t d = 0; d < (other->type.hasRank() ? other->type.rank() : 0); ++d)
-    hasStaticZero = hasStaticZero || staticDim(other, d) == 0;
-  return {reshapeToSizes(ctx, ctx.tensor(0), shapeOf(ctx, other), hasStaticZero)};
+  return {reshapeToSizes(ctx, ctx.tensor(0), shapeOf(ctx, other), hasStaticZeroDim(other))};
 }
 
 Outputs viewDtypeSymbolic(Context& ctx) {
