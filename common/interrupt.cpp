@@ -17,9 +17,19 @@ struct Slot {
 };
 Slot slots[kMaxPendingFiles];
 
+std::atomic<bool> fileWritten{false};
+std::atomic<bool> statusLineOpen{false};
+
+void say(const char* text) { [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, text, std::strlen(text)); }
+
 void onSignal(int sig) {
   for (Slot& s : slots)
     if (s.state.load(std::memory_order_acquire) == 2) ::unlink(s.path);
+  if (statusLineOpen.load(std::memory_order_acquire)) say("\n");
+  say(sig == SIGINT ? "pt2onnx: interrupted (SIGINT)" : sig == SIGTERM ? "pt2onnx: interrupted (SIGTERM)"
+                                                                        : "pt2onnx: interrupted (SIGHUP)");
+  say(fileWritten.load(std::memory_order_acquire) ? "; the files written before it are complete\n"
+                                                  : ", nothing written\n");
   std::signal(sig, SIG_DFL);
   ::raise(sig);
 }
@@ -45,6 +55,10 @@ void PendingFile::release() {
   slots[slot_].state.store(0, std::memory_order_release);
   slot_ = -1;
 }
+
+void noteFileWritten() { fileWritten.store(true, std::memory_order_release); }
+
+void setStatusLineOpen(bool open) { statusLineOpen.store(open, std::memory_order_release); }
 
 void removePendingFilesOnSignals() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) {

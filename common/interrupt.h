@@ -23,8 +23,15 @@ class PendingFile {
 
 inline constexpr int kMaxPendingFiles = 64;
 
-// Installs handlers for SIGINT, SIGTERM and SIGHUP that remove the pending files, then end the
-// process by the same signal (so a shell sees "interrupted", exit status 128 + signal).
+// Installs handlers for SIGINT, SIGTERM and SIGHUP that remove the pending files, end an open
+// progress line, say "pt2onnx: interrupted, nothing written" (or that earlier files were kept) on
+// stderr, then end the process by the same signal (a shell sees exit status 128 + signal).
 void removePendingFilesOnSignals();
+
+// A pending file reached its final name: an interruption no longer means "nothing written".
+void noteFileWritten();
+
+// Whether a progress line without its newline is on stderr (the handler ends it first).
+void setStatusLineOpen(bool open);
 
 }  // namespace pt2onnx::interrupt

@@ -1,5 +1,7 @@
 #include "common/progress.h"
 
+#include "common/interrupt.h"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -19,6 +21,7 @@ class Reporter {
   }
   ~Reporter() {
     if (shown_) std::fputs("\n", stderr);
+    interrupt::setStatusLineOpen(false);
   }
 
   void phase(const std::string& name, uint64_t total, const std::string& unit) {
@@ -49,6 +52,7 @@ class Reporter {
     std::fprintf(stderr, "\r%-72s", line.c_str());
     std::fflush(stderr);
     shown_ = true;
+    interrupt::setStatusLineOpen(true);
   }
 
   Clock::time_point start_, lastShown_;

@@ -56,6 +56,8 @@ ExampleRun runLoaded(const std::function<std::unique_ptr<runtime::Session>()>& l
   std::unique_ptr<runtime::Session> session;
   try {
     session = load();
+  } catch (const InternalError&) {
+    throw;  // a bug of ours, not a model for another runtime
   } catch (const std::exception& e) {
     // An op without a kernel here (a user's custom domain, ATen fallthrough, PythonOp outside
     // Python): the model is for another runtime. Anything else is a model that does not load.
@@ -90,6 +92,8 @@ ExampleRun runLoaded(const std::function<std::unique_ptr<runtime::Session>()>& l
   std::vector<runtime::Value> outputs;
   try {
     outputs = session->runValues(feeds);
+  } catch (const InternalError&) {
+    throw;
   } catch (const std::exception& e) {
     throw ExportError(std::string("the exported model does not run on the example inputs it was exported with: ") +
                       e.what());

@@ -4,6 +4,7 @@
 
 #include "exporter/archive_limits.h"
 #include "exporter/debug_info_check.h"
+#include "exporter/model_file.h"
 #include "exporter/torch_compat.h"
 
 #include <algorithm>
@@ -404,18 +405,6 @@ std::string archiveProvenance(std::istream& in) {
   }
 }
 
-// A torch.save() zip: data.pkl without the code/ and constants.pkl a TorchScript archive has.
-bool isPickledObject(std::istream& in) {
-  try {
-    in.clear();
-    in.seekg(0);
-    caffe2::serialize::PyTorchStreamReader reader(&in);
-    return reader.hasRecord("data.pkl") && !reader.hasRecord("constants.pkl");
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
 // LibTorch's load error in one line. Archive code that calls an op this LibTorch does not know (or
 // does not know with those arguments: an archive of a newer torch) names the op and where the call is.
 std::string loadErrorMessage(const std::string& what, const std::string& provenance) {
@@ -445,12 +434,16 @@ std::string loadErrorMessage(const std::string& what, const std::string& provena
 }  // namespace
 
 ModelGraph loadTorchScript(const std::string& path) {
+  if (std::string problem = notATorchScriptArchive(describeModelFile(path), path); !problem.empty())
+    throw ExportError(problem);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ExportError("cannot open TorchScript archive '" + path + "'");
   return loadTorchScript(in);
 }
 
 ModelGraph loadTorchScript(std::istream& in) {
+  if (std::string problem = notATorchScriptArchive(describeModelStream(in), ""); !problem.empty())
+    throw ExportError(problem);
   ArchiveCheck archive = checkArchiveLimits(in);
   for (const auto& [name, pickle] : archive.debugPickles) {
     if (!archive.damagedDebugInfo.empty()) break;
@@ -465,12 +458,6 @@ ModelGraph loadTorchScript(std::istream& in) {
   try {
     module = torch::jit::load(in, std::nullopt, /*load_debug_files=*/archive.damagedDebugInfo.empty());
   } catch (const std::exception& e) {
-    if (isPickledObject(in))
-      throw ExportError("this is a torch.save() file (a pickled Python object: an nn.Module or a state_dict), not a "
-                        "TorchScript archive; it holds no code pt2onnx can read without the Python classes. Save a "
-                        "TorchScript archive with torch.jit.save(torch.jit.script(model), PATH) (or torch.jit.trace), "
-                        "or export from Python: pt2onnx.export(model, args, PATH) or pt2onnx convert --python "
-                        "MODULE:FUNCTION");
     throw ExportError(loadErrorMessage(e.what(), archiveProvenance(in)));
   }
   return fromScriptModule(std::move(module));

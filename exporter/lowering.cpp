@@ -96,6 +96,8 @@ bool indexesTuplesInBlocks(const torch::jit::Block* block, bool nested) {
 void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
   // LibTorch's passes take shared_ptr; the graph is owned by the caller's ModelGraph.
   GraphPtr graph(GraphPtr{}, &graphRef);
+  // The internal-error path of the error policy, reachable on purpose by its tests (docs/error_policy.md).
+  PT2ONNX_ASSERT(std::getenv("PT2ONNX_INJECT_INTERNAL_ERROR") == nullptr, "injected by PT2ONNX_INJECT_INTERNAL_ERROR");
   size_t inputsBefore = graph->inputs().size();
   auto hasSymbolic = [&options](const torch::jit::Node* n) {
     return symbolic::defaultRegistry().find(jit::qualifiedKind(n), jit::overloadName(n), options.opset) != nullptr;

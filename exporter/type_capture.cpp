@@ -87,6 +87,8 @@ Observation run(const torch::jit::Graph& graph, const std::vector<c10::IValue>& 
     for (const torch::jit::Value* in : n->inputs()) stack.push_back(env.at(in));
     try {
       runNode(n, stack);
+    } catch (const InternalError&) {
+      throw;
     } catch (const std::exception& e) {
       throw ExportError("running the model on the example inputs failed at " + jit::describeNode(n) +
                         ": " + messageOf(e));

@@ -12,6 +12,7 @@
 
 #include "common/errors.h"
 #include "common/logging.h"
+#include "exporter/model_file.h"
 #include "exporter/example_arguments.h"
 #include "exporter/export.h"
 #include "exporter/meta_types.h"
@@ -289,6 +290,15 @@ PYBIND11_MODULE(_pt2onnx, m) {
   m.attr("DEFAULT_OPSET") = kDefaultOpset;
   m.attr("DEFAULT_GRADIENT_OPSET") = kDefaultGradientOpset;
   m.attr("__version__") = PT2ONNX_VERSION;
+
+  m.def("model_file_problem",
+        [](const std::string& path, const std::string& expected) {
+          ModelFile file = describeModelFile(path);
+          return expected == "onnx" ? notAnOnnxModel(file, path) : notATorchScriptArchive(file, path);
+        },
+        py::arg("path"), py::arg("expected"),
+        "Why `path` is not what a command reads (expected: \"torchscript\" or \"onnx\"), or \"\" when it is: "
+        "the one classifier of model files the CLI uses (exporter/model_file.h).");
 
   m.def("check_model", [](const py::bytes& model) { return py::bytes(writer::checkModelBytes(std::string(model))); },
         "onnx::checker + strict shape inference with the com.microsoft schemas pt2onnx writes (serialized in and out).");

@@ -251,6 +251,8 @@ auto callKernel(const Context& ctx, Run run) {
     return run();
   } catch (const ExportError&) {
     throw;
+  } catch (const InternalError&) {
+    throw;
   } catch (const std::exception& e) {
     ctx.fail(messageOf(e));
   }

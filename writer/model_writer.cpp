@@ -345,6 +345,7 @@ class TempFile {
     std::filesystem::rename(path_, finalPath, ec);
     if (ec) throw ExportError("cannot move " + path_ + " to " + finalPath + ": " + ec.message());
     pending_.release();
+    interrupt::noteFileWritten();
     path_.clear();
   }
 

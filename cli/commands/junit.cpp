@@ -89,6 +89,7 @@ void writeJUnit(const std::string& path, const std::string& suite, const std::ve
     std::remove(tmp.c_str());
     throw ExportError("cannot write the JUnit report '" + path + "'");
   }
+  interrupt::noteFileWritten();
 }
 
 }  // namespace pt2onnx::cli

@@ -52,6 +52,8 @@ bool runWithPython(const std::function<bool(py::module_)>& body) {
   } catch (py::error_already_set& e) {
     std::string type = py::str(e.type().attr("__name__"));
     std::string message = py::str(e.value());
+    // The bindings raise our InternalError as AssertionError: it stays an internal error (exit 3).
+    if (type == "AssertionError" && message.rfind("internal error in pt2onnx", 0) == 0) throw InternalError(message);
     throw ExportError(type == "ExportError" || type == "ValueError" ? message : type + ": " + message);
   }
 }

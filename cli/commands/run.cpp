@@ -8,6 +8,7 @@
 #include "cli/commands/commands.h"
 #include "cli/commands/python_source.h"
 #include "common/errors.h"
+#include "exporter/model_file.h"
 #include "runtime/npy.h"
 #include "runtime/session.h"
 #include "runtime_ops/python/python_ops.h"
@@ -121,6 +122,8 @@ void addRunCommand(CLI::App& app, int& exitCode) {
   cmd->callback([opts, &exitCode] {
     if (!std::filesystem::is_regular_file(opts->model))
       throw ExportError("model file '" + opts->model + "' does not exist or is not a file");
+    if (std::string problem = notAnOnnxModel(describeModelFile(opts->model), opts->model); !problem.empty())
+      throw ExportError(problem);
     runModel(*opts);
     exitCode = 0;
   });

@@ -1,6 +1,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "common/errors.h"
 #include "common/logging.h"
 #include "exporter/jit_util.h"
 #include "exporter/onnx_passes/onnx_passes.h"
@@ -85,6 +86,8 @@ size_t foldConstants(ir::Graph& graph, int opset, bool initializers) {
       runtime::KernelContext ctx(n.name, n.opType, n.domain, opset, *attributes, std::move(inputs), 1);
       std::vector<at::Tensor> outs = kernel->tensor(ctx);
       if (outs.size() == 1) result = outs[0];
+    } catch (const InternalError&) {
+      throw;  // a kernel's bug is not the model's problem to meet at run time
     } catch (const std::exception& e) {
       // Left to run in the model, whose runtime reports the same problem with the inputs it gets.
       log->debug("not folding {} ({}): {}", n.name, n.opType, e.what());

@@ -17,7 +17,13 @@ def torchscript_deprecation_silenced():
 
 
 def load_archive(path):
-    """torch.jit.load, without torch's deprecation warning."""
+    """torch.jit.load, without torch's deprecation warning. A file that is no TorchScript archive (a
+    torch.save() pickle, an ONNX model, an empty file) raises pt2onnx's ExportError saying what it is
+    (the CLI's one classifier), not torch's loader error."""
     import torch
+    from . import _pt2onnx
+    problem = _pt2onnx.model_file_problem(str(path), "torchscript")
+    if problem:
+        raise _pt2onnx.ExportError(problem)
     with torchscript_deprecation_silenced():
         return torch.jit.load(path)

@@ -302,6 +302,8 @@ def inspect_archive(path, opset=None, input_specs=()):
         raise ValueError(f"model file '{path}' does not exist or is not a file")
     try:
         module = _compat.load_archive(path).eval()
+    except _pt2onnx.ExportError:
+        raise  # not an archive at all: the classifier's message says what the file is
     except Exception as e:
         raise ValueError(f"not a readable TorchScript archive: {str(e).strip().splitlines()[0]}") from e
     if not module._c._has_method("forward"):

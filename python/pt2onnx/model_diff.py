@@ -18,12 +18,17 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from . import _pt2onnx
+
 MAX_TEXT_ROWS = 40  # node differences printed in text; JSON has them all
 
 
 def _load(path):
     if not os.path.isfile(path):
         raise ValueError(f"model file '{path}' does not exist or is not a file")
+    problem = _pt2onnx.model_file_problem(path, "onnx")
+    if problem:
+        raise ValueError(problem)
     try:
         model = onnx.load(path, load_external_data=False)
     except Exception as e:
@@ -241,10 +246,17 @@ def diff_models(path_a, path_b, input_files=None, random=False, seed=0, dims=Non
     numbers_differ = report["numbers"] is not None and any(
         "error" in r or r["max_abs_diff"] > atol for r in report["numbers"]["outputs"])
     report["numbers_differ"] = numbers_differ
-    report["structure_differs"] = bool(
-        report["inputs"] or report["outputs"] or report["op_counts"] or report["nodes"] or init["only_a"] or
-        init["only_b"] or report["a"]["opsets"] != report["b"]["opsets"])
-    report["same"] = not report["structure_differs"] and not numbers_differ
+    # What differs, named: the verdict lists these (a structure difference the sections do not show
+    # would read as a contradiction: "DIFFERENT" above sections that all say "the same").
+    differs = [name for name, differ in (
+        ("opsets", report["a"]["opsets"] != report["b"]["opsets"]),
+        ("inputs/outputs", bool(report["inputs"] or report["outputs"])),
+        ("initializers", bool(init["only_a"] or init["only_b"])),
+        ("op counts", bool(report["op_counts"])),
+        ("nodes", bool(report["nodes"]))) if differ]
+    report["structure_differs"] = bool(differs)
+    report["differs"] = differs + (["outputs' numbers"] if numbers_differ else [])
+    report["same"] = not report["differs"]
     return report
 
 
@@ -262,6 +274,12 @@ def format_text(r):
     a, b = r["a"], r["b"]
     lines = [f"A: {a['path']} ({a['producer']}, opsets {a['opsets']}, {a['nodes']} nodes)",
              f"B: {b['path']} ({b['producer']}, opsets {b['opsets']}, {b['nodes']} nodes)"]
+    if a["opsets"] != b["opsets"]:
+        domains = sorted(set(a["opsets"]) | set(b["opsets"]))
+        lines.append("opsets (A | B): " + "; ".join(f"{d} {a['opsets'].get(d, '-')} | {b['opsets'].get(d, '-')}"
+                                                    for d in domains if a["opsets"].get(d) != b["opsets"].get(d)))
+    else:
+        lines.append("opsets: the same")
     if r["inputs"] or r["outputs"]:
         lines.append("inputs/outputs (A | B):")
         lines += [_io_text(row) for row in r["inputs"] + r["outputs"]]
@@ -302,8 +320,7 @@ def format_text(r):
         for row in r["numbers"]["outputs"]:
             lines.append(f"  output {row['output']}: " + (row["error"] if "error" in row else
                          f"max |A-B| {row['max_abs_diff']:.3g}, max |A-B|/(1+|A|) {row['max_rel_diff']:.3g}"))
-    lines.append("SAME" if r["same"] else "DIFFERENT" + (" (structure)" if r["structure_differs"] else "") +
-                 (" (numbers)" if r["numbers_differ"] else ""))
+    lines.append("SAME" if r["same"] else "DIFFERENT: " + ", ".join(r["differs"]))
     return "\n".join(lines) + "\n"
 
 

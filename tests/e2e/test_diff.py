@@ -126,3 +126,29 @@ def test_a_model_against_itself_and_errors(cli, resnet18_exports, tmp_path):
     assert proc.returncode == 2 and proc.stderr.startswith("pt2onnx: error:") and "Traceback" not in proc.stderr
     proc = run(cli, "diff", ours, ours, "--input", "nope=x.npy")
     assert proc.returncode == 2 and "--input names 'nope'" in proc.stderr
+
+
+def test_the_verdict_names_what_differs_when_only_the_opset_does(cli, tmp_path):
+    # The same small network at opsets 13 and 17: identical nodes, initializers and interface; the
+    # verdict must name the opset (every section saying "the same" under a bare "DIFFERENT" was the bug).
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
+    x = torch.randn(2, 4)
+    paths = {}
+    for opset in (13, 17):
+        paths[opset] = tmp_path / f"m{opset}.onnx"
+        pt2onnx.export(model, (x,), str(paths[opset]), opset_version=opset, input_names=["x"])
+    proc = run(cli, "diff", paths[13], paths[17])
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "opsets (A | B): ai.onnx 13 | 17" in lines
+    assert lines[-1] == "DIFFERENT: opsets", proc.stdout
+    assert diff_json(cli, paths[13], paths[17])["differs"] == ["opsets"]
+    # The same through convert --baseline: an archive converted at 17 against a baseline at 13.
+    archive = tmp_path / "m.pt"
+    torch.jit.save(torch.jit.trace(model, x), str(archive))
+    proc = run(cli, "convert", archive, "-o", tmp_path / "new.onnx", "-i", "x:2x4", "--opset", "17",
+               "--baseline", paths[13])
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "DIFFERENT: opsets", proc.stdout
+    same = run(cli, "diff", paths[17], paths[17])
+    assert same.returncode == 0 and same.stdout.splitlines()[-1] == "SAME", same.stdout

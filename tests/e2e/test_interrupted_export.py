@@ -32,7 +32,7 @@ def interrupt_while_writing(cli, argv, out_dir, temp_suffix, sig):
         time.sleep(0.0005)
     _, stderr = proc.communicate(timeout=240)
     assert seen, f"the export ended before its temp file '*{temp}' was seen: {stderr}"
-    return proc.returncode
+    return proc.returncode, stderr
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -43,9 +43,45 @@ def test_interrupted_export_leaves_no_file(cli, big_archive, tmp_path, sig, exte
     argv = ["convert", str(big_archive), "-i", "input:1x8192", "-o", str(out / "m.onnx")]
     if external:
         argv += ["--external-data-threshold", "1000"]
-    returncode = interrupt_while_writing(cli, argv, out, "m.onnx.data" if external else "m.onnx", sig)
+    returncode, stderr = interrupt_while_writing(cli, argv, out, "m.onnx.data" if external else "m.onnx", sig)
     assert returncode == -sig  # ended by the signal, as a shell expects (status 128 + signal)
     assert sorted(os.listdir(out)) == []
+    # The user is told, on a line of its own, that nothing was left behind.
+    assert stderr.splitlines()[-1] == f"pt2onnx: interrupted ({sig.name}), nothing written", stderr
+
+
+def test_interrupt_ends_the_progress_line_first(cli, big_archive, tmp_path):
+    # On a terminal the progress line has no newline while it updates: the message starts a line of its own.
+    import pty
+    out = tmp_path / "out"
+    out.mkdir()
+    leader, follower = pty.openpty()
+    env = dict(os.environ, PT2ONNX_PROGRESS_AFTER_SECONDS="0")
+    proc = subprocess.Popen([cli, "convert", str(big_archive), "-i", "input:1x8192", "-o", str(out / "m.onnx")],
+                            stdout=subprocess.DEVNULL, stderr=follower, env=env)
+    os.close(follower)
+    seen, text = False, b""
+    deadline = time.monotonic() + 240
+    while proc.poll() is None and time.monotonic() < deadline:
+        if any(".tmp." in name for name in os.listdir(out)):
+            seen = True
+            proc.send_signal(signal.SIGINT)
+            break
+        time.sleep(0.0005)
+    proc.wait(timeout=240)
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        text += chunk
+    os.close(leader)
+    assert seen and proc.returncode == -signal.SIGINT
+    shown = text.decode()
+    assert "[pt2onnx " in shown, shown  # a progress line was on the terminal
+    assert shown.rstrip().endswith("\npt2onnx: interrupted (SIGINT), nothing written"), repr(shown[-300:])
 
 
 def test_uninterrupted_export_writes_both_files(cli, big_archive, tmp_path):

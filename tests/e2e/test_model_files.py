@@ -1,0 +1,102 @@
+"""One classifier of "what is this file" for every command: a torch.save() pickle (zip and legacy
+formats), an ONNX model, an empty file, random bytes, a truncated archive and a torch.export program
+given where a TorchScript archive is read (convert, report, verify, inspect), and an archive given
+where an ONNX model is read (run, diff), each get one `pt2onnx: error:` line that says what the file
+is and what to do, exit status 2, and nothing written."""
+import os
+import subprocess
+
+import pytest
+import torch
+
+import pt2onnx
+
+
+class Small(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("files")
+    model, x = Small().eval(), torch.randn(2, 4)
+    archive = d / "archive.pt"
+    torch.jit.save(torch.jit.trace(model, x), str(archive))
+    torch.save(model, str(d / "pickled.pt"))
+    torch.save(model.state_dict(), str(d / "legacy.pt"), _use_new_zipfile_serialization=False)
+    pt2onnx.export(model, (x,), str(d / "model.onnx"), input_names=["x"])
+    (d / "model_onnx_renamed.pt").write_bytes((d / "model.onnx").read_bytes())
+    (d / "empty.pt").write_bytes(b"")
+    (d / "random.pt").write_bytes(bytes(range(256)) * 8)
+    (d / "truncated.pt").write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
+    exported = d / "program.pt2"
+    torch.export.save(torch.export.export(model, (x,)), str(exported))
+    return d
+
+
+# file -> words the message must hold (what the file is)
+NOT_ARCHIVES = {
+    "pickled.pt": ["is a torch.save() file", "torch.jit.save"],
+    "legacy.pt": ["is a torch.save() file in the legacy pickle format", "torch.jit.save"],
+    "model.onnx": ["is an ONNX model (IR version", "opsets ai.onnx", "pt2onnx run"],
+    "model_onnx_renamed.pt": ["is an ONNX model (IR version", "pt2onnx run"],
+    "empty.pt": ["is an empty file (0 bytes)"],
+    "random.pt": ["neither a TorchScript archive (a zip file) nor an ONNX model", "starting with 00 01 02"],
+    "truncated.pt": ["is a damaged or truncated zip file"],
+    "program.pt2": ["is a torch.export program", "pt2onnx.export"],
+}
+
+
+def run(*argv, cwd=None):
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def assert_one_line_error(proc, *words):
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pt2onnx: error: "), proc.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+    for bad in ("istream reader failed", "constants.pkl", "checkpoint file is corrupted", "Traceback"):
+        assert bad not in proc.stderr + proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("name", sorted(NOT_ARCHIVES))
+@pytest.mark.parametrize("command", ["convert", "report", "verify", "inspect"])
+def test_a_file_that_is_no_archive_is_named_for_what_it_is(cli, files, tmp_path, command, name):
+    path = files / name
+    argv = [cli, command, path]
+    if command != "inspect":
+        argv += ["-i", "x:2x4"]
+    if command == "convert":
+        argv += ["-o", tmp_path / "out.onnx"]
+    proc = run(*argv)
+    assert_one_line_error(proc, f"'{path}'", *NOT_ARCHIVES[name])
+    assert not os.listdir(tmp_path)
+
+
+def test_the_same_from_python(files):
+    # The Python side loads archives through the same classifier (verify, inspect, fleet).
+    with pytest.raises(pt2onnx.ExportError, match=r"is a torch\.save\(\) file"):
+        pt2onnx._compat.load_archive(str(files / "pickled.pt"))
+
+
+@pytest.mark.parametrize("command", ["run", "diff"])
+def test_an_archive_where_an_onnx_model_is_read(cli, files, command):
+    archive = files / "archive.pt"
+    argv = [cli, "run", archive] if command == "run" else [cli, "diff", files / "model.onnx", archive]
+    assert_one_line_error(run(*argv), f"'{archive}' is a TorchScript archive, not an ONNX model",
+                          f"pt2onnx convert {archive} -o MODEL.onnx")
+
+
+def test_real_files_still_load(cli, files, tmp_path):
+    # The classifier lets through what each command reads: the archive converts, the model runs.
+    proc = run(cli, "convert", files / "archive.pt", "-o", tmp_path / "m.onnx", "-i", "x:2x4")
+    assert proc.returncode == 0, proc.stderr
+    proc = run(cli, "diff", files / "model.onnx", tmp_path / "m.onnx")
+    assert proc.returncode in (0, 1), proc.stderr
