@@ -22,7 +22,45 @@ namespace {
 
 using symbolic::Arg;
 
-std::string rejectedInputsMessage(const torch::jit::Node* n, const std::string& pytorchError) {
+// The dtype an error of PyTorch's asks for ("... scalar types: Long, Int; but got torch.FloatTensor"),
+// or "" when it is not about a dtype.
+std::string dtypeAskedFor(const std::string& pytorchError) {
+  bool aboutDtype = pytorchError.find("scalar type") != std::string::npos ||
+                    pytorchError.find("dtype") != std::string::npos;
+  if (!aboutDtype) return "";
+  std::string wanted = pytorchError.substr(0, std::min(pytorchError.find("but got"), pytorchError.find("but found")));
+  auto mentions = [&wanted](std::initializer_list<const char*> words) {
+    for (const char* w : words)
+      if (wanted.find(w) != std::string::npos) return true;
+    return false;
+  };
+  if (mentions({"Long", "int64", "Int"})) return "int64";
+  if (mentions({"Bool", "bool"})) return "bool";
+  if (mentions({"Float", "float32"})) return "float32";
+  if (mentions({"Double", "float64"})) return "float64";
+  return "another dtype";
+}
+
+// PyTorch's error about the example inputs. When it is about the dtype of a forward() argument that
+// reaches the node directly (token ids given as floats), the message leads with that argument.
+std::string rejectedInputsMessage(const torch::jit::Node* n, const std::vector<Arg>& args,
+                                  const std::string& pytorchError) {
+  std::string wanted = dtypeAskedFor(pytorchError);
+  for (size_t i = 0; !wanted.empty() && i < args.size() && i < n->inputs().size(); ++i) {
+    const ir::Value* v = args[i].value;
+    if (n->inputs()[i]->node() != n->owningGraph()->param_node() || !v || !v->type.isTensor()) continue;
+    std::string dims = "DIMS";
+    if (v->type.isFullyStatic()) {
+      dims.clear();
+      for (const ir::Dim& d : *v->type.shape) dims += (dims.empty() ? "" : "x") + std::to_string(d.size);
+      if (dims.empty()) dims = "scalar";
+    }
+    return "example input '" + v->name + "' is " + ir::dtypeName(v->type.dtype) + ", which " + jit::describeNode(n) +
+           " does not take (" + pytorchError + ")" +
+           (wanted == "another dtype" ? ""
+                                      : ": give it as " + wanted + " (on the command line: -i " + v->name + ":" + dims +
+                                            ":" + wanted + ")");
+  }
   return jit::describeNode(n) + ": PyTorch rejects the inputs this node gets (check the example inputs' shapes "
          "and dtypes): " + pytorchError;
 }
@@ -303,12 +341,16 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
       outs = entry->fn(ctx);
     } catch (const SymbolicError& e) {
       failure = e.what();
+      // A symbolic refusing what PyTorch refuses too (float indices to an embedding) is a mistake of
+      // the example inputs, reported as that one error rather than as ops that "cannot be converted".
+      if (auto rejected = pytorchRejection(n, args, exampleDimSizesHere()))
+        throw ExportError(rejectedInputsMessage(n, args, *rejected));
     } catch (const ExportError& e) {  // ONNX type inference rejected a node the symbolic built
       // Usually because PyTorch itself would reject these inputs (wrong example shapes): then that
       // is the one error, of the export and of a support report alike (no op is unsupported).
       log->debug("{}: ONNX type inference rejects the symbolic's nodes: {}", kind, e.what());
       if (auto rejected = pytorchRejection(n, args, exampleDimSizesHere()))
-        throw ExportError(rejectedInputsMessage(n, *rejected));
+        throw ExportError(rejectedInputsMessage(n, args, *rejected));
       failure = e.what();
     }
     // ONNX inference does not check all PyTorch does (a conv's channels, a Linear's in_features):
@@ -316,7 +358,7 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
     // error here, not a model that fails when it runs (a trace on the example already asked them).
     if (failure.empty() && typing_ == Typing::Static && !argumentsAcceptedByTrace_)
       if (auto rejected = pytorchRejectionOfTensorArgs(n, args, exampleDimSizesHere()))
-        throw ExportError(rejectedInputsMessage(n, *rejected));
+        throw ExportError(rejectedInputsMessage(n, args, *rejected));
   }
   if (noSymbolic || !failure.empty()) {
     if (options_.operatorExportType == OperatorExportType::OnnxFallthrough) {

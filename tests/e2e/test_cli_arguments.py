@@ -339,3 +339,48 @@ def test_torch_save_pickle_is_explained(cli, tmp_path):
     proc = run(cli, "convert", tmp_path / "pickled.pt", "-o", tmp_path / "m.onnx", "-i", "x:2x4")
     assert_error(proc, tmp_path / "m.onnx", "torch.save()", "not a TorchScript archive", "torch.jit.save")
 
+
+
+class TokenClassifier(torch.nn.Module):
+    """Token ids through an embedding, a padding mask used as bool: what a tokenizer feeds."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(50, 8)
+        self.fc = torch.nn.Linear(8, 3)
+
+    def forward(self, ids, mask):
+        h = self.emb(ids).masked_fill(~mask.bool().unsqueeze(-1), 0.0)
+        return self.fc(h.sum(1))
+
+
+@pytest.mark.parametrize("scripted", [False, True], ids=["traced", "scripted"])
+def test_token_ids_given_as_floats_lead_with_the_dtype(cli, tmp_path, scripted):
+    # `-i ids:2x10` without a dtype makes float32: the one cause is named first (the argument, its
+    # dtype, the node that rejects it and the spec that fits), not "unsupported operators".
+    model = TokenClassifier().eval()
+    example = (torch.randint(0, 50, (2, 10)), torch.ones(2, 10, dtype=torch.int64))
+    m = torch.jit.script(model) if scripted else torch.jit.trace(model, example)
+    torch.jit.save(m, str(tmp_path / "tok.pt"))
+    out = tmp_path / "tok.onnx"
+    proc = run(cli, "convert", tmp_path / "tok.pt", "-o", out, "-i", "ids:2x10", "-i", "mask:2x10:int64")
+    assert_error(proc, out, "-i ids:2x10:int64")
+    assert proc.stderr.startswith("pt2onnx: error: example input 'ids' is float32, which node aten::embedding"), \
+        proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "unsupported" not in proc.stderr
+    # The spec it suggests converts, and the model matches PyTorch on another batch and length.
+    proc = run(cli, "convert", tmp_path / "tok.pt", "-o", out, "-i", "ids:2x10:int64", "-i", "mask:2x10:int64",
+               "-d", "ids:0=b", "-d", "ids:1=s", "-d", "mask:0=b", "-d", "mask:1=s")
+    assert proc.returncode == 0, proc.stderr
+    ids, mask = torch.randint(0, 50, (3, 7)), (torch.rand(3, 7) > 0.3).long()
+    with torch.no_grad():
+        expected = model(ids, mask).numpy()
+    for got in outputs_in_both(out, {"ids": ids.numpy(), "mask": mask.numpy()}).values():
+        np.testing.assert_allclose(got[0], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_token_ids_given_as_floats_from_python(tmp_path):
+    with pytest.raises(pt2onnx.ExportError, match=r"^example input 'ids' is float32, which node aten::embedding"):
+        pt2onnx.export(TokenClassifier().eval(), (torch.zeros(2, 10), torch.ones(2, 10, dtype=torch.int64)),
+                       str(tmp_path / "m.onnx"), input_names=["ids", "mask"])
+    assert not (tmp_path / "m.onnx").exists()
