@@ -48,7 +48,8 @@ std::string rejectedInputsMessage(const torch::jit::Node* n, const std::vector<A
   std::string wanted = dtypeAskedFor(pytorchError);
   for (size_t i = 0; !wanted.empty() && i < args.size() && i < n->inputs().size(); ++i) {
     const ir::Value* v = args[i].value;
-    if (n->inputs()[i]->node() != n->owningGraph()->param_node() || !v || !v->type.isTensor()) continue;
+    if (n->inputs()[i]->node() != n->owningGraph()->param_node() || !v || v->isInitializer || !v->type.isTensor())
+      continue;  // not a forward() argument (a lifted parameter is an initializer)
     std::string dims = "DIMS";
     if (v->type.isFullyStatic()) {
       dims.clear();

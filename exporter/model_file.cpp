@@ -110,8 +110,10 @@ ModelFile describeZip(std::istream& in) {
     return {ModelFileKind::OtherZip, "a zip file (" + std::to_string(records.size()) +
                                          " records) without a TorchScript archive's code/ and constants.pkl"};
   } catch (const std::exception& e) {
+    // The reader's first sentence ("... failed finding central directory"), without miniz's advice.
     std::string what = e.what();
-    return {ModelFileKind::OtherZip, "a damaged or truncated zip file (" + what.substr(0, what.find('\n')) + ")"};
+    what = what.substr(0, std::min(what.find('\n'), what.find(". ")));
+    return {ModelFileKind::OtherZip, "a damaged or truncated zip file (" + what + ")"};
   }
 }
 

@@ -136,7 +136,7 @@ def test_the_verdict_names_what_differs_when_only_the_opset_does(cli, tmp_path):
     paths = {}
     for opset in (13, 17):
         paths[opset] = tmp_path / f"m{opset}.onnx"
-        pt2onnx.export(model, (x,), str(paths[opset]), opset_version=opset, input_names=["x"])
+        pt2onnx.export(model, (x,), str(paths[opset]), opset_version=opset, input_names=["input"])
     proc = run(cli, "diff", paths[13], paths[17])
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.splitlines()
@@ -146,7 +146,7 @@ def test_the_verdict_names_what_differs_when_only_the_opset_does(cli, tmp_path):
     # The same through convert --baseline: an archive converted at 17 against a baseline at 13.
     archive = tmp_path / "m.pt"
     torch.jit.save(torch.jit.trace(model, x), str(archive))
-    proc = run(cli, "convert", archive, "-o", tmp_path / "new.onnx", "-i", "x:2x4", "--opset", "17",
+    proc = run(cli, "convert", archive, "-o", tmp_path / "new.onnx", "-i", "input:2x4", "--opset", "17",
                "--baseline", paths[13])
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.splitlines()[-1] == "DIFFERENT: opsets", proc.stdout

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import pt2onnx
+from pt2onnx import _compat
 
 
 class Small(torch.nn.Module):
@@ -83,7 +84,7 @@ def test_a_file_that_is_no_archive_is_named_for_what_it_is(cli, files, tmp_path,
 def test_the_same_from_python(files):
     # The Python side loads archives through the same classifier (verify, inspect, fleet).
     with pytest.raises(pt2onnx.ExportError, match=r"is a torch\.save\(\) file"):
-        pt2onnx._compat.load_archive(str(files / "pickled.pt"))
+        _compat.load_archive(str(files / "pickled.pt"))
 
 
 @pytest.mark.parametrize("command", ["run", "diff"])
