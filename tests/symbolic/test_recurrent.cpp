@@ -111,8 +111,12 @@ TEST(RecurrentSymbolics, DynamicSequenceLengthMatchesTorch) {
 TEST(RecurrentSymbolics, LstmProjectionIsALocatedError) {
   // proj_size adds w_hr per cell: 5 weights for one cell with biases.
   std::string ir = recurrentGraph("aten::lstm", 2, 5, true, 1, false, false);
+  // A valid nn.LSTM(proj_size=2) call: h0 and w_hh of the projected size, w_hr (2, hidden) last.
+  constexpr int64_t kProj = 2;
   std::vector<at::Tensor> in = inputs(4, 2, 1, 1, true, false);
-  in.push_back(at::randn({2, kHidden}));
+  in[1] = at::randn({1, 2, kProj});
+  in[4] = at::randn({4 * kHidden, kProj});
+  in.push_back(at::randn({kProj, kHidden}));
   std::string message = exportError(ir, in, 17);
   EXPECT_NE(message.find("aten::lstm"), std::string::npos) << message;
   EXPECT_NE(message.find("proj_size"), std::string::npos) << message;
