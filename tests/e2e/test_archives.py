@@ -191,7 +191,11 @@ def test_archives_of_every_torch_become_the_same_model(name, cli, tmp_path):
     archives = {w: archive_of(name, w) for w in WRITERS}
     this_torch = f"{LIBTORCH} (at test time)"
     archives[this_torch] = tmp_path / f"{name}_this_torch.pt"
-    make_archives.to_module(name, make_archives.specs()[name], make_archives.make_model(name)).save(str(archives[this_torch]))
+    # The stored archives' weights: the batch-norm statistics make_model computes differ in their last bits
+    # between CPUs (sums in another order), and this test is about the writer, not the weights.
+    model = make_archives.make_model(name)
+    model.load_state_dict(torch.jit.load(str(archives[WRITERS[0]])).state_dict())
+    make_archives.to_module(name, make_archives.specs()[name], model).save(str(archives[this_torch]))
     writers = list(archives)
     structures = {}
     for k, (writer, archive) in enumerate(archives.items()):
