@@ -126,6 +126,12 @@ at::Tensor readNpyBytes(const std::string& all, const std::string& what) {
 at::Tensor readNpy(const std::string& path) {
   // Only a regular file: a device or FIFO (/dev/zero) would be read without end.
   std::error_code error;
+  if (!std::filesystem::exists(path, error)) {
+    // Relative paths are read from the working directory (a fleet's: the .args file's): say which.
+    std::filesystem::path resolved = std::filesystem::absolute(path, error);
+    throw ExportError(path + ": no such file" +
+                      (std::filesystem::path(path).is_absolute() || error ? "" : " (resolved to " + resolved.string() + ")"));
+  }
   if (!std::filesystem::is_regular_file(path, error)) throw ExportError(path + ": not a regular .npy file");
   checkTensorSize(std::filesystem::file_size(path, error), 1, path);
   std::ifstream is(path, std::ios::binary);

@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include "cli/commands/commands.h"
+#include "cli/commands/format_duration.h"
 #include "cli/commands/junit.h"
 #include "cli/commands/model_source.h"
 #include "cli/commands/python_source.h"
@@ -211,11 +212,11 @@ void runConvert(ConvertOptions o) {
       << summary.initializers << " initializers, " << summary.modelBytes << " bytes";
   if (!summary.externalDataPath.empty())
     out << " + external data " << summary.externalDataPath << " (" << summary.externalDataBytes << " bytes)";
-  out << "\n  load " << std::chrono::duration<double>(loaded - start).count() << " s, export "
-      << std::chrono::duration<double>(end - loaded).count() << " s (";
+  out << "\n  load " << formatDuration(std::chrono::duration<double>(loaded - start).count()) << ", export "
+      << formatDuration(std::chrono::duration<double>(end - loaded).count()) << " (";
   bool first = true;
   for (const auto& [phase, secs] : summary.secondsByPhase) {
-    out << (first ? "" : ", ") << phase << " " << secs;
+    out << (first ? "" : ", ") << phase << " " << formatDuration(secs);
     first = false;
   }
   out << ")\n";

@@ -11,8 +11,9 @@
 namespace pt2onnx::cli {
 namespace {
 
-// Text as XML attribute or element content; characters XML 1.0 cannot hold become '?'.
-std::string escaped(const std::string& text) {
+// Text as XML attribute or element content; characters XML 1.0 cannot hold become '?'. In an
+// attribute, line breaks and tabs are character references: a parser would turn them into spaces.
+std::string escaped(const std::string& text, bool attribute = true) {
   std::string out;
   out.reserve(text.size());
   for (unsigned char c : text) {
@@ -22,8 +23,11 @@ std::string escaped(const std::string& text) {
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
       case '\'': out += "&apos;"; break;
+      case '\n': out += attribute ? "&#10;" : "\n"; break;
+      case '\r': out += attribute ? "&#13;" : "\r"; break;
+      case '\t': out += attribute ? "&#9;" : "\t"; break;
       default:
-        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') out += '?';
+        if (c < 0x20) out += '?';
         else out += static_cast<char>(c);
     }
   }
@@ -66,10 +70,10 @@ void writeJUnit(const std::string& path, const std::string& suite, const std::ve
         << seconds(c.seconds) << "\"";
     const std::string& body = c.details.empty() ? (c.failure.empty() ? c.error : c.failure) : c.details;
     if (!c.failure.empty()) {
-      xml << ">\n      <failure message=\"" << escaped(c.failure) << "\" type=\"mismatch\">" << escaped(body)
+      xml << ">\n      <failure message=\"" << escaped(c.failure) << "\" type=\"mismatch\">" << escaped(body, false)
           << "</failure>\n    </testcase>\n";
     } else if (!c.error.empty()) {
-      xml << ">\n      <error message=\"" << escaped(c.error) << "\" type=\"error\">" << escaped(body)
+      xml << ">\n      <error message=\"" << escaped(c.error) << "\" type=\"error\">" << escaped(body, false)
           << "</error>\n    </testcase>\n";
     } else if (!c.skipped.empty()) {
       xml << ">\n      <skipped message=\"" << escaped(c.skipped) << "\"/>\n    </testcase>\n";

@@ -94,6 +94,7 @@ bool runVerify(const VerifyOptions& o) {
     kwargs["seed"] = o.seed;
     kwargs["runtime"] = o.runtime;
     kwargs["tolerances"] = tolerances;
+    kwargs["dynamic_axes"] = dynamicAxesOf(o.source);  // the export's, and the sizes --random draws
     kwargs["bisect"] = o.bisect ? py::object(py::bool_(true)) : o.noBisect ? py::object(py::bool_(false)) : py::object(py::none());
     py::tuple result = py::module_::import("pt2onnx.verify").attr("cli_verify")(**kwargs);
     std::cout << result[0].cast<std::string>();
@@ -123,9 +124,10 @@ void addVerifyCommand(CLI::App& app, int& exitCode) {
                   "inputs not named keep the first set's value; repeatable")
       ->take_all();
   cmd->add_option("--random", opts->random,
-                  "Also check N new random input sets shaped like the first: floats N(0,1); integer tensors in the "
-                  "first set's range; int arguments 0..max(2n,4) (loop counts); floats and bools varied too. The "
-                  "report says what was varied")
+                  "Also check N new random input sets like the first: floats N(0,1); integer tensors in the "
+                  "first set's range; int arguments 0..max(2n,4) (loop counts); floats and bools varied too; the "
+                  "dynamic axes (-d) take other sizes (one per dim name). The report says what was varied; a set "
+                  "PyTorch itself rejects is skipped, and said so")
       ->capture_default_str();
   cmd->add_option("--seed", opts->seed, "Seed of the example tensors and of --random")->capture_default_str();
   cmd->add_option("--runtime", opts->runtime,

@@ -5,8 +5,10 @@ file (corrupt, unconvertible, crashing) never stops the others. An archive's arg
 first found: the manifest (--manifest FILE.json: {"ARCHIVE": ["-i", "x:1x3x224x224", ...]}, keyed by
 the path relative to the directory given, by file name, or by a glob), a spec file beside it
 (ARCHIVE.args: the arguments as on a command line), the fleet's own -i/-d, or else what `pt2onnx
-inspect` finds for it. --shard K/N takes every N-th archive (in sorted order) from the K-th, so N
-machines or a CI matrix split a zoo exactly. An archive whose output is newer than it and was made
+inspect` finds for it. Relative paths in a manifest's arguments are read from the manifest's
+directory, those in an ARCHIVE.args file from that file's directory (the archive's convert runs
+there). --shard K/N takes every N-th archive (in sorted order) from the K-th, so N machines or a CI
+matrix split a zoo exactly. An archive whose output is newer than it and was made
 with the same arguments is skipped (--force converts it again). Prints a line per archive as it
 finishes and a summary table; --summary-json and --junit write the results for CI."""
 import concurrent.futures
@@ -22,6 +24,18 @@ import time
 
 ARCHIVE_SUFFIXES = (".pt", ".pth", ".ptl", ".torchscript")
 RECORD = ".pt2onnx-fleet.json"  # in OUTDIR: the arguments each output was made with
+TABLE_ERROR_WIDTH = 300  # characters of an error the table shows (the summary JSON and JUnit keep it whole)
+
+
+def format_duration(seconds):
+    """A duration for people: "10 us", "4 ms", "0.07 s", "2.03 s", "125 s"."""
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} us"
+    if seconds < 1e-2:
+        return f"{seconds * 1e3:.0f} ms"
+    if seconds < 100:
+        return f"{seconds:.2f} s"
+    return f"{seconds:.0f} s"
 
 
 def _expand(inputs):
@@ -73,18 +87,19 @@ def _manifest_args(manifest, rel):
     return None
 
 
-def _arguments(path, rel, manifest, defaults):
-    """(args, where they came from) for one archive; None args: ask inspect."""
+def _arguments(path, rel, manifest, manifest_dir, defaults):
+    """(args, where they came from, the directory their relative paths are read from) for one
+    archive; None args: ask inspect."""
     args = _manifest_args(manifest, rel)
     if args is not None:
-        return args, "manifest"
+        return args, "manifest", manifest_dir
     spec_file = path + ".args"
     if os.path.isfile(spec_file):
         with open(spec_file) as f:
-            return shlex.split(f.read(), comments=True), os.path.basename(spec_file)
+            return shlex.split(f.read(), comments=True), os.path.basename(spec_file), os.path.dirname(spec_file)
     if defaults:
-        return list(defaults), "command line"
-    return None, "inspect"
+        return list(defaults), "command line", os.getcwd()
+    return None, "inspect", os.getcwd()
 
 
 def _output_path(outdir, rel):
@@ -100,23 +115,36 @@ def _toolchain():
     return _pt2onnx.__version__, torch.__version__
 
 
-def _digest(path, args, common):
-    """What an output was made from: the archive, its arguments, the fleet's flags, and the pt2onnx and
-    torch that converted it (an upgrade converts everything again)."""
+def _digest(path, args, base_dir, common):
+    """What an output was made from: the archive, its arguments (and where their relative paths point),
+    the fleet's flags, and the pt2onnx and torch that converted it (an upgrade converts everything
+    again)."""
     st = os.stat(path)
-    key = json.dumps([os.path.abspath(path), st.st_size, args, common, *_toolchain()])
+    key = json.dumps([os.path.abspath(path), st.st_size, args, base_dir, common, *_toolchain()])
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def _first_error_line(stderr):
-    for line in stderr.splitlines():
+def _error_message(stderr):
+    """The whole error of a failed convert: from its "pt2onnx: error: " line to the end (an
+    unconvertible-ops error lists one op a line), else the last line (a crash)."""
+    lines = stderr.rstrip().splitlines()
+    for k, line in enumerate(lines):
         if line.startswith("pt2onnx: "):
-            return line[len("pt2onnx: "):].removeprefix("error: ")
-    lines = [line for line in stderr.splitlines() if line.strip()]
+            return "\n".join([line[len("pt2onnx: "):].removeprefix("error: ")] + lines[k + 1:])
+    lines = [line for line in lines if line.strip()]
     return lines[-1] if lines else "no message"
 
 
-def _convert_one(cli, path, rel, out, args, source, common, timeout):
+def one_line(message, width=TABLE_ERROR_WIDTH):
+    """A multi-line message on one line (its lines joined with "; "), cut at `width` with "..."."""
+    parts = [" ".join(line.split()) for line in message.splitlines() if line.strip()]
+    text = ""
+    for part in parts:
+        text += part if not text else (" " if text.endswith(":") else "; ") + part
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _convert_one(cli, path, rel, out, args, source, base_dir, common, timeout):
     start = time.monotonic()
     result = {"archive": path, "name": rel, "output": out, "args": args, "args_from": source}
     try:
@@ -124,7 +152,7 @@ def _convert_one(cli, path, rel, out, args, source, common, timeout):
             proc = subprocess.run([cli, "inspect", path, "--format", "json"] + common.get("inspect", []),
                                   capture_output=True, text=True, timeout=timeout)
             if proc.returncode == 2:
-                raise RuntimeError(_first_error_line(proc.stderr))
+                raise RuntimeError(_error_message(proc.stderr))
             found = json.loads(proc.stdout)["example"]
             if not found["found"]:
                 raise RuntimeError(f"no arguments for it (no manifest entry, no {os.path.basename(path)}.args, and "
@@ -132,10 +160,11 @@ def _convert_one(cli, path, rel, out, args, source, common, timeout):
             args = [a for s in found["specs"] for a in ("-i", s)]
             result["args"] = args
         os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
-        proc = subprocess.run([cli, "convert", path, "-o", out, "-q"] + args + common.get("convert", []),
-                              capture_output=True, text=True, timeout=timeout)
+        # Run where the arguments' relative paths point (the archive's path is absolute already).
+        proc = subprocess.run([cli, "convert", path, "-o", os.path.abspath(out), "-q"] + args +
+                              common.get("convert", []), capture_output=True, text=True, timeout=timeout, cwd=base_dir)
         if proc.returncode != 0:
-            result.update(status="failed", error=_first_error_line(proc.stderr), exit_code=proc.returncode)
+            result.update(status="failed", error=_error_message(proc.stderr), exit_code=proc.returncode)
         else:
             result.update(status="converted")
     except subprocess.TimeoutExpired:
@@ -148,8 +177,9 @@ def _convert_one(cli, path, rel, out, args, source, common, timeout):
 
 def run_fleet(cli, inputs, outdir, manifest_path=None, defaults=(), convert_flags=(), workers=2, shard=None,
               force=False, timeout=3600, progress=print):
-    manifest = None
+    manifest, manifest_dir = None, None
     if manifest_path:
+        manifest_dir = os.path.dirname(os.path.abspath(manifest_path))
         try:
             with open(manifest_path) as f:
                 manifest = json.load(f)
@@ -173,8 +203,8 @@ def run_fleet(cli, inputs, outdir, manifest_path=None, defaults=(), convert_flag
     results, pending = [], []
     for path, rel in archives:
         out = _output_path(outdir, rel)
-        args, source = _arguments(path, rel, manifest, defaults)
-        digest = _digest(path, args, list(convert_flags))
+        args, source, base_dir = _arguments(path, rel, manifest, manifest_dir, defaults)
+        digest = _digest(path, args, base_dir, list(convert_flags))
         fresh = (not force and os.path.isfile(out) and os.path.getmtime(out) >= os.path.getmtime(path)
                  and record.get(rel) == digest)
         if fresh:
@@ -182,10 +212,10 @@ def run_fleet(cli, inputs, outdir, manifest_path=None, defaults=(), convert_flag
                             "status": "up to date", "seconds": 0.0})
             progress(f"[{len(results)}/{len(archives)}] {rel}: up to date")
         else:
-            pending.append((path, rel, out, args, source, digest))
+            pending.append((path, rel, out, args, source, base_dir, digest))
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(_convert_one, cli, path, rel, out, args, source, common, timeout): (rel, digest)
-                   for path, rel, out, args, source, digest in pending}
+        futures = {pool.submit(_convert_one, cli, path, rel, out, args, source, base_dir, common, timeout):
+                   (rel, digest) for path, rel, out, args, source, base_dir, digest in pending}
         for future in concurrent.futures.as_completed(futures):
             rel, digest = futures[future]
             r = future.result()
@@ -195,7 +225,7 @@ def run_fleet(cli, inputs, outdir, manifest_path=None, defaults=(), convert_flag
             else:
                 record.pop(rel, None)
             progress(f"[{len(results)}/{len(archives)}] {rel}: {r['status']}" +
-                     (f" ({r['error']})" if "error" in r else f" in {r['seconds']:.1f} s"))
+                     (f" ({one_line(r['error'])})" if "error" in r else f" in {format_duration(r['seconds'])}"))
     with open(record_path + ".tmp", "w") as f:
         json.dump(record, f, indent=1, sort_keys=True)
     os.replace(record_path + ".tmp", record_path)
@@ -208,9 +238,10 @@ def run_fleet(cli, inputs, outdir, manifest_path=None, defaults=(), convert_flag
 
 
 def format_table(summary):
-    rows = [("archive", "status", "seconds", "output or error")]
+    rows = [("archive", "status", "time", "output or error")]
     for r in summary["results"]:
-        rows.append((r["name"], r["status"], f"{r['seconds']:.1f}", r.get("error", r["output"])))
+        time_taken = "-" if r["status"] == "up to date" else format_duration(r["seconds"])
+        rows.append((r["name"], r["status"], time_taken, one_line(r["error"]) if "error" in r else r["output"]))
     width = [max(len(row[i]) for row in rows) for i in range(3)]
     lines = ["  ".join(row[i].ljust(width[i]) for i in range(3)) + "  " + row[3] for row in rows]
     shard = f" (shard {summary['shard']}: {summary['in_shard']} of {summary['archives']})" if summary["shard"] else ""

@@ -70,45 +70,83 @@ def _as_array(value):
     return np.array(value, dtype=np.float64)
 
 
-def _random_value(a, generator, name, varied):
-    """A new value shaped like `a`: floats from N(0, 1); integer tensors drawn from the example's own
-    range (token ids stay valid ids); an int argument from 0..max(2n, 4) (a loop count takes other
-    trip counts); a float scaled by 0.5..1.5; a bool drawn. Records what it varied in `varied`."""
-    def draw(low, high):
-        return int(torch.randint(low, high + 1, (), generator=generator))
+def _draw(generator, low, high):
+    return int(torch.randint(low, high + 1, (), generator=generator))
+
+
+class _DynamicDims:
+    """The sizes one random set gives the dynamic axes (-d NAME:AXIS=DIM): one draw per dim name, so
+    inputs that share a dim keep agreeing; a size other than the example's, from 1..max(2s, 4)."""
+
+    def __init__(self, dynamic_axes, generator, varied):
+        self.axes = dynamic_axes or {}
+        self.generator = generator
+        self.varied = varied
+        self.sizes = {}
+
+    def size(self, dim, example_size):
+        if dim not in self.sizes:
+            others = [s for s in range(1, max(2 * example_size, 4) + 1) if s != example_size]
+            self.sizes[dim] = others[_draw(self.generator, 0, len(others) - 1)]
+            self.varied.append(f"{dim}: size {self.sizes[dim]} (example {example_size})")
+        return self.sizes[dim]
+
+    def shape(self, name, shape):
+        """`shape` with the dynamic axes of input `name` resized."""
+        shape = list(shape)
+        for axis, dim in self.axes.get(name, {}).items():
+            axis = axis + len(shape) if axis < 0 else axis
+            if 0 <= axis < len(shape):
+                shape[axis] = self.size(dim, shape[axis])
+        return shape
+
+
+def _random_value(a, generator, name, varied, dims=None):
+    """A new value shaped like `a` (its dynamic axes resized by `dims`): floats from N(0, 1); integer
+    tensors drawn from the example's own range (token ids stay valid ids); an int argument from
+    0..max(2n, 4) (a loop count takes other trip counts); a float scaled by 0.5..1.5; a bool drawn.
+    Records what it varied in `varied`."""
+    dims = dims or _DynamicDims({}, generator, varied)
+    if isinstance(a, torch.Tensor):
+        shape = dims.shape(name, a.shape)
     if isinstance(a, torch.Tensor) and a.is_floating_point():
         varied.append(f"{name}: N(0,1)")
-        return torch.randn(a.shape, generator=generator, dtype=a.dtype)
+        return torch.randn(shape, generator=generator, dtype=a.dtype)
     if isinstance(a, torch.Tensor) and a.dtype == torch.bool:
         varied.append(f"{name}: random bools")
-        return torch.randint(0, 2, a.shape, generator=generator).bool()
-    if isinstance(a, torch.Tensor) and a.numel():
-        low, high = int(a.min()), int(a.max())
-        if low == high:
-            return a  # nothing says which other values are valid (indices, lengths)
+        return torch.randint(0, 2, shape, generator=generator).bool()
+    if isinstance(a, torch.Tensor):
+        low, high = (int(a.min()), int(a.max())) if a.numel() else (0, 0)
+        if low == high:  # nothing says which other values are valid (indices, lengths)
+            return a if list(shape) == list(a.shape) else torch.full(shape, low, dtype=a.dtype)
         varied.append(f"{name}: integers {low}..{high}")
-        return torch.randint(low, high + 1, a.shape, generator=generator, dtype=a.dtype)
+        return torch.randint(low, high + 1, shape, generator=generator, dtype=a.dtype)
     if isinstance(a, bool):
         varied.append(f"{name}: bool")
-        return bool(draw(0, 1))
+        return bool(_draw(generator, 0, 1))
     if isinstance(a, int):
         high = max(2 * abs(a), 4)
         varied.append(f"{name}: int 0..{high}")
-        return draw(0, high)
+        return _draw(generator, 0, high)
     if isinstance(a, float):
         varied.append(f"{name}: float x0.5..1.5")
         return a * (0.5 + float(torch.rand((), generator=generator)))
+    if isinstance(a, list) and a and not any(isinstance(v, (torch.Tensor, tuple, list)) for v in a):
+        # A list of numbers is one 1-D input: a dynamic length (-d sizes:0=DIM) takes a new length.
+        (length,) = dims.shape(name, [len(a)])
+        return [_random_value(a[k % len(a)], generator, f"{name}.{k}", varied, dims) for k in range(length)]
     if isinstance(a, (tuple, list)):
-        values = [_random_value(v, generator, f"{name}.{k}", varied) for k, v in enumerate(a)]
+        values = [_random_value(v, generator, f"{name}.{k}", varied, dims) for k, v in enumerate(a)]
         return tuple(values) if isinstance(a, tuple) else values
     return a
 
 
-def _random_like(args, generator, names=None):
+def _random_like(args, generator, names=None, dynamic_axes=None):
     """New arguments shaped like `args` and what was varied (a list of "name: how")."""
     names = names or [f"input_{k}" for k in range(len(args))]
     varied = []
-    return tuple(_random_value(a, generator, n, varied) for a, n in zip(args, names)), varied
+    dims = _DynamicDims(dynamic_axes, generator, varied)
+    return tuple(_random_value(a, generator, n, varied, dims) for a, n in zip(args, names)), varied
 
 
 def _scripted_inputs(value):
@@ -161,10 +199,29 @@ def _runtimes(proto, onnx_path, feeds, runtime):
     return outputs, (skipped if runtime == "both" else None)
 
 
+def _pytorch_reason(error):
+    """PyTorch's reason in one line: a TorchScript error's last line (after its traceback of the
+    scripted code), else the first."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    if "Traceback of TorchScript" in str(error):
+        last = lines[-1]
+        kind, sep, rest = last.partition(": ")
+        return rest if sep and kind.endswith(("Error", "Exception")) and " " not in kind else last
+    return lines[0]
+
+
 def _check_input_set(model, args, onnx_path, proto, rtol, atol, runtime="both", tolerances=None):
+    """The comparison of every output on one input set; {"skipped": why} when PyTorch itself rejects
+    the inputs (a drawn size a reshape cannot take): nothing to compare against."""
     tolerances = tolerances or {}
-    with torch.no_grad():
-        expected = [np.asarray(_as_array(t)) for t in _flatten(model(*args))]
+    try:
+        with torch.no_grad():
+            produced = model(*args)
+    except Exception as e:  # the model's own inputs check (torch.jit.Error, RuntimeError, ValueError, ...)
+        return {"skipped": f"PyTorch rejects these inputs: {_pytorch_reason(e)}", "pass": None}
+    expected = [np.asarray(_as_array(t)) for t in _flatten(produced)]
     feeds = _feeds(model, args, proto)
     result = {"runtimes": {}}
     outputs, skipped = _runtimes(proto, onnx_path, feeds, runtime)
@@ -199,17 +256,20 @@ def _input_names(model, args):
 
 def verify(model, args, onnx_path=None, opset=exporter._pt2onnx.DEFAULT_OPSET, rtol=1e-3, atol=1e-5,
            autograd_functions="auto", more_args=(), random=0, seed=0, runtime="both", tolerances=None,
-           bisect=None):
+           bisect=None, dynamic_axes=None):
     """Exports `model` once with `args` (unless `onnx_path` is given), then checks it on `args`, on
     each argument tuple of `more_args` and on `random` new argument sets like `args` (floats, integer
-    tensors, int/float/bool arguments varied; see _random_value): control flow that the example did
-    not take is checked too. `runtime`: "builtin", "ort" or "both"; `tolerances`: {output name:
-    (atol, rtol)} for outputs that need their own. Returns a report dict with one entry per input set
-    under "input_sets" (the first also as "runtimes"); report["pass"] is False when any runtime's
-    output mismatches on any set. bisect: True compares every intermediate value on the first failing
-    set (else the example) and names the first ONNX node that diverges (report["bisect"], see
-    pt2onnx.bisect); None (default) does so when verification fails and the model was exported here;
-    False never."""
+    tensors, int/float/bool arguments and the sizes of the `dynamic_axes` varied; see _random_value):
+    control flow that the example did not take is checked too. `dynamic_axes`: {input or output name:
+    {axis: dim name}}, as export takes it (strict: a name that is neither is an error). `runtime`:
+    "builtin", "ort" or "both"; `tolerances`: {output name: (atol, rtol)} for outputs that need their
+    own. Returns a report dict with one entry per input set under "input_sets" (the first that PyTorch
+    ran also as "runtimes"); a set PyTorch itself rejects is skipped ("skipped": why) and not counted;
+    report["pass"] is False when any runtime's output mismatches on any set that ran. Raises
+    ValueError when PyTorch rejects every set. bisect: True compares every intermediate value on the
+    first failing set (else the example) and names the first ONNX node that diverges
+    (report["bisect"], see pt2onnx.bisect); None (default) does so when verification fails and the
+    model was exported here; False never."""
     if runtime not in ("builtin", "ort", "both"):
         raise ValueError(f"runtime must be 'builtin', 'ort' or 'both', not {runtime!r}")
     args = args if isinstance(args, tuple) else tuple(args) if isinstance(args, list) else (args,)
@@ -219,7 +279,7 @@ def verify(model, args, onnx_path=None, opset=exporter._pt2onnx.DEFAULT_OPSET, r
     generator = torch.Generator().manual_seed(seed + 1_000_003)
     names = _input_names(model, args)
     for k in range(random):
-        values, varied = _random_like(args, generator, names)
+        values, varied = _random_like(args, generator, names, exporter._dynamic_axes_dict(dynamic_axes))
         if isinstance(args, exporter.ScriptArguments):  # defaults are constants of the model: kept
             values = exporter.ScriptArguments([args[i] if i in args.defaulted else v for i, v in enumerate(values)],
                                               args.defaulted)
@@ -231,7 +291,8 @@ def verify(model, args, onnx_path=None, opset=exporter._pt2onnx.DEFAULT_OPSET, r
         if onnx_path is None:
             onnx_path = os.path.join(tmp, "model.onnx")
             kwargs = {"autograd_functions": autograd_functions} if not isinstance(model, torch.jit.ScriptModule) else {}
-            exporter.export(model, args, onnx_path, opset_version=opset, **kwargs)
+            exporter.export(model, args, onnx_path, opset_version=opset, dynamic_axes=dynamic_axes or None,
+                            strict_dynamic_axes=True, **kwargs)
         proto = onnx.load(onnx_path, load_external_data=False)
         output_names = {o.name for o in proto.graph.output}
         unknown = sorted(set(tolerances or {}) - output_names)
@@ -246,13 +307,19 @@ def verify(model, args, onnx_path=None, opset=exporter._pt2onnx.DEFAULT_OPSET, r
             if varied or source.startswith("random"):
                 result["varied"] = varied
             report["input_sets"].append(result)
-        first = report["input_sets"][0]
-        report["runtimes"] = first["runtimes"]
-        if "onnxruntime_skipped" in first:
-            report["onnxruntime_skipped"] = first["onnxruntime_skipped"]
-        report["pass"] = all(r["pass"] for r in report["input_sets"])
+        ran = [r for r in report["input_sets"] if "skipped" not in r]
+        if not ran:
+            first = report["input_sets"][0]
+            raise ValueError(f"PyTorch rejects every input set ({len(sets)}), so nothing was compared; "
+                             f"[{first['source']}]: {first['skipped']}")
+        report["sets_ran"], report["sets_skipped"] = len(ran), len(sets) - len(ran)
+        report["runtimes"] = ran[0]["runtimes"]
+        if "onnxruntime_skipped" in ran[0]:
+            report["onnxruntime_skipped"] = ran[0]["onnxruntime_skipped"]
+        report["pass"] = all(r["pass"] for r in ran)
         if bisect or (bisect is None and not report["pass"] and given is None):
-            failing = next((k for k, r in enumerate(report["input_sets"]) if not r["pass"]), 0)
+            failing = next((k for k, r in enumerate(report["input_sets"]) if r["pass"] is False),
+                           next(k for k, r in enumerate(report["input_sets"]) if "skipped" not in r))
             source, set_args, _ = sets[failing]
             try:
                 report["bisect"] = _bisect.bisect(model, set_args, opset, rtol, atol, autograd_functions,
@@ -260,10 +327,11 @@ def verify(model, args, onnx_path=None, opset=exporter._pt2onnx.DEFAULT_OPSET, r
             except Exception as e:  # the bisection is extra information: its failure is reported, not raised
                 report["bisect"] = {"error": str(e).splitlines()[0] if str(e) else type(e).__name__}
             report["bisect"]["input_set"] = source
-        compared = [o for r in report["input_sets"] for rt in r["runtimes"].values()
+        compared = [o for r in report["input_sets"] for rt in r.get("runtimes", {}).values()
                     for o in rt.get("outputs", {}).values() if "min_atol" in o]
-        report["min_atol"] = max((o["min_atol"] for o in compared), default=0.0)
-        report["min_rtol"] = max((o["min_rtol"] for o in compared), default=0.0)
+        # None when no output was compared (every runtime errored): no tolerance can be computed.
+        report["min_atol"] = max((o["min_atol"] for o in compared), default=None)
+        report["min_rtol"] = max((o["min_rtol"] for o in compared), default=None)
         return report
 
 
@@ -285,6 +353,10 @@ def format_text(report):
     sets = report["input_sets"]
     for result in sets:
         prefix = f"[{result['source']}] " if len(sets) > 1 else ""
+        if "skipped" in result:  # one line: which set, what it varied, PyTorch's reason
+            varied = f" (varied: {', '.join(result['varied']) or 'nothing'})" if "varied" in result else ""
+            lines.append(f"  {prefix}skipped{varied}: {result['skipped']}")
+            continue
         if "varied" in result:
             lines.append(f"  {prefix}varied: {', '.join(result['varied']) or 'nothing (no input can be varied)'}")
         for runtime, r in result["runtimes"].items():
@@ -295,8 +367,14 @@ def format_text(report):
                 lines.append(f"  {prefix}{runtime:12s} {name}: {_detail(o)}  {'pass' if o['pass'] else 'FAIL'}")
     if "onnxruntime_skipped" in report:
         lines.append(f"  onnxruntime: skipped: {report['onnxruntime_skipped']}")
-    lines.append(f"  smallest tolerances that pass: atol {report['min_atol']:.3g} (at rtol {report['rtol']}), "
-                 f"or rtol {report['min_rtol']:.3g} (at atol {report['atol']})")
+    if report["min_atol"] is None:
+        lines.append("  smallest tolerances that pass: none computed (no output was compared)")
+    else:
+        lines.append(f"  smallest tolerances that pass: atol {report['min_atol']:.3g} (at rtol {report['rtol']}), "
+                     f"or rtol {report['min_rtol']:.3g} (at atol {report['atol']})")
+    if report["sets_skipped"]:
+        lines.append(f"  {report['sets_ran']} of {len(sets)} input sets compared; {report['sets_skipped']} skipped "
+                     f"(PyTorch rejects them)")
     if "bisect" in report:
         b = report["bisect"]
         if "error" in b:
@@ -314,6 +392,9 @@ def junit_cases(report, model_name):
     cases = []
     classname = f"pt2onnx.verify.{model_name}"
     for result in report["input_sets"]:
+        if "skipped" in result:
+            cases.append({"classname": classname, "name": result["source"], "skipped": result["skipped"]})
+            continue
         for runtime, r in result["runtimes"].items():
             if "error" in r:
                 cases.append({"classname": classname, "name": f"{result['source']} / {runtime}", "error": r["error"]})
@@ -339,9 +420,17 @@ def _spec_name(spec):
     return spec.split("=", 1)[0].split(":", 1)[0]
 
 
+def _load_npy(path):
+    """A --python model's --input file (the archive path reads them in C++, runtime/npy.cpp)."""
+    if not os.path.exists(path):
+        raise ValueError(f"{path}: no such file" + ("" if os.path.isabs(path) else f" (resolved to {os.path.abspath(path)})"))
+    return torch.from_numpy(np.load(path))
+
+
 def cli_verify(archive, python_spec, onnx_path, input_specs, input_files, opset, rtol, atol, output_format,
-               autograd_functions, input_sets=(), random=0, seed=0, runtime="both", tolerances=None, bisect=None):
-    """The CLI's verify: returns (text, passed)."""
+               autograd_functions, input_sets=(), random=0, seed=0, runtime="both", tolerances=None, bisect=None,
+               dynamic_axes=None):
+    """The CLI's verify: returns (text, passed, JUnit cases)."""
     from . import cli_entry
     more = []
     if python_spec:
@@ -352,14 +441,14 @@ def cli_verify(archive, python_spec, onnx_path, input_specs, input_files, opset,
         for name, path in input_files.items():
             if name not in names:
                 raise ValueError(f"--input names '{name}', but the model takes: {', '.join(names)}")
-            by_name[name] = torch.from_numpy(np.load(path))
+            by_name[name] = _load_npy(path)
         args = tuple(by_name[n] for n in names)
         for files in input_sets:  # each {name: FILE.npy}; names not given keep the first set's value
             unknown = [n for n in files if n not in names]
             if unknown:
                 raise ValueError(f"--input-set names '{unknown[0]}', but the model takes: {', '.join(names)}")
             values = dict(by_name)
-            values.update({n: torch.from_numpy(np.load(p)) for n, p in files.items()})
+            values.update({n: _load_npy(p) for n, p in files.items()})
             more.append(tuple(values[n] for n in names))
     else:
         model = _compat.load_archive(archive).eval()
@@ -382,7 +471,7 @@ def cli_verify(archive, python_spec, onnx_path, input_specs, input_files, opset,
                                                  [k for k in defaulted if names[k] not in files]))
     report = verify(model, args, onnx_path=onnx_path, opset=opset, rtol=rtol, atol=atol,
                     autograd_functions=autograd_functions, more_args=more, random=random, seed=seed,
-                    runtime=runtime, tolerances=tolerances, bisect=bisect)
+                    runtime=runtime, tolerances=tolerances, bisect=bisect, dynamic_axes=dynamic_axes)
     report["model"] = python_spec or archive
     text = json.dumps(report, indent=2) + "\n" if output_format == "json" else format_text(report)
     return text, report["pass"], junit_cases(report, report["model"])

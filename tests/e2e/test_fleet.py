@@ -3,10 +3,13 @@ torchvision classifiers, a scripted model whose int argument comes from a manife
 ARCHIVE.args file, one left to inspect, a corrupt one) converted by 2 workers; the corrupt archive is
 reported and the rest convert and match PyTorch on another batch size; --shard 1/2 and 2/2 together
 cover the directory exactly once; a second run skips what is up to date and reconverts what changed;
-the summary JSON and the JUnit report say the same. The whole torchvision zoo: tests/slow/test_fleet_zoo.py."""
+the summary JSON and the JUnit report say the same. docs/cli.md's net.pt from another directory:
+relative paths of .args files and of the manifest, a missing .npy, a multi-line error kept whole, and
+times for people. The whole torchvision zoo: tests/slow/test_fleet_zoo.py."""
 import json
 import os
 import pathlib
+import re
 import subprocess
 import time
 
@@ -17,6 +20,7 @@ from lxml import etree
 
 import pt2onnx
 from samples import ort
+from tests.e2e.doc_net import SPECS, save_net
 
 SCHEMA = etree.XMLSchema(etree.parse(str(pathlib.Path(__file__).resolve().parent.parent / "util" / "junit.xsd")))
 
@@ -30,6 +34,11 @@ class Repeat(torch.nn.Module):
         for _ in range(n):
             x = self.fc(x).tanh()
         return x
+
+
+class Erfcx(torch.nn.Module):  # aten::special_erfcx converts at no opset
+    def forward(self, x):
+        return torch.special.erfcx(x) + torch.special.erfcx(x * 2)
 
 
 def run(*argv):
@@ -136,3 +145,72 @@ def test_fleet_errors(cli, zoo, tmp_path):
     (tmp_path / "bad.json").write_text("[1, 2]")
     proc = run(cli, "convert", d, "-o", tmp_path / "o", "--manifest", tmp_path / "bad.json")
     assert proc.returncode == 2 and "must map archive names" in proc.stderr
+
+
+DURATION = r"(\d+ us|\d+ ms|\d+\.\d\d s|\d+ s)"
+
+
+def test_fleet_paths_errors_and_times(cli, tmp_path):
+    """docs/cli.md's net.pt in a fleet run from another directory: relative .npy paths in NAME.pt.args
+    are read from the .args file's directory, those of the manifest from the manifest's; a missing
+    .npy is named as resolved; an unconvertible op's whole error reaches the summary JSON and JUnit,
+    and the table's one line keeps the op names; times are for people."""
+    models, cfg, elsewhere = tmp_path / "models", tmp_path / "cfg", tmp_path / "elsewhere"
+    for d in (models / "sub" / "inputs", cfg / "data", elsewhere):
+        d.mkdir(parents=True)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.save(models / "sub" / "inputs" / "x.npy", x)
+    np.save(cfg / "data" / "x.npy", x)
+    rest = "-i n=3 -i sizes=[3,2] -i 'state:(2x3,2x3)'"
+    save_net(models / "sub" / "net.pt")
+    (models / "sub" / "net.pt.args").write_text(f"-i x=inputs/x.npy {rest}\n")
+    save_net(models / "missing.pt")
+    (models / "missing.pt.args").write_text(f"-i x=inputs/missing.npy {rest}\n")
+    save_net(models / "other.pt")
+    (cfg / "specs.json").write_text(json.dumps({"other.pt": ["-i", "x=data/x.npy", *SPECS[2:]]}))
+    torch.jit.save(torch.jit.script(Erfcx()), str(models / "erfcx.pt"))
+    (models / "erfcx.pt.args").write_text("-i x:3 --opset 17\n")
+    summary_path, junit_path = tmp_path / "fleet.json", tmp_path / "fleet.xml"
+    proc = subprocess.run([cli, "convert", str(models), "-o", "out", "--manifest", str(cfg / "specs.json"),
+                           "--summary-json", str(summary_path), "--junit", str(junit_path)],
+                          capture_output=True, text=True, timeout=600, cwd=elsewhere)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    summary = json.loads(summary_path.read_text())
+    assert statuses(summary) == {"erfcx.pt": "failed", "missing.pt": "failed", "other.pt": "converted",
+                                 "sub/net.pt": "converted"}, summary
+    assert (elsewhere / "out" / "sub" / "net.onnx").exists() and (elsewhere / "out" / "other.onnx").exists()
+    errors = {r["name"]: r["error"] for r in summary["results"] if "error" in r}
+    resolved = models / "inputs" / "missing.npy"
+    assert errors["missing.pt"].startswith(f"inputs/missing.npy: no such file (resolved to {resolved})"), errors
+
+    # The whole unconvertible-ops message: its first line, and the op's own line after it.
+    first, *more = errors["erfcx.pt"].splitlines()
+    assert first.endswith("cannot be converted to ONNX opset 17:") and more[0].strip().startswith(
+        "aten::special_erfcx"), errors["erfcx.pt"]
+    (row,) = [line for line in proc.stdout.splitlines() if line.startswith("erfcx.pt ")]
+    assert "cannot be converted to ONNX opset 17: aten::special_erfcx x2; schema: " in row, row
+    (case,) = [c for c in etree.parse(str(junit_path)).getroot().iter("testcase") if c.get("name") == "erfcx.pt"]
+    SCHEMA.assertValid(etree.parse(str(junit_path)))
+    assert case.find("error").get("message") == errors["erfcx.pt"]
+    assert case.find("error").text == errors["erfcx.pt"]
+
+    # Durations: the table's time column and the per-archive lines.
+    (row,) = [line for line in proc.stdout.splitlines() if line.startswith("other.pt ")]
+    assert re.match(rf"other\.pt\s+converted\s+{DURATION}\s+out/other\.onnx$", row), row
+    assert re.search(rf"\] other\.pt: converted in {DURATION}$", proc.stdout, re.M), proc.stdout
+    assert any(line.split() == ["archive", "status", "time", "output", "or", "error"]
+               for line in proc.stdout.splitlines()), proc.stdout
+
+
+def test_convert_summary_times_are_for_people(cli, tmp_path):
+    proc = run(cli, "convert", save_net(tmp_path / "net.pt"), "-o", tmp_path / "net.onnx", *SPECS)
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [line for line in proc.stdout.splitlines() if line.startswith("  load ")]
+    assert re.match(rf"  load {DURATION}, export {DURATION} \([^,()]+ {DURATION}(, [^,()]+ {DURATION})*\)$", line), line
+
+
+def test_missing_npy_is_named_as_missing(cli, tmp_path):
+    proc = run(cli, "convert", save_net(tmp_path / "net.pt"), "-o", tmp_path / "net.onnx", "-i", "x=gone.npy",
+               *SPECS[2:])
+    assert proc.returncode == 2
+    assert "gone.npy: no such file (resolved to " in proc.stderr and "not a regular" not in proc.stderr, proc.stderr

@@ -4,6 +4,7 @@
 the exit codes are the documented ones (0 pass, 1 findings, 2 errors)."""
 import os
 import pathlib
+import re
 import subprocess
 
 import onnx
@@ -11,6 +12,8 @@ import pytest
 import torch
 from lxml import etree
 from onnx import numpy_helper
+
+from tests.e2e.doc_net import SPECS, save_net
 
 SCHEMA = etree.XMLSchema(etree.parse(str(pathlib.Path(__file__).resolve().parent.parent / "util" / "junit.xsd")))
 
@@ -128,3 +131,17 @@ def test_baseline_fails_a_job_when_the_export_differs(cli, archive, tmp_path):
     assert os.path.exists(tmp_path / "new.onnx")  # the new export is kept for inspection
     proc = run(cli, "convert", archive, "-o", tmp_path / "n2.onnx", "-i", "x:2x4", "--baseline", tmp_path / "no.onnx")
     assert proc.returncode == 2 and "--baseline" in proc.stderr
+
+
+def test_verify_junit_skips_the_sets_pytorch_rejects(cli, tmp_path):
+    """docs/cli.md's net.pt with --random: a drawn `sizes` PyTorch's reshape rejects is a skipped case
+    with PyTorch's reason; the sets PyTorch ran are compared."""
+    archive = save_net(tmp_path / "net.pt")
+    report = tmp_path / "verify.xml"
+    proc = run(cli, "verify", archive, *SPECS, "--random", "5", "--junit", report)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cases = junit(report)
+    skipped = [c for c in cases if c[1] == "skipped" and c[0].startswith("random")]
+    assert skipped and all(re.fullmatch(r"PyTorch rejects these inputs: shape '\[\d+, \d+\]' is invalid for input "
+                                        r"of size 6", c[2]) for c in skipped), cases
+    assert ("example / pt2onnx / output_0", "pass", None) in cases

@@ -1,7 +1,9 @@
 """`pt2onnx verify` as CI uses it: every output structure export flattens (dicts, ints, tuples), new
 random input sets that vary ints and numbers (a loop model whose export is only right for the
-example's trip count FAILs), the runtime choice, per-output tolerances, and the worst element."""
+example's trip count FAILs) and the sizes of the dynamic axes, sets PyTorch itself rejects skipped
+(docs/cli.md's net.pt), the runtime choice, per-output tolerances, and the worst element."""
 import json
+import re
 import subprocess
 from typing import List
 
@@ -11,6 +13,7 @@ import pytest
 import torch
 
 import pt2onnx
+from tests.e2e.doc_net import SPECS, save_net
 
 
 def run(*argv):
@@ -141,3 +144,85 @@ def test_list_argument_from_npy(cli, tmp_path):
     np.save(tmp_path / "sizes.npy", np.array([3, 2], dtype=np.int64))
     code, report = verify_json(cli, archive, "-i", "x:2x3", "-i", f"sizes={tmp_path / 'sizes.npy'}")
     assert code == 0 and report["pass"], report
+
+
+def test_doc_net_sets_pytorch_rejects_are_skipped_on_one_line(cli, tmp_path):
+    """docs/cli.md's command: drawn `sizes` that PyTorch's reshape rejects are skipped, each on one
+    line (the set, what it varied, PyTorch's reason); the verdict counts the sets PyTorch ran."""
+    archive = save_net(tmp_path / "net.pt")
+    proc = run(cli, "verify", archive, *SPECS, "--random", "5")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    skipped = [line for line in proc.stdout.splitlines() if "skipped" in line and line.lstrip().startswith("[")]
+    assert skipped, proc.stdout
+    for line in skipped:
+        assert re.match(r"  \[random \d\] skipped \(varied: x: N\(0,1\), n: int 0\.\.6, sizes\.0: int 0\.\.6, "
+                        r"sizes\.1: int 0\.\.4, state\.0: N\(0,1\), state\.1: N\(0,1\)\): PyTorch rejects these "
+                        r"inputs: shape '\[\d+, \d+\]' is invalid for input of size 6$", line), line
+    code, report = verify_json(cli, archive, *SPECS, "--random", "5")
+    ran = [s for s in report["input_sets"] if "skipped" not in s]
+    assert code == 0 and report["pass"] and report["sets_ran"] == len(ran) == 6 - len(skipped)
+    assert f"{len(ran)} of 6 input sets compared; {len(skipped)} skipped (PyTorch rejects them)" in proc.stdout
+
+
+def test_every_set_rejected_by_pytorch_is_an_error(cli, tmp_path):
+    archive = save_net(tmp_path / "net.pt")
+    onnx_path = tmp_path / "net.onnx"
+    assert run(cli, "convert", archive, "-o", onnx_path, *SPECS).returncode == 0
+    specs = [s.replace("sizes=[3,2]", "sizes=[4,2]") for s in SPECS]  # 6 elements cannot be 4x2
+    proc = run(cli, "verify", archive, *specs, "--onnx", onnx_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "pt2onnx: error: PyTorch rejects every input set (1), so nothing was compared; [example]: PyTorch rejects "
+        "these inputs: shape '[4, 2]' is invalid for input of size 6"], proc.stderr
+
+
+class SharedBatch(torch.nn.Module):
+    def forward(self, x, y):
+        return x * y.sum(1, keepdim=True)
+
+
+def test_random_sets_vary_the_dynamic_axes(cli, tmp_path):
+    """-d axes take other sizes in the random sets, the same for inputs that share a dim name: the
+    dynamic export passes them, a static one (same model, --onnx) fails them."""
+    archive = save(SharedBatch(), tmp_path / "m.pt")
+    specs = ["-i", "x:2x3", "-i", "y:2x5", "-d", "x:0=batch", "-d", "y:0=batch", "-d", "x:1=feat", "--random", "4"]
+    code, report = verify_json(cli, archive, *specs)
+    assert code == 0 and report["pass"], report
+    example, *randoms = report["input_sets"]
+    assert all("skipped" not in s for s in randoms), randoms  # x and y drew the same batch
+    for s in randoms:
+        (batch,) = [v for v in s["varied"] if v.startswith("batch: size ")]
+        (feat,) = [v for v in s["varied"] if v.startswith("feat: size ")]
+        assert batch.endswith("(example 2)") and feat.endswith("(example 3)")
+        assert int(batch.split()[2]) != 2 and int(feat.split()[2]) != 3
+    static = tmp_path / "static.onnx"
+    assert run(cli, "convert", archive, "-o", static, "-i", "x:2x3", "-i", "y:2x5").returncode == 0
+    code, report = verify_json(cli, archive, *specs, "--onnx", static)
+    assert code == 1 and report["input_sets"][0]["pass"] and not any(s["pass"] for s in report["input_sets"][1:])
+
+
+def test_no_tolerance_line_when_no_output_was_compared(cli, tmp_path):
+    """Every runtime errors (an op no runtime has): no "smallest tolerances" can be computed."""
+    archive = save(Repeat(), tmp_path / "m.pt")
+    good = tmp_path / "good.onnx"
+    assert run(cli, "convert", archive, "-o", good, "-i", "x:2x3", "-i", "n=2").returncode == 0
+    proto = onnx.load(str(good))
+    proto.graph.node[0].domain, proto.graph.node[0].op_type = "com.example", "NoSuchOp"
+    proto.opset_import.add(domain="com.example", version=1)
+    bad = tmp_path / "bad.onnx"
+    onnx.save(proto, str(bad))
+    proc = run(cli, "verify", archive, "-i", "x:2x3", "-i", "n=2", "--onnx", bad, "--no-bisect")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "pt2onnx: FAIL:" in proc.stdout
+    assert "smallest tolerances that pass: none computed (no output was compared)" in proc.stdout
+    assert "atol 0" not in proc.stdout
+    code, report = verify_json(cli, archive, "-i", "x:2x3", "-i", "n=2", "--onnx", bad, "--no-bisect")
+    assert report["min_atol"] is None and report["min_rtol"] is None
+
+
+def test_missing_npy_says_so(cli, tmp_path):
+    archive = save_net(tmp_path / "net.pt")
+    proc = run(cli, "verify", archive, *SPECS[2:], "-i", "x=nope.npy")
+    assert proc.returncode == 2
+    assert "nope.npy: no such file (resolved to " in proc.stderr and "not a regular" not in proc.stderr, proc.stderr
