@@ -151,7 +151,7 @@ def _convert_one(cli, path, rel, out, args, source, base_dir, common, timeout):
         if args is None:  # no spec anywhere: what inspect finds
             proc = subprocess.run([cli, "inspect", path, "--format", "json"] + common.get("inspect", []),
                                   capture_output=True, text=True, timeout=timeout)
-            if proc.returncode == 2:
+            if proc.returncode not in (0, 1):  # 2: an error; 3: an internal error; < 0: a crash
                 raise RuntimeError(_error_message(proc.stderr))
             found = json.loads(proc.stdout)["example"]
             if not found["found"]:
