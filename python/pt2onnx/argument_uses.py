@@ -48,6 +48,7 @@ class ArgumentUse:
     kind: str = None
     index_bound: int = None  # ids must be below this (the smallest embedding table reading them)
     evidence: list = dataclasses.field(default_factory=list)  # "aten::embedding (indices)", ...
+    ranks: dict = dataclasses.field(default_factory=dict, repr=False)  # evidence -> KIND_RANK of its kind
 
     def dtypes(self):
         """Dtypes to try, best first (None: float32, the spec's default)."""
@@ -199,6 +200,8 @@ def _record(found, classified):
     kind, detail, bound = classified
     if detail not in found.evidence:
         found.evidence.append(detail)
+        # the strongest evidence first (what decided the kind), then in graph order
+        found.evidence.sort(key=lambda d: -found.ranks.setdefault(d, KIND_RANK[kind]))
     if bound is not None:
         found.index_bound = bound if found.index_bound is None else min(found.index_bound, bound)
     if found.kind is None or KIND_RANK[kind] > KIND_RANK[found.kind]:
