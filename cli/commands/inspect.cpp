@@ -28,10 +28,12 @@ void addInspectCommand(CLI::App& app, int& exitCode) {
       "inspect",
       "Show what a TorchScript archive holds: forward()'s signature (names, TorchScript types, defaults), "
       "submodules, parameters, what the archive says about the torch that wrote it, the ops it calls and which "
-      "of them do not convert at the opset; and a `convert` command line that works for it (argument specs "
-      "found from the ops that read each argument, checked by running forward() in PyTorch and exporting). "
-      "Exit status: 0 when that line exports, 1 when no working line was found or an op does not convert, "
-      "2 on errors.");
+      "of them do not convert at the opset; and a `convert` command line that works for it, quoted for the "
+      "shell: argument specs found from the ops that read each argument (shapes, and dtypes: int64 token ids "
+      "and lengths, bool or int64 masks), checked by running forward() in PyTorch; batch and sequence axes "
+      "made dynamic only when the model exported with them matches PyTorch in ONNX Runtime at other sizes. "
+      "Exit status: 0 when that line exports (and matches PyTorch), 1 when no working line was found, an op "
+      "does not convert or the exported model differs from PyTorch, 2 on errors.");
   cmd->add_option("model", opts->modelPath, "TorchScript archive (torch.jit.save of a traced or scripted module)")
       ->required();
   cmd->add_option("--opset", opts->opset, "ai.onnx opset to check conversion at")
