@@ -434,16 +434,17 @@ std::string loadErrorMessage(const std::string& what, const std::string& provena
 }  // namespace
 
 ModelGraph loadTorchScript(const std::string& path) {
-  if (std::string problem = notATorchScriptArchive(describeModelFile(path), path); !problem.empty())
-    throw ExportError(problem);
+  // A damaged zip goes on to the archive checks below, whose messages name what is damaged.
+  if (ModelFile file = describeModelFile(path); file.kind != ModelFileKind::OtherZip)
+    if (std::string problem = notATorchScriptArchive(file, path); !problem.empty()) throw ExportError(problem);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ExportError("cannot open TorchScript archive '" + path + "'");
   return loadTorchScript(in);
 }
 
 ModelGraph loadTorchScript(std::istream& in) {
-  if (std::string problem = notATorchScriptArchive(describeModelStream(in), ""); !problem.empty())
-    throw ExportError(problem);
+  if (ModelFile file = describeModelStream(in); file.kind != ModelFileKind::OtherZip)
+    if (std::string problem = notATorchScriptArchive(file, ""); !problem.empty()) throw ExportError(problem);
   ArchiveCheck archive = checkArchiveLimits(in);
   for (const auto& [name, pickle] : archive.debugPickles) {
     if (!archive.damagedDebugInfo.empty()) break;

@@ -188,7 +188,7 @@ std::string notAnOnnxModel(const ModelFile& file, const std::string& path) {
     case ModelFileKind::TorchScriptArchive:
       return subject + " is a TorchScript archive, not an ONNX model: convert it first with `pt2onnx convert " +
              (path.empty() ? "MODEL.pt" : path) + " -o MODEL.onnx -i ...` (`pt2onnx inspect` prints a line that works)";
-    default: return subject + " is " + file.description + ", not an ONNX model";
+    default: return subject + " is not a valid ONNX model: it is " + file.description;
   }
 }
 

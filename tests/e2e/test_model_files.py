@@ -48,7 +48,6 @@ NOT_ARCHIVES = {
     "model_onnx_renamed.pt": ["is an ONNX model (IR version", "pt2onnx run"],
     "empty.pt": ["is an empty file (0 bytes)"],
     "random.pt": ["neither a TorchScript archive (a zip file) nor an ONNX model", "starting with 00 01 02"],
-    "truncated.pt": ["is a damaged or truncated zip file"],
     "program.pt2": ["is a torch.export program", "pt2onnx.export"],
 }
 
