@@ -433,18 +433,28 @@ std::string loadErrorMessage(const std::string& what, const std::string& provena
 
 }  // namespace
 
+namespace {
+ModelGraph loadArchiveStream(std::istream& in, const std::string& path);
+}  // namespace
+
 ModelGraph loadTorchScript(const std::string& path) {
-  // A damaged zip goes on to the archive checks below, whose messages name what is damaged.
-  if (ModelFile file = describeModelFile(path); file.kind != ModelFileKind::OtherZip)
-    if (std::string problem = notATorchScriptArchive(file, path); !problem.empty()) throw ExportError(problem);
+  if (ModelFile file = describeModelFile(path); file.kind == ModelFileKind::Missing ||
+                                                file.kind == ModelFileKind::NotARegularFile)
+    throw ExportError(notATorchScriptArchive(file, path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ExportError("cannot open TorchScript archive '" + path + "'");
-  return loadTorchScript(in);
+  return loadArchiveStream(in, path);
 }
 
-ModelGraph loadTorchScript(std::istream& in) {
+ModelGraph loadTorchScript(std::istream& in) { return loadArchiveStream(in, ""); }
+
+namespace {
+
+// `path` is what the messages name ("" for a stream).
+ModelGraph loadArchiveStream(std::istream& in, const std::string& path) {
+  // A damaged zip goes on to the archive checks below, whose messages name what is damaged.
   if (ModelFile file = describeModelStream(in); file.kind != ModelFileKind::OtherZip)
-    if (std::string problem = notATorchScriptArchive(file, ""); !problem.empty()) throw ExportError(problem);
+    if (std::string problem = notATorchScriptArchive(file, path); !problem.empty()) throw ExportError(problem);
   ArchiveCheck archive = checkArchiveLimits(in);
   for (const auto& [name, pickle] : archive.debugPickles) {
     if (!archive.damagedDebugInfo.empty()) break;
@@ -463,6 +473,8 @@ ModelGraph loadTorchScript(std::istream& in) {
   }
   return fromScriptModule(std::move(module));
 }
+
+}  // namespace
 
 ModelGraph graphFromIR(std::shared_ptr<torch::jit::Graph> graph, std::vector<c10::IValue> inputs) {
   ModelGraph model;

@@ -23,7 +23,7 @@ enum class ModelFileKind {
 
 struct ModelFile {
   ModelFileKind kind = ModelFileKind::Unknown;
-  std::string description;  // "an ONNX model (opset 17, 12 nodes)", "a zip file (3 records) ..."
+  std::string description;  // "an ONNX model (IR version 8, opsets ai.onnx 17)", "an empty file (0 bytes)"
 };
 
 ModelFile describeModelFile(const std::string& path);
