@@ -80,7 +80,9 @@ elapsed=$(( $(date +%s) - start ))
 grep -E "^stat::number_of_executed_units|^stat::new_units_added|^#[0-9]+ *DONE" "$FUZZ_BUILD/fuzz-$target.log" | tail -3 || true
 echo "$(date -u +%FT%TZ) $target ${elapsed}s status=$status" >> "$FUZZ_BUILD/fuzzing-time.log"
 if [ $status -ne 0 ]; then
-  grep -E "ERROR|SUMMARY|==[0-9]+==|runtime error|deadly signal|Test unit written" "$FUZZ_BUILD/fuzz-$target.log" | head -20 >&2
+  # atheris prints a Python exception's traceback before libFuzzer's "fuzz target exited".
+  sed -n '/=== Uncaught Python exception/,/libFuzzer: fuzz target exited/p' "$FUZZ_BUILD/fuzz-$target.log" | head -40 >&2
+  grep -E "ERROR|SUMMARY|==[0-9]+==|runtime error|deadly signal|Test unit written|^Base64:" "$FUZZ_BUILD/fuzz-$target.log" | head -20 >&2
   echo "[fuzz] $target: finding after ${elapsed}s (log $FUZZ_BUILD/fuzz-$target.log, input in $findings)" >&2
   exit 1
 fi
