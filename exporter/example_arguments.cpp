@@ -1,7 +1,10 @@
 #include "exporter/example_arguments.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
+#include <sstream>
+#include <string_view>
 
 #include <ATen/ATen.h>
 
@@ -71,7 +74,7 @@ class SpecReader {
   c10::IValue read() {
     bool tensors = holdsTensor(argType_);
     if (spec_.separator == ':' && !tensors)
-      fail("':' gives a tensor's shape; this argument takes a value: -i " + exampleSpec(spec_.name, argType_));
+      fail("':' gives a tensor's shape; this argument takes a value: " + exampleOption(spec_.name, argType_));
     return value(spec_.value, argType_);
   }
 
@@ -107,8 +110,8 @@ class SpecReader {
     if (endsWith(text, ".npy")) return runtime::readNpy(text);
     if (spec_.separator == '=' && argType_->kind() != c10::TypeKind::ListType &&
         argType_->kind() != c10::TypeKind::TupleType)
-      fail("'=' takes a .npy file for a tensor; give its shape with ':' instead: -i " +
-           exampleSpec(spec_.name, argType_));
+      fail("'=' takes a .npy file for a tensor; give its shape with ':' instead: " +
+           exampleOption(spec_.name, argType_));
     std::string dims = text;
     at::ScalarType dtype = at::kFloat;
     if (auto colon = text.find(':'); colon != std::string::npos) {
@@ -196,7 +199,7 @@ class SpecReader {
     std::vector<std::string> parts = splitTopLevel(unbracket(text, '(', ')'));
     if (parts.size() != type->elements().size())
       fail(std::to_string(parts.size()) + " values given for a tuple of " + std::to_string(type->elements().size()) +
-           " (e.g. -i " + exampleSpec(spec_.name, argType_) + ")");
+           " (e.g. " + exampleOption(spec_.name, argType_) + ")");
     std::vector<c10::IValue> values;
     for (size_t k = 0; k < parts.size(); ++k) values.push_back(value(parts[k], type->elements()[k]));
     return c10::ivalue::Tuple::create(std::move(values));
@@ -245,6 +248,42 @@ std::string exampleSpec(const std::string& name, const c10::TypePtr& type) {
   return name + (holdsTensor(type) ? ":" : "=") + exampleValue(type);
 }
 
+std::string shellQuoted(const std::string& word) {
+  // Python's shlex.quote: words of these characters only are left alone (what inspect prints too).
+  bool safe = !word.empty() && std::all_of(word.begin(), word.end(), [](unsigned char c) {
+    return std::isalnum(c) || std::string_view("@%+=:,./-_").find(static_cast<char>(c)) != std::string_view::npos;
+  });
+  if (safe) return word;
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\"'\"'") : std::string(1, c);
+  return out + "'";
+}
+
+std::string exampleOption(const std::string& name, const c10::TypePtr& type) {
+  return "-i " + shellQuoted(exampleSpec(name, type));
+}
+
+std::string requiredArgumentOptions(const std::vector<c10::Argument>& forwardArguments) {
+  std::string options;
+  for (const c10::Argument& a : forwardArguments)
+    if (!a.default_value() && a.type()->kind() != c10::TypeKind::OptionalType)
+      options += (options.empty() ? "" : " ") + exampleOption(a.name(), a.type());
+  return options;
+}
+
+std::string forwardSignature(const std::vector<c10::Argument>& forwardArguments) {
+  std::string s;
+  for (const c10::Argument& a : forwardArguments) {
+    s += (s.empty() ? "" : ", ") + a.name() + ": " + a.type()->annotation_str();
+    if (a.default_value()) {
+      std::ostringstream value;
+      value << *a.default_value();
+      s += " = " + value.str();
+    }
+  }
+  return "forward(" + s + ")";
+}
+
 std::vector<c10::IValue> exampleArguments(const std::vector<c10::Argument>& forwardArguments,
                                           const std::vector<ArgumentSpec>& specs, uint64_t seed,
                                           std::vector<bool>* omitted) {
@@ -261,7 +300,8 @@ std::vector<c10::IValue> exampleArguments(const std::vector<c10::Argument>& forw
   }
   at::manual_seed(seed);
   std::vector<c10::IValue> values;
-  std::string missing;
+  std::string missing;         // "n: int, sizes: List[int]"
+  std::string missingOptions;  // "-i n=3 -i 'sizes=[3,3]'": one shell-quoted run, to paste after the command line
   if (omitted) omitted->clear();
   for (const c10::Argument& a : forwardArguments) {
     auto it = byName.find(a.name());
@@ -273,12 +313,13 @@ std::vector<c10::IValue> exampleArguments(const std::vector<c10::Argument>& forw
     } else if (a.type()->kind() == c10::TypeKind::OptionalType) {
       values.emplace_back();
     } else {
-      missing += " -i " + exampleSpec(a.name(), a.type()) + " (" + a.type()->annotation_str() + ")";
+      missing += (missing.empty() ? "" : ", ") + a.name() + ": " + a.type()->annotation_str();
+      missingOptions += (missingOptions.empty() ? "" : " ") + exampleOption(a.name(), a.type());
     }
   }
   if (!missing.empty())
-    throw ExportError("forward() takes " + names + "; give the arguments without a default, e.g.:" + missing +
-                      " (docs/cli.md: argument specs)");
+    throw ExportError("forward() takes " + names + "; give the arguments without a default (" + missing +
+                      "), e.g.: " + missingOptions + " (docs/cli.md: argument specs)");
   return values;
 }
 

@@ -35,5 +35,14 @@ std::vector<c10::IValue> exampleArguments(const std::vector<c10::Argument>& forw
 
 // A spec that fits `type` (for messages and `inspect`): "x:1x3x8x8", "n=3", "sizes=[2,3]"...
 std::string exampleSpec(const std::string& name, const c10::TypePtr& type);
+// `word` as one shell word: itself when it holds only characters no shell treats specially, else
+// single-quoted (what Python's shlex.quote does): 'sizes=[2,3]', 'state:(1x4,1x4)'.
+std::string shellQuoted(const std::string& word);
+// "-i SPEC" with the spec shell-quoted, for messages that suggest a command line.
+std::string exampleOption(const std::string& name, const c10::TypePtr& type);
+// The -i options of the arguments without a default (Optionals left out), shell-quoted, space-separated.
+std::string requiredArgumentOptions(const std::vector<c10::Argument>& forwardArguments);
+// "forward(x: Tensor, n: int, mask: Optional[Tensor] = None)": names, TorchScript types, defaults.
+std::string forwardSignature(const std::vector<c10::Argument>& forwardArguments);
 
 }  // namespace pt2onnx

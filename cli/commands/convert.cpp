@@ -142,6 +142,24 @@ std::map<std::string, int> parseCustomOpsets(const std::vector<std::string>& spe
   return out;
 }
 
+// Convert without -o. `pt2onnx convert MODEL.pt` alone (what --help suggests to a newcomer) says what
+// forward() takes and gives a line to start from; the error is that nothing was asked to be written.
+std::string withoutOutputError(const ConvertOptions& o) {
+  if (isFleet(o)) return "-o OUTDIR is required: the directory the fleet's ONNX models are written to";
+  if (validateModelSource(o.source) || !o.source.inputShapes.empty()) return "--output (-o OUT.onnx) is required";
+  const std::string& path = o.source.modelPath;
+  if (!std::filesystem::is_regular_file(path))
+    throw ExportError("model file '" + path + "' does not exist or is not a file");
+  ModelGraph model = loadTorchScript(path);
+  std::string options = requiredArgumentOptions(model.forwardArguments);
+  std::string onnxPath = std::filesystem::path(path).replace_extension(".onnx").string();
+  return "no -o given; " + path + " has " + forwardSignature(model.forwardArguments) +
+         ": convert it with -o and the arguments without a default, e.g.: pt2onnx convert " + shellQuoted(path) + " -o " +
+         shellQuoted(onnxPath) + (options.empty() ? "" : " " + options) +
+         " (specs of the right kinds, with made-up shapes and values: `pt2onnx inspect " + shellQuoted(path) +
+         "` finds ones forward() runs on; docs/cli.md: argument specs)";
+}
+
 void runPythonConvert(const ConvertOptions& o) {
   PythonConvertRequest r;
   r.spec = o.source.python;
@@ -233,7 +251,8 @@ void addConvertCommand(CLI::App& app, int& exitCode) {
       "convert", "Convert a TorchScript archive to an ONNX model (checked with onnx::checker and "
                  "strict shape inference; nothing is written if the export fails)");
   addModelSourceOptions(*cmd, opts->source);
-  cmd->add_option("-o,--output", opts->output, "Output .onnx path")->required();
+  cmd->add_option("-o,--output", opts->output,
+                  "Output .onnx path (fleet mode: a directory); without it and -i, convert says what forward() takes");
   cmd->add_option("--input-names", opts->inputNames, "Names for the ONNX graph inputs, in forward() order")
       ->delimiter(',');
   cmd->add_option("--output-names", opts->outputNames, "Names for the ONNX graph outputs, in order")
@@ -295,6 +314,7 @@ void addConvertCommand(CLI::App& app, int& exitCode) {
                 "Fleet mode: convert every archive, also those whose output is newer and made with the same arguments");
   cmd->callback([opts, &exitCode] {
     const ConvertOptions& o = *opts;
+    if (o.output.empty()) throw ExportError(withoutOutputError(o));
     if (isFleet(o)) {
       exitCode = runFleet(o) ? 0 : kExitFindings;
       return;

@@ -217,8 +217,9 @@ def test_spec_of_the_wrong_kind_is_an_error(cli, tmp_path, spec, contains):
 def test_omitted_required_arguments_are_listed_with_examples(cli, tmp_path):
     save(Signature(), tmp_path / "m.pt")
     proc = run(cli, "convert", tmp_path / "m.pt", "-o", tmp_path / "m.onnx", "-i", "x:2x3")
-    assert_error(proc, tmp_path / "m.onnx", "-i n=3 (int)", "-i flag=true (bool)", "-i sizes=[3,3] (List[int])",
-                 "-i pair:(2x3,2x3)")
+    assert_error(proc, tmp_path / "m.onnx",
+                 "(n: int, flag: bool, scale: float, sizes: List[int], pair: Tuple[Tensor, Tensor])",
+                 "e.g.: -i n=3 -i flag=true -i scale=0.5 -i 'sizes=[3,3]' -i 'pair:(2x3,2x3)' (docs/cli.md")
     assert "mask" not in proc.stderr.split("e.g.")[1] and "bias" not in proc.stderr.split("e.g.")[1]
 
 

@@ -1,0 +1,244 @@
+"""The files the documented command lines name (tests/e2e/test_documented_commands.py), each built once
+per test module by `DocFixtures.get(name)`: docs/cli.md's `Net` and README's `Gate` run from the docs'
+own Python blocks, a traced torchvision resnet18, docs/cli.md's TransformerEncoder, migrating.md's
+gate.pt, small archives for fleets, ONNX files for diff and run, a --python module."""
+import json
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+from typing import List, Optional
+
+import numpy as np
+import torch
+
+from documented_commands import ROOT
+
+PYTHON_HEADER = "import torch\nimport pt2onnx\nfrom typing import List, Optional, Tuple\n"
+
+
+def python_block(doc, contains):
+    """The ```python block of `doc` holding `contains`, dedented."""
+    text = (ROOT / doc).read_text()
+    for m in re.finditer(r"^( *)```python\n(.*?)^\1```", text, re.S | re.M):
+        if contains in m.group(2):
+            indent = len(m.group(1))
+            return "\n".join(l[indent:] for l in m.group(2).splitlines()) + "\n"
+    raise AssertionError(f"no python block with {contains!r} in {doc}")
+
+
+class Sig(torch.nn.Module):  # migrating.md's gate.pt: tests/e2e/test_inspect.py's Signature
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(6, 4)
+
+    def forward(self, x, n: int, flag: bool, sizes: List[int], bias: Optional[torch.Tensor] = None):
+        y = self.fc(x)
+        for _ in range(n):
+            y = y * 2
+        if flag:
+            y = y + 1
+        if bias is not None:
+            y = y + bias
+        return y.sum(1) + sizes[0]
+
+
+class SmallCnn(torch.nn.Module):  # README's install line: an image model taking x:1x3x224x224
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, stride=4)
+        self.fc = torch.nn.Linear(4, 5)
+
+    def forward(self, x):
+        return self.fc(self.conv(x).relu().mean((2, 3)))
+
+
+class AsinNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        return torch.asin(self.fc(x).tanh() * 0.5)
+
+
+AUTOGRAD_MODULE = '''
+import torch
+
+
+class ScaledRelu(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.clamp(min=0) * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (x > 0) * 2
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return ScaledRelu.apply(self.fc(x))
+
+
+def make():
+    torch.manual_seed(0)
+    return Net().eval(), (torch.randn(2, 4),)
+'''
+
+
+def linear(inputs, outputs, seed):
+    torch.manual_seed(seed)
+    return torch.nn.Linear(inputs, outputs).eval()
+
+
+class DocFixtures:
+    """Fixture files in one directory, each made on first use."""
+
+    def __init__(self, directory: pathlib.Path, cli: str):
+        self.dir = directory
+        self.cli = cli
+        self.modules = {}  # fixture name -> the PyTorch module it holds (for checks)
+
+    def get(self, name):
+        path = self.dir / name
+        if not path.exists():
+            getattr(self, "_" + re.sub(r"\W", "_", name))(path)
+            assert path.exists(), name
+        return path
+
+    def module(self, name):
+        self.get(name)
+        return self.modules.get(name) or torch.jit.load(str(self.dir / name))
+
+    def _run_python(self, source, name):
+        script = self.dir / name
+        script.write_text(PYTHON_HEADER + source)
+        proc = subprocess.run([sys.executable, script.name], cwd=self.dir, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+
+    def _net_pt(self, path):  # docs/cli.md's block, as printed (it saves net.pt)
+        self._run_python(python_block("docs/cli.md", "class Net"), "doc_cli_net.py")
+
+    def _gate_scripted_pt(self, path):  # README's Gate block (it exports gate.onnx), then saved scripted
+        source = python_block("README.md", "class Gate")
+        self._run_python(source + 'torch.jit.save(torch.jit.script(Gate()), "gate_scripted.pt")\n', "doc_readme_gate.py")
+
+    def _r18_pt(self, path):
+        import torchvision
+        torch.manual_seed(0)
+        model = torchvision.models.resnet18().eval()
+        torch.jit.save(torch.jit.trace(model, torch.randn(1, 3, 224, 224)), str(path))
+
+    def _enc_pt(self, path):  # the TransformerEncoder of docs/cli.md's inspect example
+        torch.manual_seed(1)
+        layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True, dropout=0.0)
+        encoder = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+        torch.jit.save(torch.jit.script(encoder), str(path))
+
+    def _gate_pt(self, path):
+        torch.manual_seed(2)
+        torch.jit.save(torch.jit.script(Sig().eval()), str(path))
+
+    def _cnn_scripted_pt(self, path):
+        torch.manual_seed(3)
+        torch.jit.save(torch.jit.script(SmallCnn().eval()), str(path))
+
+    def _lin_pt(self, path):  # Linear(4, 3), traced: forward(x)
+        torch.jit.save(torch.jit.trace(linear(4, 3, 4), torch.randn(2, 4)), str(path))
+
+    def _lin_onnx(self, path):
+        self._convert(self.get("lin.pt"), path, "-i", "x:2x4", "-d", "x:0=batch")
+
+    def _lin_changed_onnx(self, path):  # the same network with other weights
+        archive = self.dir / "lin_changed.pt"
+        torch.jit.save(torch.jit.trace(linear(4, 3, 5), torch.randn(2, 4)), str(archive))
+        self._convert(archive, path, "-i", "x:2x4", "-d", "x:0=batch")
+
+    def _x_npy(self, path):
+        np.save(path, np.random.default_rng(6).standard_normal((2, 4)).astype(np.float32))
+
+    def _gate_onnx(self, path):
+        self._convert(self.get("gate.pt"), path, "--opset", "17", "-i", "x:1x6", "-i", "n=2", "-i", "flag=false",
+                      "-i", "sizes=[2,2]", "-d", "x:0=batch")
+
+    def _other_export_onnx(self, path):  # torch.onnx's export of the same scripted module
+        module = self.module("gate.pt")
+        args = (torch.randn(1, 6), 2, False, [2, 2])
+        torch.onnx.export(module, args, str(path), opset_version=17, dynamo=False, input_names=["x", "n", "flag", "sizes"],
+                          dynamic_axes={"x": {0: "batch"}})
+
+    def _docs_models_py(self, path):
+        path.write_text(AUTOGRAD_MODULE)
+
+    def _models(self, path):  # a fleet: models/a.pt, models/vision/b.pt, models/c.pt, models/d.pt
+        for k, rel in enumerate(["a.pt", "vision/b.pt", "c.pt", "d.pt"]):
+            (path / rel).parent.mkdir(parents=True, exist_ok=True)
+            torch.jit.save(torch.jit.trace(linear(4, 2 + k, 10 + k), torch.randn(2, 4)), str(path / rel))
+
+    def _models_with_args(self, path):  # the same fleet, each archive's arguments in a NAME.pt.args file
+        shutil.copytree(self.get("models"), path)
+        for archive in path.rglob("*.pt"):
+            (archive.parent / (archive.name + ".args")).write_text("# a Linear on 4 features\n-i x:2x4 -d x:0=batch\n")
+
+    def _asin_pt(self, path):  # an op without a gradient builder (docs/gradients.md's example)
+        torch.manual_seed(7)
+        torch.jit.save(torch.jit.trace(AsinNet().eval(), torch.rand(2, 3)), str(path))
+
+    def _extra(self, path):
+        path.mkdir()
+        torch.jit.save(torch.jit.trace(linear(5, 2, 20), torch.randn(2, 5)), str(path / "e.pt"))
+
+    def _specs_json(self, path):  # the manifest: a glob for models/, e.pt by name
+        path.write_text(json.dumps({"*.pt": ["-i", "x:2x4", "-d", "x:0=batch"], "e.pt": ["-i", "x:1x5"]}))
+
+    def _accepted(self, path):  # migrating.md's CI: the accepted model, an earlier export
+        path.mkdir()
+        shutil.copy(self.get("gate.onnx"), path / "gate.onnx")
+
+    def _convert(self, archive, out, *args):
+        proc = subprocess.run([self.cli, "convert", str(archive), "-o", str(out), "-q", *args], capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+
+
+def copy_into(fixtures: DocFixtures, workdir: pathlib.Path, files: dict):
+    """Copies fixture files (or directories) into `workdir` under the names a line uses."""
+    for dest, name in files.items():
+        source = fixtures.get(name)
+        target = workdir / dest
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target)
+        else:
+            shutil.copy(source, target)
+
+
+def outputs_list(value):
+    if isinstance(value, torch.Tensor):
+        return [value]
+    return [t for v in value for t in outputs_list(v)]
+
+
+def assert_runs_like_torch(onnx_path, module, args, feeds, runtimes=("ort", "builtin")):
+    """The ONNX model's outputs in ONNX Runtime and pt2onnx's runtime are PyTorch's."""
+    import pt2onnx
+    from samples import ort
+    with torch.no_grad():
+        expected = [t.numpy() for t in outputs_list(module(*args))]
+    got = {}
+    if "ort" in runtimes:
+        got["ort"] = list(ort.run(str(onnx_path), feeds).values())
+    if "builtin" in runtimes:
+        got["builtin"] = pt2onnx.InferenceSession(str(onnx_path)).run(None, feeds)
+    for runtime, outs in got.items():
+        assert len(outs) == len(expected), runtime
+        for e, g in zip(expected, outs):
+            assert e.shape == np.asarray(g).shape and ort.max_rel_error(e, g) < 1e-4, (runtime, e, g)
