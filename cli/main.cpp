@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
   using namespace pt2onnx;
   interrupt::removePendingFilesOnSignals();  // Ctrl-C during an export leaves no partial file
   CLI::App app{"pt2onnx: convert PyTorch TorchScript models to ONNX (opsets " + std::to_string(kMinOpset) +
-               "-" + std::to_string(kMaxOpset) + ")"};
+               "-" + std::to_string(kMaxOpset) + ")",
+               "pt2onnx"};  // named, so usage lines say "pt2onnx", not the path it was started by
   app.require_subcommand(1);
   app.fallthrough();  // -v/-q work after the subcommand too
   // What a bug report needs: our version, the torch whose headers and ABI we were compiled against,

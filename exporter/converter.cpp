@@ -62,8 +62,9 @@ std::string rejectedInputsMessage(const torch::jit::Node* n, const std::vector<A
                                       : ": give it as " + wanted + " (on the command line: -i " + v->name + ":" + dims +
                                             ":" + wanted + ")");
   }
-  return jit::describeNode(n) + ": PyTorch rejects the inputs this node gets (check the example inputs' shapes "
-         "and dtypes): " + pytorchError;
+  // The cause first: the node's description (its IR and location) can be long.
+  return "PyTorch rejects the inputs a node gets (check the example inputs' shapes and dtypes): " + pytorchError +
+         "; at " + jit::describeNode(n);
 }
 
 bool hasAnonymousDim(const ir::TensorType& t) {

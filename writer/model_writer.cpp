@@ -3,7 +3,9 @@
 #include <cstdlib>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -354,6 +356,15 @@ class TempFile {
   interrupt::PendingFile pending_;
 };
 
+// `-o build/model.onnx` in a fresh checkout works, as `--junit reports/x.xml` does: the directory is
+// made once the model is converted (a failed export leaves none behind).
+void createParentDirectory(const std::string& path) {
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (ec) throw ExportError("cannot create the directory " + parent.string() + " for " + path + ": " + ec.message());
+}
+
 void closeChecked(std::ofstream& os, const std::string& path) {
   os.flush();
   if (!os) throw ExportError("failed writing " + path + " (disk full or not writable?)");
@@ -373,6 +384,7 @@ WriteResult writeModel(const ir::Graph& graph, const WriteOptions& options, cons
   WriteResult result;
   result.warnings = enc.warnings;
   std::string suffix = ".tmp." + std::to_string(::getpid());
+  createParentDirectory(path);
   std::optional<TempFile> dataTemp;
   if (external) {
     dataTemp.emplace(dataPath + suffix);
@@ -399,7 +411,7 @@ WriteResult writeModel(const ir::Graph& graph, const WriteOptions& options, cons
   TempFile modelTemp(path + suffix);
   {
     std::ofstream os(modelTemp.path(), std::ios::binary | std::ios::trunc);
-    if (!os) throw ExportError("cannot open " + path + " for writing (does the directory exist?)");
+    if (!os) throw ExportError("cannot open " + path + " for writing: " + std::strerror(errno));
     streamModel(enc, graph, os);
     closeChecked(os, modelTemp.path());
   }

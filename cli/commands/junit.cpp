@@ -1,7 +1,10 @@
 #include "cli/commands/junit.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -82,16 +85,20 @@ void writeJUnit(const std::string& path, const std::string& suite, const std::ve
     }
   }
   xml << "  </testsuite>\n</testsuites>\n";
+  std::error_code ec;  // `--junit reports/convert.xml` in a fresh checkout: pytest's --junitxml makes the directory too
+  if (auto parent = std::filesystem::path(path).parent_path(); !parent.empty())
+    std::filesystem::create_directories(parent, ec);
   std::string tmp = path + ".tmp";
   interrupt::PendingFile pending(tmp);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out || !(out << xml.str()) || !out.flush())
-      throw ExportError("cannot write the JUnit report '" + path + "'");
+      throw ExportError("cannot write the JUnit report '" + path + "': " + (ec ? ec.message() : std::strerror(errno)));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string why = std::strerror(errno);
     std::remove(tmp.c_str());
-    throw ExportError("cannot write the JUnit report '" + path + "'");
+    throw ExportError("cannot write the JUnit report '" + path + "': " + why);
   }
   interrupt::noteFileWritten();
 }

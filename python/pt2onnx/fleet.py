@@ -268,6 +268,7 @@ def cli_fleet(cli, inputs, outdir, manifest, defaults, convert_flags, workers, s
                         parse_shard(shard) if shard else None, force,
                         progress=(lambda line: None) if quiet else (lambda line: print(line, flush=True)))
     if summary_json:
+        os.makedirs(os.path.dirname(summary_json) or ".", exist_ok=True)  # as --junit's directory
         with open(summary_json + ".tmp", "w") as f:
             json.dump(summary, f, indent=2)
         os.replace(summary_json + ".tmp", summary_json)

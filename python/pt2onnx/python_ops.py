@@ -52,10 +52,13 @@ def resolve_function(name):
             obj = importlib.import_module(module_name)
         except ImportError:
             continue
+        except Exception as e:  # noqa: BLE001 - the module's own code failed while importing
+            raise LookupError(f"Function {name}: importing module {module_name} failed ({type(e).__name__}: "
+                              f"{str(e):.200})") from None
         try:
             for attr in qualname:
                 obj = getattr(obj, attr)
-        except AttributeError:
+        except Exception:  # noqa: BLE001 - AttributeError, or what a lazy __getattr__ raises (torch.classes)
             raise LookupError(f"Function {name}: module {module_name} has no {'.'.join(qualname)}") from None
         if not (isinstance(obj, type) and issubclass(obj, torch.autograd.Function)):
             raise LookupError(f"{name} is not a torch.autograd.Function")
@@ -137,8 +140,8 @@ def _from_portable(record, depth=0):
         return value
     if kind == "float":
         return float.fromhex(str(record.get("value")))
-    if kind == "dtype":
-        value = getattr(torch, str(record.get("value")), None)
+    if kind == "dtype":  # looked up among torch's own attributes: no lazy submodule import runs
+        value = vars(torch).get(str(record.get("value")))
         if not isinstance(value, torch.dtype):
             raise ValueError(f"{record.get('value')!r:.80} is not a torch dtype")
         return value

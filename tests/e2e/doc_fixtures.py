@@ -1,6 +1,6 @@
 """The files the documented command lines name (tests/e2e/test_documented_commands.py), each built once
 per test module by `DocFixtures.get(name)`: docs/cli.md's `Net` and README's `Gate` run from the docs'
-own Python blocks, a traced torchvision resnet18, docs/cli.md's TransformerEncoder, migrating.md's
+own Python blocks, a traced torchvision resnet18, docs/cli.md's token-id archives (test_inspect.py's models), migrating.md's
 gate.pt, small archives for fleets, ONNX files for diff and run, a --python module."""
 import json
 import pathlib
@@ -94,9 +94,18 @@ def make():
 '''
 
 
+class Lin(torch.nn.Module):  # forward(x), as the docs' lines name it (nn.Linear's own is forward(input))
+    def __init__(self, inputs, outputs):
+        super().__init__()
+        self.fc = torch.nn.Linear(inputs, outputs)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
 def linear(inputs, outputs, seed):
     torch.manual_seed(seed)
-    return torch.nn.Linear(inputs, outputs).eval()
+    return Lin(inputs, outputs).eval()
 
 
 class DocFixtures:
@@ -118,30 +127,28 @@ class DocFixtures:
         self.get(name)
         return self.modules.get(name) or torch.jit.load(str(self.dir / name))
 
-    def _run_python(self, source, name):
-        script = self.dir / name
-        script.write_text(PYTHON_HEADER + source)
-        proc = subprocess.run([sys.executable, script.name], cwd=self.dir, capture_output=True, text=True, timeout=300)
+    def _run_python(self, source, name, wanted):
+        """Runs a doc's block in a directory of its own (README's Gate block writes a gate.onnx of its
+        own, which is not migrating.md's); moves the file `wanted` it writes into the fixtures."""
+        scratch = self.dir / ("run_" + name.replace(".", "_"))
+        scratch.mkdir()
+        (scratch / name).write_text(PYTHON_HEADER + source)
+        proc = subprocess.run([sys.executable, name], cwd=scratch, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
+        shutil.move(scratch / wanted, self.dir / wanted)
 
     def _net_pt(self, path):  # docs/cli.md's block, as printed (it saves net.pt)
-        self._run_python(python_block("docs/cli.md", "class Net"), "doc_cli_net.py")
+        self._run_python(python_block("docs/cli.md", "class Net"), "doc_cli_net.py", "net.pt")
 
     def _gate_scripted_pt(self, path):  # README's Gate block (it exports gate.onnx), then saved scripted
         source = python_block("README.md", "class Gate")
-        self._run_python(source + 'torch.jit.save(torch.jit.script(Gate()), "gate_scripted.pt")\n', "doc_readme_gate.py")
+        self._run_python(source + 'torch.jit.save(torch.jit.script(Gate()), "gate_scripted.pt")\n', "doc_readme_gate.py", "gate_scripted.pt")
 
     def _r18_pt(self, path):
         import torchvision
         torch.manual_seed(0)
         model = torchvision.models.resnet18().eval()
         torch.jit.save(torch.jit.trace(model, torch.randn(1, 3, 224, 224)), str(path))
-
-    def _enc_pt(self, path):  # the TransformerEncoder of docs/cli.md's inspect example
-        torch.manual_seed(1)
-        layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True, dropout=0.0)
-        encoder = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
-        torch.jit.save(torch.jit.script(encoder), str(path))
 
     def _gate_pt(self, path):
         torch.manual_seed(2)
@@ -169,10 +176,14 @@ class DocFixtures:
         self._convert(self.get("gate.pt"), path, "--opset", "17", "-i", "x:1x6", "-i", "n=2", "-i", "flag=false",
                       "-i", "sizes=[2,2]", "-d", "x:0=batch")
 
-    def _other_export_onnx(self, path):  # torch.onnx's export of the same scripted module
-        module = self.module("gate.pt")
+    def _other_export_onnx(self, path):
+        # torch.onnx's export of the same network from its Python code (migrating.md: "if you have its
+        # Python code"); torch.onnx cannot export the scripted archive itself (an internal assert).
+        # Traced, so n, flag and sizes are constants of the example, not inputs.
+        module = Sig().eval()
+        module.load_state_dict(self.module("gate.pt").state_dict())
         args = (torch.randn(1, 6), 2, False, [2, 2])
-        torch.onnx.export(module, args, str(path), opset_version=17, dynamo=False, input_names=["x", "n", "flag", "sizes"],
+        torch.onnx.export(module, args, str(path), opset_version=17, dynamo=False, input_names=["x"],
                           dynamic_axes={"x": {0: "batch"}})
 
     def _docs_models_py(self, path):
@@ -202,6 +213,21 @@ class DocFixtures:
     def _accepted(self, path):  # migrating.md's CI: the accepted model, an earlier export
         path.mkdir()
         shutil.copy(self.get("gate.onnx"), path / "gate.onnx")
+
+    def _bert_pt(self, path):  # docs/cli.md's inspect example: test_inspect.py's HandWrittenBert, scripted
+        from test_inspect import HandWrittenBert
+        torch.manual_seed(6)
+        torch.jit.save(torch.jit.script(HandWrittenBert().eval()), str(path))
+
+    def _tagger_pt(self, path):  # docs/cli.md: the LSTM tagger on packed sequences
+        from test_inspect import PackedTagger
+        torch.manual_seed(4)
+        torch.jit.save(torch.jit.script(PackedTagger().eval()), str(path))
+
+    def _flat_pt(self, path):  # docs/cli.md: a Linear over all 8 positions (no sequence axis)
+        from test_inspect import FlattenedTokens
+        torch.manual_seed(8)
+        torch.jit.save(torch.jit.script(FlattenedTokens().eval()), str(path))
 
     def _convert(self, archive, out, *args):
         proc = subprocess.run([self.cli, "convert", str(archive), "-o", str(out), "-q", *args], capture_output=True,

@@ -81,3 +81,16 @@ def test_grad_node_attributes_are_checked_too():
         python_ops.PythonOpGradPlan("g1", dict(name=ANY, output_convention="d"))
     with pytest.raises(ValueError, match="output_convention 'dq' holds letters other than"):
         python_ops.PythonOpGradPlan("g1", dict(name=ANY, output_convention="dq", output_tensor_requires_grads=[1]))
+
+
+def test_a_dtype_record_naming_a_torch_submodule_imports_nothing():
+    """A dtype record is looked up among torch's attributes without running torch's lazy imports
+    (`getattr(torch, "_dynamo")` would import torch._dynamo: seconds, and its side effects)."""
+    import subprocess
+    code = ("import sys, torch\nfrom pt2onnx import python_ops\n"
+            "try:\n    python_ops._from_portable({'type': 'dtype', 'value': '_dynamo'})\n"
+            "except ValueError as e:\n    print('rejected:', e)\n"
+            "print('imported' if 'torch._dynamo' in sys.modules else 'not imported')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "rejected: '_dynamo' is not a torch dtype" in proc.stdout and "not imported" in proc.stdout, proc.stdout
