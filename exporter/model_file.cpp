@@ -135,8 +135,8 @@ ModelFile describeModelStream(std::istream& in) {
   } else if (std::optional<std::string> onnx = onnxModelSummary(in, static_cast<uint64_t>(end))) {
     file = {ModelFileKind::OnnxModel, *onnx};
   } else {
-    file = {ModelFileKind::Unknown, "neither a TorchScript archive (a zip file) nor an ONNX model (" +
-                                        std::to_string(end) + " bytes starting with " + hexPrefix(head) + ")"};
+    file = {ModelFileKind::Unknown, "an unrecognized file (" + std::to_string(end) + " bytes starting with " +
+                                        hexPrefix(head) + "; neither a zip file nor an ONNX protobuf)"};
   }
   in.clear();
   in.seekg(0);

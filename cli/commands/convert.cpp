@@ -148,9 +148,7 @@ std::string withoutOutputError(const ConvertOptions& o) {
   if (isFleet(o)) return "-o OUTDIR is required: the directory the fleet's ONNX models are written to";
   if (validateModelSource(o.source) || !o.source.inputShapes.empty()) return "--output (-o OUT.onnx) is required";
   const std::string& path = o.source.modelPath;
-  if (!std::filesystem::is_regular_file(path))
-    throw ExportError("model file '" + path + "' does not exist or is not a file");
-  ModelGraph model = loadTorchScript(path);
+  ModelGraph model = loadTorchScript(path);  // classifies the file: missing, not an archive...
   std::string options = requiredArgumentOptions(model.forwardArguments);
   std::string onnxPath = std::filesystem::path(path).replace_extension(".onnx").string();
   return "no -o given; " + path + " has " + forwardSignature(model.forwardArguments) +

@@ -47,7 +47,7 @@ NOT_ARCHIVES = {
     "model.onnx": ["is an ONNX model (IR version", "opsets ai.onnx", "pt2onnx run"],
     "model_onnx_renamed.pt": ["is an ONNX model (IR version", "pt2onnx run"],
     "empty.pt": ["is an empty file (0 bytes)"],
-    "random.pt": ["neither a TorchScript archive (a zip file) nor an ONNX model", "starting with 00 01 02"],
+    "random.pt": ["an unrecognized file", "starting with 00 01 02", "neither a zip file nor an ONNX protobuf"],
     "program.pt2": ["is a torch.export program", "pt2onnx.export"],
 }
 
