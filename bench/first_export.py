@@ -1,10 +1,13 @@
 """The first export in a process against the second, per phase, and what the first one imports.
 
-A conv net with dynamic spatial axes is exported twice in a fresh process (so every one-time cost
-lands in the first), by pt2onnx and by torch.onnx (dynamo=False) in separate processes; printed:
-each phase's seconds, first/second ratios, and the torch modules the first export imported (the
-one-time cost found for issue 35: static typing asks PyTorch's meta kernels, and the Python-written
-ones import torch._dynamo and sympy on their first call).
+A conv net is exported twice in a fresh process (so every one-time cost lands in the first), by
+pt2onnx and by torch.onnx (dynamo=False) in separate processes, once with a dynamic batch and once
+with dynamic batch, height and width; printed: each phase's seconds, first/second ratios, and the
+heavy modules the first export imported. The one-time cost found for issue 35: typing asks PyTorch's
+meta kernels, and in a Python process most are Python functions that import sympy and torch._dynamo
+on their first call (1-2 s). pt2onnx asks them only where ONNX's inference leaves a dim open: with a
+dynamic batch nothing is asked; with dynamic spatial axes a Conv's height is open and torch's Python
+meta kernel for convolution is asked (the CLI, without torch's Python, does not pay).
 
     .venv/bin/python bench/first_export.py
 """
@@ -16,13 +19,13 @@ CHILD = r"""
 import sys, time, json, warnings, io
 warnings.simplefilter("ignore")
 import torch
-tool = sys.argv[1]
+tool, dynamic = sys.argv[1], sys.argv[2]
 def block(c):
     return torch.nn.Sequential(torch.nn.Conv2d(c, c, 3, padding=1), torch.nn.BatchNorm2d(c), torch.nn.SiLU())
 model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, 2, 1), *[block(16) for _ in range(8)],
                             torch.nn.Upsample(scale_factor=2.0), torch.nn.Conv2d(16, 4, 1)).eval()
 x = torch.randn(1, 3, 320, 320)
-axes = {"x": {0: "b", 2: "h", 3: "w"}}
+axes = {"x": {0: "b"}} if dynamic == "batch" else {"x": {0: "b", 2: "h", 3: "w"}}
 before = set(sys.modules)
 runs = []
 for k in range(2):
@@ -45,14 +48,14 @@ print(json.dumps({"runs": runs, "imported": imported}))
 
 
 def main():
-    for tool in ("pt2onnx", "torch.onnx"):
-        proc = subprocess.run([sys.executable, "-c", CHILD, tool], capture_output=True, text=True, timeout=900)
+    for dynamic, tool in [(d, t) for d in ("batch", "batch,height,width") for t in ("pt2onnx", "torch.onnx")]:
+        proc = subprocess.run([sys.executable, "-c", CHILD, tool, dynamic], capture_output=True, text=True, timeout=900)
         if proc.returncode:
             print(tool, "failed:", proc.stderr[-2000:])
             continue
         r = json.loads(proc.stdout.strip().splitlines()[-1])
         first, second = r["runs"]
-        print(f"{tool}: first export {first['total']:.2f} s, second {second['total']:.2f} s "
+        print(f"{tool}, dynamic {dynamic}: first export {first['total']:.2f} s, second {second['total']:.2f} s "
               f"(ratio {first['total'] / second['total']:.1f}x)")
         for phase, seconds in first["phases"].items():
             later = second["phases"].get(phase, 0.0)

@@ -100,6 +100,16 @@ const char* const kPoison = "unconvertible";
 
 // Fills what `t` leaves unknown (its rank; dims without a size or a symbol) from `exact`, the type
 // of the same value computed by PyTorch (meta tensors).
+// Whether refineShape could add to `t`: its rank or a dim that is neither a size nor a named dynamic
+// axis. Only then are PyTorch's kernels asked (in a Python process many are Python functions whose
+// first call imports sympy or torch._dynamo: a second or more the first export would pay).
+bool leavesDimsOpen(const ir::TensorType& t) {
+  if (!t.hasRank()) return true;
+  for (const ir::Dim& d : *t.shape)
+    if (!d.isStatic() && d.param.empty()) return true;
+  return false;
+}
+
 void refineShape(ir::TensorType& t, const ir::TensorType& exact) {
   if (exact.dtype != t.dtype || !exact.hasRank()) return;
   if (!t.hasRank()) {
@@ -317,11 +327,15 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
     if (!meta) meta = metaOutputTypes(n, args);
     return *meta;
   };
-  if (typing_ == Typing::Static)  // a traced graph's dtype and rank where the op cannot run on stand-ins
+  if (typing_ == Typing::Static) {  // a traced graph's dtype and rank where the op cannot run on stand-ins
     ctx.setOutputTypeOracle([&metaTypes, n](size_t k) {
       const std::vector<ir::TensorType>& types = metaTypes();
       return k < types.size() && types[k].dtype != ir::DType::Undefined ? types[k] : jit::rankOfValue(n->outputs()[k]);
     });
+    std::vector<ir::DType> traced;
+    for (const torch::jit::Value* o : n->outputs()) traced.push_back(jit::rankOfValue(o).dtype);
+    ctx.setTracedOutputDtypes(std::move(traced));
+  }
   // Why the node is not converted to standard ONNX ("" when it is): under ONNX_FALLTHROUGH it is
   // then kept as is, whatever the reason; otherwise it is an error (recorded in collect mode, where
   // the walk goes on with the outputs a fallthrough would give, so that what fails downstream of it
@@ -380,7 +394,7 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
     Arg& a = outs[k];
     if (a.value && a.value->type.dtype == ir::DType::Undefined) a.value->type = ctx.outputType(k);
     else if (a.value && !a.value->type.hasRank()) a.value->type.shape = ctx.outputType(k).shape;
-    if (typing_ == Typing::Static && a.value && a.value->type.isTensor() && !a.value->type.isFullyStatic()) {
+    if (typing_ == Typing::Static && a.value && a.value->type.isTensor() && leavesDimsOpen(a.value->type)) {
       // PyTorch's shapes for what ONNX inference left open; a traced graph's rank as the last resort.
       if (k < metaTypes().size()) refineShape(a.value->type, metaTypes()[k]);
       if (!a.value->type.hasRank()) refineShape(a.value->type, jit::rankOfValue(n->outputs()[k]));

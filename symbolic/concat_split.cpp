@@ -51,7 +51,7 @@ Outputs catSymbolic(Context& ctx) {
   std::vector<ir::Value*> parts = ctx.tensors(0);
   if (parts.empty()) ctx.fail("cat of an empty list");
   parts = withoutLegacyEmptyParts(ctx, parts);
-  ir::DType out = ctx.outputType(0).dtype;
+  ir::DType out = ctx.outputDtype(0);
   if (out != ir::DType::Undefined)
     for (ir::Value*& p : parts) p = ctx.cast(p, out);  // torch.cat promotes mixed dtypes
   if (parts.size() == 1) return {parts[0]};
@@ -63,7 +63,7 @@ Outputs stackSymbolic(Context& ctx) {
   std::vector<ir::Value*> parts = ctx.tensors(0);
   if (parts.empty()) ctx.fail("stack of an empty list");
   int64_t dim = ctx.int64(1);  // relative to the output rank, for both Unsqueeze and Concat
-  ir::DType out = ctx.outputType(0).dtype;
+  ir::DType out = ctx.outputDtype(0);
   for (ir::Value*& p : parts) {
     if (out != ir::DType::Undefined) p = ctx.cast(p, out);
     p = ctx.unsqueeze(p, {dim});

@@ -122,6 +122,13 @@ const ir::TensorType& Context::outputType(size_t i) const {
   return t;
 }
 
+ir::DType Context::outputDtype(size_t i) const {
+  PT2ONNX_ASSERT(i < outputTypes_.size(), "output " << i << " of " << schema_);
+  if (outputTypes_[i].dtype != ir::DType::Undefined) return outputTypes_[i].dtype;
+  if (i < tracedOutputDtypes_.size() && tracedOutputDtypes_[i] != ir::DType::Undefined) return tracedOutputDtypes_[i];
+  return outputType(i).dtype;
+}
+
 namespace {
 std::string argError(size_t i, const char* expected, const Arg& a) {
   return "argument " + std::to_string(i) + ": expected " + expected + ", got " + a.describe();

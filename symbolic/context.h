@@ -77,6 +77,10 @@ class Context {
   // Computes an output type the constructor got without a dtype, when a symbolic asks for it
   // (graphs typed without running them: PyTorch's type promotion, found on meta tensors).
   void setOutputTypeOracle(std::function<ir::TensorType(size_t)> oracle) { outputTypeOracle_ = std::move(oracle); }
+  // An output's dtype: what outputType(i) has, else the trace's record (exact whatever the dynamic axes
+  // do to the dims), else the oracle's. Cheaper than outputType(i) when only the dtype is needed.
+  ir::DType outputDtype(size_t i) const;
+  void setTracedOutputDtypes(std::vector<ir::DType> dtypes) { tracedOutputDtypes_ = std::move(dtypes); }
 
   // ---- typed binder ----
   ir::Value* tensor(size_t i);                 // a Tensor (numbers become 0-d constants)
@@ -143,6 +147,7 @@ class Context {
   mutable std::vector<ir::TensorType> outputTypes_;
   mutable std::vector<bool> outputTypeAsked_;
   std::function<ir::TensorType(size_t)> outputTypeOracle_;
+  std::vector<ir::DType> tracedOutputDtypes_;
   const void* sourceNode_ = nullptr;
 };
 

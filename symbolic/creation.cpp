@@ -23,13 +23,13 @@ ir::DType onnxDType(const Context& ctx, int64_t torchCode) { return requireOnnxT
 // The result dtype: the explicit dtype argument, else the traced output type, else `fallback`.
 ir::DType resultDType(const Context& ctx, size_t dtypeArg, ir::DType fallback) {
   if (dtypeArg < ctx.numArgs() && !ctx.isNone(dtypeArg)) return onnxDType(ctx, ctx.int64(dtypeArg));
-  if (ctx.outputType(0).dtype != ir::DType::Undefined) return ctx.outputType(0).dtype;
+  if (ctx.outputDtype(0) != ir::DType::Undefined) return ctx.outputDtype(0);
   return fallback;
 }
 
 ir::DType knownDType(const Context& ctx, const ir::Value* x) {
   if (x->type.dtype != ir::DType::Undefined) return x->type.dtype;
-  if (ctx.outputType(0).dtype != ir::DType::Undefined) return ctx.outputType(0).dtype;
+  if (ctx.outputDtype(0) != ir::DType::Undefined) return ctx.outputDtype(0);
   ctx.fail("the element type of the input is unknown at export time");
 }
 

@@ -62,7 +62,7 @@ Outputs embeddingBag(Context& ctx) {
       paddingIdx = p + *rows;
     }
   }
-  DType type = ctx.dtypeOf(weight) != DType::Undefined ? ctx.dtypeOf(weight) : ctx.outputType(0).dtype;
+  DType type = ctx.dtypeOf(weight) != DType::Undefined ? ctx.dtypeOf(weight) : ctx.outputDtype(0);
   if (!ir::isFloating(type)) ctx.fail("embedding_bag: weight must be floating-point");
 
   indices = ctx.cast(indices, DType::Int64);

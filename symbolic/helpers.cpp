@@ -9,7 +9,7 @@ namespace pt2onnx::symbolic {
 bool hasArg(const Context& ctx, size_t i) { return i < ctx.numArgs() && !ctx.isNone(i); }
 
 ir::DType resultDtype(const Context& ctx, size_t output) {
-  ir::DType t = ctx.outputType(output).dtype;
+  ir::DType t = ctx.outputDtype(output);
   if (t == ir::DType::Undefined)
     ctx.fail("the output dtype is unknown at export time (PyTorch's type for it could not be found without running "
              "the model; type inference by running it, --type-inference run / type_inference=\"run\", finds it)");

@@ -219,7 +219,7 @@ Outputs indexSymbolic(Context& ctx) {  // index.Tensor(self, Tensor?[] indices)
 ir::Value* scatterElements(Context& ctx, bool scalarValue, const std::string& reduction) {
   ir::Value* self = ctx.tensor(0);
   ir::Value* index = ctx.tensor(2);
-  ir::DType type = ctx.dtypeOf(self) != ir::DType::Undefined ? ctx.dtypeOf(self) : ctx.outputType(0).dtype;
+  ir::DType type = ctx.dtypeOf(self) != ir::DType::Undefined ? ctx.dtypeOf(self) : ctx.outputDtype(0);
   if (type == ir::DType::Undefined) ctx.fail("scatter: the element type of self is unknown");
   ir::Value* updates = scalarValue
                            ? ctx.op("Expand", {ctx.scalarAsTensor(3, type), shapeOf(ctx, index)})
@@ -249,7 +249,7 @@ SymbolicFn scatterReduceSymbolic(bool scalarValue) {
 // ---------------------------------------------------------------- writes into a tensor
 
 ir::DType elementTypeOfSelf(Context& ctx, const char* op) {
-  ir::DType type = ctx.dtypeOf(ctx.tensor(0)) != ir::DType::Undefined ? ctx.dtypeOf(ctx.tensor(0)) : ctx.outputType(0).dtype;
+  ir::DType type = ctx.dtypeOf(ctx.tensor(0)) != ir::DType::Undefined ? ctx.dtypeOf(ctx.tensor(0)) : ctx.outputDtype(0);
   if (type == ir::DType::Undefined) ctx.fail(std::string(op) + ": the element type of self is unknown");
   return type;
 }

@@ -72,7 +72,7 @@ Square requireSquare(Context& ctx, Value* a, const std::string& opName, const ch
   if (*n > kMaxUnrolledSize)
     ctx.fail(opName + ": n = " + std::to_string(*n) + " is too large: pt2onnx unrolls the factorization over n "
              "(about 60 ONNX nodes per row) up to n = " + std::to_string(kMaxUnrolledSize));
-  DType dtype = ctx.dtypeOf(a) != DType::Undefined ? ctx.dtypeOf(a) : ctx.outputType(0).dtype;
+  DType dtype = ctx.dtypeOf(a) != DType::Undefined ? ctx.dtypeOf(a) : ctx.outputDtype(0);
   if (dtype != DType::Float && dtype != DType::Double)
     ctx.fail(opName + " of " + ir::typeText(ctx.typeOf(a)) + ": only float32 and float64 matrices are supported");
   return {a, rank, *n, dtype};

@@ -18,7 +18,7 @@ using ir::Value;
 // has none recorded (the exporter resolves promotion there).
 DType elementType(Context& ctx, Value* v) {
   DType t = ctx.dtypeOf(v);
-  return t != DType::Undefined ? t : ctx.outputType(0).dtype;
+  return t != DType::Undefined ? t : ctx.outputDtype(0);
 }
 
 // Gemm is only implemented for floating types in ONNX Runtime; integer products use MatMul.

@@ -18,7 +18,7 @@ using ir::Value;
 
 DType elementType(Context& ctx, Value* v) {
   DType t = ctx.dtypeOf(v);
-  return t != DType::Undefined ? t : ctx.outputType(0).dtype;
+  return t != DType::Undefined ? t : ctx.outputDtype(0);
 }
 
 // The size of dim 1 (channels) of `x`, or of the 1-D per-channel `other`, when known statically.

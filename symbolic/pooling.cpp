@@ -204,7 +204,7 @@ SymbolicFn avgPool(int64_t spatialRank) {
       int64_t kernelSize = 1;
       for (int64_t k : g.kernel) kernelSize *= k;
       ir::DType dtype = ctx.dtypeOf(input) != ir::DType::Undefined ? ctx.dtypeOf(input)
-                                                                     : ctx.outputType(0).dtype;
+                                                                     : ctx.outputDtype(0);
       out = ctx.op("Mul", {out, ctx.constScalar(static_cast<double>(kernelSize) / divisor, dtype)});
     }
     return {removeAddedBatchDim(ctx, in, out)};

@@ -148,13 +148,13 @@ Outputs padPackedSequence(Context& ctx) {
     // step t of sequence b is past its end when t >= lengths[b]: [T, B] broadcast over features.
     Value* t = ctx.op("Range", {ctx.constInt64(0), ctx.op("Squeeze", {steps, zero}), ctx.constInt64(1)});
     Value* past = ctx.op("GreaterOrEqual", {ctx.unsqueeze(t, {1}), ctx.unsqueeze(lengths, {0})});
-    Value* fill = ctx.constScalar(padding, ctx.outputType(0).dtype);
+    Value* fill = ctx.constScalar(padding, ctx.outputDtype(0));
     y = ctx.op("Where", {ctx.unsqueeze(past, {2}), fill, y});
   }
   if (totalLength) {  // at least the longest length (PyTorch checks); padded up to it
     Value* extra = ctx.op("Sub", {ctx.constInt64s({*totalLength}), steps});
     Value* pads = ctx.op("Concat", {zero, zero, zero, extra, zero, zero}, {ir::attr::i("axis", 0)});
-    y = ctx.op("Pad", {y, pads, ctx.constScalar(padding, ctx.outputType(0).dtype)});
+    y = ctx.op("Pad", {y, pads, ctx.constScalar(padding, ctx.outputDtype(0))});
   }
   if (ctx.boolean(2)) y = ctx.op("Transpose", {y}, {ir::attr::ints("perm", {1, 0, 2})});
   return {y, lengths};

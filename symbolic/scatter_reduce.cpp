@@ -149,7 +149,7 @@ Value* scatterSumOrProd(Context& ctx, Value* selfT, int64_t dim, Value* index, V
 // self with src[p] reduced into self[p with p[dim] replaced by index[p]], for every position p of
 // index (same rank as self, rank >= 1; 0-d operands are lifted to [1] by rank0_lifting.cpp).
 Value* scatterReduce(Context& ctx, Value* self, int64_t dim, Value* index, Value* src, const ScatterReduction& how) {
-  DType type = ctx.dtypeOf(self) != DType::Undefined ? ctx.dtypeOf(self) : ctx.outputType(0).dtype;
+  DType type = ctx.dtypeOf(self) != DType::Undefined ? ctx.dtypeOf(self) : ctx.outputDtype(0);
   if (type == DType::Undefined) ctx.fail(std::string(how.op) + ": the element type of self is unknown");
   if (how.reduction == Reduction::Mean && type == DType::Bool) ctx.fail(std::string(how.op) + ": mean of bool tensors is not supported");
   int64_t rank = ctx.requireRank(self, "self");

@@ -55,7 +55,7 @@ ir::DType onnxDType(const Context& ctx, int64_t torchCode) { return requireOnnxT
 // x's element type, or the node's output type when x's is unknown.
 ir::DType elementTypeOf(const Context& ctx, const ir::Value* x) {
   if (x->type.dtype != ir::DType::Undefined) return x->type.dtype;
-  if (ctx.outputType(0).dtype != ir::DType::Undefined) return ctx.outputType(0).dtype;
+  if (ctx.outputDtype(0) != ir::DType::Undefined) return ctx.outputDtype(0);
   ctx.fail("the element type of the input is unknown at export time");
 }
 
@@ -263,7 +263,7 @@ Outputs castToTorchDtype(Context& ctx, size_t dtypeArg) {
 Outputs castLikeSymbolic(Context& ctx) {  // type_as, to.other
   ir::Value* other = ctx.tensor(1);
   ir::DType to = other->type.dtype;
-  if (to == ir::DType::Undefined) to = ctx.outputType(0).dtype;
+  if (to == ir::DType::Undefined) to = ctx.outputDtype(0);
   if (to == ir::DType::Undefined) ctx.fail("the element type of `other` is unknown at export time");
   return {ctx.cast(ctx.tensor(0), to)};
 }
@@ -475,6 +475,24 @@ std::vector<ir::Attribute> resizeAttributes(Interp mode, bool alignCorners) {
   return attrs;
 }
 
+// A Resize keeps dims 0 and 1 (scale 1, or the input's own sizes), and static output sizes are its
+// spatial dims; but ONNX's inference computes them from the scales or a computed `sizes` input and
+// drops a named dynamic axis (a dynamic batch) or the sizes: they are given back, so that what follows
+// keeps them and needs no PyTorch kernel to fill them in.
+ir::Value* withKnownDims(const ir::Value* x, ir::Value* resized, const std::vector<int64_t>& staticSpatialSizes = {}) {
+  if (!x->type.hasRank() || resized->type.dtype == ir::DType::Undefined) return resized;
+  int64_t rank = x->type.rank();
+  if (!resized->type.hasRank()) resized->type.shape = std::vector<ir::Dim>(static_cast<size_t>(rank));
+  if (resized->type.rank() != rank) return resized;
+  for (int64_t d = 0; d < rank; ++d) {
+    ir::Dim& dim = (*resized->type.shape)[d];
+    if (dim.isStatic() || !dim.param.empty()) continue;
+    if (d < 2) dim = (*x->type.shape)[d];
+    else if (static_cast<int64_t>(staticSpatialSizes.size()) == rank - 2) dim = ir::Dim::fixed(staticSpatialSizes[d - 2]);
+  }
+  return resized;
+}
+
 // Resize x's last `spatialRank` dims, by full output sizes or by scale factors.
 ir::Value* resize(Context& ctx, ir::Value* x, int64_t spatialRank, Interp mode, bool alignCorners,
                   std::optional<size_t> sizesArg, std::vector<double> scales) {
@@ -487,12 +505,13 @@ ir::Value* resize(Context& ctx, ir::Value* x, int64_t spatialRank, Interp mode, 
     scales.insert(scales.begin(), {1.0, 1.0});
     ir::Value* scaleTensor = ctx.constant(ir::TensorData::fromDoubles(
         scales, ir::DType::Float, {static_cast<int64_t>(scales.size())}));
-    return ctx.op("Resize", {x, nullptr, scaleTensor}, attrs);
+    return withKnownDims(x, ctx.op("Resize", {x, nullptr, scaleTensor}, attrs));
   }
   if (!sizesArg) ctx.fail("upsampling needs output_size or scale_factors");
   if (listLength(ctx, *sizesArg) != spatialRank) ctx.fail("wrong number of output sizes");
   ir::Value* sizes = concatShape(ctx, {dimSizes(ctx, x, 0, 2), ctx.intsAsTensor(*sizesArg)});
-  return ctx.op("Resize", {x, nullptr, nullptr, sizes}, attrs);
+  std::vector<int64_t> staticSizes = ctx.arg(*sizesArg).isStatic() ? ctx.ints(*sizesArg) : std::vector<int64_t>{};
+  return withKnownDims(x, ctx.op("Resize", {x, nullptr, nullptr, sizes}, attrs), staticSizes);
 }
 
 // align_corners with scale factors: torch maps coordinates by the output size floor(in * scale)
@@ -505,7 +524,7 @@ ir::Value* resizeAlignedByScales(Context& ctx, ir::Value* x, int64_t spatialRank
   ir::Value* factors = ctx.constant(ir::TensorData::fromDoubles(scales, ir::DType::Double, {spatialRank}));
   ir::Value* outSpatial = ctx.cast(ctx.op("Floor", {ctx.op("Mul", {spatial, factors})}), ir::DType::Int64);
   ir::Value* sizes = concatShape(ctx, {dimSizes(ctx, x, 0, 2), outSpatial});
-  return ctx.op("Resize", {x, nullptr, nullptr, sizes}, resizeAttributes(mode, true));
+  return withKnownDims(x, ctx.op("Resize", {x, nullptr, nullptr, sizes}, resizeAttributes(mode, true)));
 }
 
 // upsample_*.vec(input, output_size?, [align_corners,] scale_factors?)

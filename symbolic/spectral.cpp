@@ -52,7 +52,7 @@ SymbolicFn windowSymbolic(Window kind) {
     bool hasAlpha = ctx.schema().find("float alpha") != std::string::npos;
     bool hasBeta = ctx.schema().find("float beta") != std::string::npos;
     double alpha = hasAlpha ? ctx.float64(2) : 0.54, beta = hasBeta ? ctx.float64(3) : 0.46;
-    ir::DType dtype = ctx.outputType(0).dtype;
+    ir::DType dtype = ctx.outputDtype(0);
     if (dtype == ir::DType::Undefined) dtype = ir::DType::Float;
     std::vector<double> samples = windowSamples(kind, length, periodic, alpha, beta);
     return {ctx.constant(ir::TensorData::fromDoubles(samples, dtype, {length}))};
