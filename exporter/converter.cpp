@@ -343,6 +343,7 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
   std::string failure;
   bool noSymbolic = !entry;
   symbolic::Outputs outs;
+  std::optional<size_t> nodesBefore;  // where the symbolic's nodes start
   if (!entry) {
     if (options_.operatorExportType != OperatorExportType::OnnxFallthrough && typing_ == Typing::Static &&
         deferUnconvertible(n))
@@ -354,6 +355,7 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
                  jit::overloadName(n).empty() ? "" : "." + jit::overloadName(n), entry->sinceOpset, entry->op,
                  options_.opset);
     try {
+      nodesBefore = current_->nodes().size();
       outs = entry->fn(ctx);
     } catch (const SymbolicError& e) {
       failure = e.what();
@@ -390,11 +392,17 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
   }
   PT2ONNX_ASSERT(outs.size() == n->outputs().size(),
                  "symbolic of " << kind << " returned " << outs.size() << " outputs for " << n->outputs().size());
+  // Dims ONNX's inference leaves open are asked of PyTorch's kernels, unless every node the symbolic
+  // made is inferred exactly: then they depend on open input dims that no probe can fix either.
+  bool inferredExactly = failure.empty() && nodesBefore && current_->nodes().size() > *nodesBefore;
+  for (size_t k = nodesBefore.value_or(0); inferredExactly && k < current_->nodes().size(); ++k)
+    inferredExactly = writer::inferenceIsExact(*current_->nodes()[k]);
   for (size_t k = 0; k < outs.size(); ++k) {
     Arg& a = outs[k];
     if (a.value && a.value->type.dtype == ir::DType::Undefined) a.value->type = ctx.outputType(k);
     else if (a.value && !a.value->type.hasRank()) a.value->type.shape = ctx.outputType(k).shape;
-    if (typing_ == Typing::Static && a.value && a.value->type.isTensor() && leavesDimsOpen(a.value->type)) {
+    if (typing_ == Typing::Static && a.value && a.value->type.isTensor() && leavesDimsOpen(a.value->type) &&
+        !(inferredExactly && a.value->type.hasRank())) {
       // PyTorch's shapes for what ONNX inference left open; a traced graph's rank as the last resort.
       if (k < metaTypes().size()) refineShape(a.value->type, metaTypes()[k]);
       if (!a.value->type.hasRank()) refineShape(a.value->type, jit::rankOfValue(n->outputs()[k]));

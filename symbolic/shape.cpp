@@ -479,7 +479,8 @@ std::vector<ir::Attribute> resizeAttributes(Interp mode, bool alignCorners) {
 // spatial dims; but ONNX's inference computes them from the scales or a computed `sizes` input and
 // drops a named dynamic axis (a dynamic batch) or the sizes: they are given back, so that what follows
 // keeps them and needs no PyTorch kernel to fill them in.
-ir::Value* withKnownDims(const ir::Value* x, ir::Value* resized, const std::vector<int64_t>& staticSpatialSizes = {}) {
+ir::Value* withKnownDims(const ir::Value* x, ir::Value* resized,
+                         const std::vector<int64_t>& staticSpatialSizes = {}) {
   if (!x->type.hasRank() || resized->type.dtype == ir::DType::Undefined) return resized;
   int64_t rank = x->type.rank();
   if (!resized->type.hasRank()) resized->type.shape = std::vector<ir::Dim>(static_cast<size_t>(rank));
@@ -488,7 +489,8 @@ ir::Value* withKnownDims(const ir::Value* x, ir::Value* resized, const std::vect
     ir::Dim& dim = (*resized->type.shape)[d];
     if (dim.isStatic() || !dim.param.empty()) continue;
     if (d < 2) dim = (*x->type.shape)[d];
-    else if (static_cast<int64_t>(staticSpatialSizes.size()) == rank - 2) dim = ir::Dim::fixed(staticSpatialSizes[d - 2]);
+    else if (static_cast<int64_t>(staticSpatialSizes.size()) == rank - 2)
+      dim = ir::Dim::fixed(staticSpatialSizes[d - 2]);
   }
   return resized;
 }

@@ -1,6 +1,8 @@
 #include "writer/node_type_inference.h"
 
 #include <memory>
+#include <set>
+#include <string>
 #include <unordered_map>
 
 #include <onnx/defs/schema.h>
@@ -112,6 +114,37 @@ void inferNodeTypes(ir::Node& node, int opset, const std::map<std::string, int>&
       out->type.shape = inferred->shape;
     }
   }
+}
+
+bool inferenceIsExact(const ir::Node& node) {
+  static const std::set<std::string> exact = {
+      // elementwise, one input
+      "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Cast", "Ceil", "Celu", "Clip", "Cos", "Cosh", "Elu",
+      "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "Identity", "IsInf", "IsNaN", "LeakyRelu", "Log",
+      "Mish", "Neg", "Not", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin", "Sinh", "Softplus",
+      "Softsign", "Sqrt", "Tan", "Tanh", "ThresholdedRelu",
+      // elementwise with broadcasting
+      "Add", "And", "BitShift", "Div", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "Max", "Min",
+      "Mod", "Mul", "Or", "Pow", "PRelu", "Sub", "Where", "Xor",
+      // convolution, pooling, normalization, softmax, layout
+      "AveragePool", "BatchNormalization", "Conv", "GlobalAveragePool", "GlobalMaxPool", "InstanceNormalization",
+      "LogSoftmax", "MaxPool", "Softmax", "Transpose", "Constant",
+      // dims copied, summed or multiplied from the inputs' dims
+      "ArgMax", "ArgMin", "Concat", "Flatten", "Gather", "Gemm", "MatMul"};
+  // Exact when their inputs after the first are constants (axes, scales, sizes, pads, repeats): with
+  // computed ones, ONNX may not follow what PyTorch's kernels could.
+  static const std::set<std::string> exactWithConstantParameters = {
+      "Pad", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
+      "ReduceProd", "ReduceSum", "ReduceSumSquare", "Resize", "Split", "Squeeze", "Tile", "Unsqueeze", "Upsample"};
+  if (!node.domain.empty()) return false;
+  if (exactWithConstantParameters.count(node.opType)) {
+    for (size_t k = 1; k < node.inputs.size(); ++k) {
+      const ir::Value* in = node.inputs[k];
+      if (in && !in->isInitializer && !(in->producer && in->producer->opType == "Constant")) return false;
+    }
+    return true;
+  }
+  return exact.count(node.opType) > 0;
 }
 
 }  // namespace pt2onnx::writer

@@ -15,4 +15,10 @@ namespace pt2onnx::writer {
 // left alone. Throws ExportError with ONNX's message when inference rejects the node (a type error).
 void inferNodeTypes(ir::Node& node, int opset, const std::map<std::string, int>& customOpsets);
 
+// Whether ONNX's inference of `node`'s op gives every output dim that its inputs' known dims determine
+// (elementwise and broadcasting ops, Conv, pooling, normalizations, Softmax, Transpose): an output dim
+// it leaves open then depends on an open input dim, and no other typing (PyTorch's meta kernels
+// included) can know it either.
+bool inferenceIsExact(const ir::Node& node);
+
 }  // namespace pt2onnx::writer
