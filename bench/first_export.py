@@ -5,9 +5,8 @@ pt2onnx and by torch.onnx (dynamo=False) in separate processes, once with a dyna
 with dynamic batch, height and width; printed: each phase's seconds, first/second ratios, and the
 heavy modules the first export imported. The one-time cost found for issue 35: typing asks PyTorch's
 meta kernels, and in a Python process most are Python functions that import sympy and torch._dynamo
-on their first call (1-2 s). pt2onnx asks them only where ONNX's inference leaves a dim open: with a
-dynamic batch nothing is asked; with dynamic spatial axes a Conv's height is open and torch's Python
-meta kernel for convolution is asked (the CLI, without torch's Python, does not pay).
+on their first call (1-2 s). pt2onnx asks them only where ONNX's inference leaves a dim open and is
+not exact for the node's ops (bench/README.md); the CLI, without torch's Python, never pays.
 
     .venv/bin/python bench/first_export.py
 """
