@@ -98,11 +98,9 @@ constexpr size_t kConstantNodeMaxBytes = 1024;
 // What the walker binds to the outputs of a node it could not convert (collect mode only).
 const char* const kPoison = "unconvertible";
 
-// Fills what `t` leaves unknown (its rank; dims without a size or a symbol) from `exact`, the type
-// of the same value computed by PyTorch (meta tensors).
 // Whether refineShape could add to `t`: its rank or a dim that is neither a size nor a named dynamic
 // axis. Only then are PyTorch's kernels asked (in a Python process many are Python functions whose
-// first call imports sympy or torch._dynamo: a second or more the first export would pay).
+// first call imports sympy or torch._dynamo: a second or more paid by the first export).
 bool leavesDimsOpen(const ir::TensorType& t) {
   if (!t.hasRank()) return true;
   for (const ir::Dim& d : *t.shape)
@@ -110,6 +108,8 @@ bool leavesDimsOpen(const ir::TensorType& t) {
   return false;
 }
 
+// Fills what `t` leaves unknown (its rank; dims without a size or a symbol) from `exact`, the type
+// of the same value computed by PyTorch (meta tensors).
 void refineShape(ir::TensorType& t, const ir::TensorType& exact) {
   if (exact.dtype != t.dtype || !exact.hasRank()) return;
   if (!t.hasRank()) {
