@@ -333,7 +333,7 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
       return k < types.size() && types[k].dtype != ir::DType::Undefined ? types[k] : jit::rankOfValue(n->outputs()[k]);
     });
     std::vector<ir::DType> traced;
-    for (const torch::jit::Value* o : n->outputs()) traced.push_back(jit::rankOfValue(o).dtype);
+    for (const torch::jit::Value* o : n->outputs()) traced.push_back(jit::typeOfValue(o).dtype);
     ctx.setTracedOutputDtypes(std::move(traced));
   }
   // Why the node is not converted to standard ONNX ("" when it is): under ONNX_FALLTHROUGH it is
