@@ -570,3 +570,16 @@ def test_readme_demo(tmp_path):
     # README's first line runs `bash scripts/demo.sh` after setup.sh (not run here: it reinstalls pt2onnx)
     proc = bash("bash scripts/demo.sh", ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[demo] PASS" in proc.stdout, proc.stdout
+
+
+def test_readme_demo_without_torchvision(tmp_path):
+    # Some torch wheels have no torchvision that imports beside them (PyPI's CPU 2.13.0): a stand-in
+    # CNN, said so, and still a PASS. A torchvision package that fails to import stands for the missing one.
+    stub = tmp_path / "stub" / "torchvision"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'torchvision'\", name='torchvision')\n")
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "demo.sh")], cwd=tmp_path, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(tmp_path / "stub")))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "a small CNN stands in for resnet18" in proc.stdout and "[demo] PASS: small_cnn" in proc.stdout, proc.stdout
