@@ -9,6 +9,7 @@
 #include "common/interrupt.h"
 #include "common/opsets.h"
 #include "common/logging.h"
+#include "writer/schemas.h"
 
 int main(int argc, char** argv) {
   using namespace pt2onnx;
@@ -19,12 +20,16 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();  // -v/-q work after the subcommand too
   // What a bug report needs: our version, the torch whose headers and ABI we were compiled against,
-  // and what we write.
-  app.set_version_flag("--version", std::string("pt2onnx ") + PT2ONNX_VERSION + "\nbuilt against torch " +
-                                        torch_compat::torchVersion() + "\nwrites ONNX opsets " +
-                                        std::to_string(kMinOpset) + "-" + std::to_string(kMaxOpset) +
-                                        " (IR versions " + std::to_string(irVersionForOpset(kMinOpset)) + "-" +
-                                        std::to_string(irVersionForOpset(kMaxOpset)) + ")");
+  // what we write and the ONNX library that checks it (computed only when asked: the schema
+  // registry is built on first use).
+  app.set_version_flag("--version", []() -> std::string {
+    return std::string("pt2onnx ") + PT2ONNX_VERSION + "\nbuilt against torch " + torch_compat::torchVersion() +
+           "\nwrites ONNX opsets " + std::to_string(kMinOpset) + "-" + std::to_string(kMaxOpset) + " (IR versions " +
+           std::to_string(irVersionForOpset(kMinOpset)) + "-" + std::to_string(irVersionForOpset(kMaxOpset)) +
+           ")\nchecks with ONNX " + writer::onnxLibraryVersion() +
+           " (built from its source release; ai.onnx opsets up to " + std::to_string(writer::onnxLibraryMaxOpset()) +
+           ")";
+  });
   int verbose = 0;
   bool quiet = false;
   auto* v = app.add_flag("-v,--verbose", verbose, "More logging (-v info, -vv debug, -vvv trace with graph dumps)");

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up everything pt2onnx needs on a fresh Debian 12 machine, then builds and installs it.
 # Idempotent: installed packages are left alone and the build is incremental.
-#   - Debian packages: the C++ libraries pt2onnx links beside torch (ONNX, protobuf, spdlog, fmt,
-#     CLI11), GoogleTest, ccache, ONNX's conformance data
+#   - Debian packages: the C++ libraries pt2onnx links beside torch (protobuf, spdlog, fmt, CLI11),
+#     GoogleTest, ccache, ONNX's conformance data (ONNX itself is built from its source release by
+#     the CMake build: cmake/OnnxLibrary.cmake)
 #   - a venv (.venv) with torch 2.14.1, torchvision 0.29.1, torchaudio 2.11.0 and the pinned tools of
 #     requirements/torch-2.14.1.txt (onnxruntime, the oracle; pytest; scikit-build-core, cmake, ninja)
 #   - pt2onnx built against that torch and installed into the venv by
@@ -16,7 +17,7 @@ REQUIREMENTS=${PT2ONNX_REQUIREMENTS:-requirements/torch-2.14.1.txt}
 
 PACKAGES=(
   build-essential ccache pkg-config
-  libonnx-dev libprotobuf-dev protobuf-compiler
+  libprotobuf-dev protobuf-compiler
   libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libonnx-testdata zlib1g-dev
 )
 missing=()

@@ -140,4 +140,12 @@ void registerTrainingSchemas() {
   });
 }
 
+const char* onnxLibraryVersion() { return PT2ONNX_ONNX_VERSION; }
+
+int onnxLibraryMaxOpset() {
+  const auto& domains = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto it = domains.find("");
+  return it == domains.end() ? 0 : it->second.second;
+}
+
 }  // namespace pt2onnx::writer

@@ -7,4 +7,9 @@ namespace pt2onnx::writer {
 // them pass onnx::checker and shape inference. Idempotent and thread-safe.
 void registerTrainingSchemas();
 
+// The version of the ONNX library linked (built from its source release: cmake/OnnxLibrary.cmake)
+// and the newest ai.onnx opset its schemas know.
+const char* onnxLibraryVersion();
+int onnxLibraryMaxOpset();
+
 }  // namespace pt2onnx::writer
