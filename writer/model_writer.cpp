@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <unordered_set>
 
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
@@ -197,10 +198,17 @@ Encoded encode(const ir::Graph& graph, const WriteOptions& options, bool externa
 
 // onnx::checker::check_model for a model whose streamed initializers are marked as external data
 // in an always-present file (the checker only checks that the file exists; the bytes are checked
-// by size when streaming). Same checks as check_model(ModelProto) in onnx 1.12.
+// by size when streaming). Same checks as check_model(ModelProto) in the ONNX we build (1.23).
 void checkModel(const onnx::ModelProto& model) {
   onnx::checker::CheckerContext ctx;
   if (!model.ir_version()) throw onnx::checker::ValidationError("the model has no ir_version");
+  if (model.ir_version() > onnx::IR_VERSION)
+    throw onnx::checker::ValidationError("the model's ir_version " + std::to_string(model.ir_version()) +
+                                         " is newer than the checker's (" + std::to_string(onnx::IR_VERSION) + ")");
+  std::unordered_set<std::string> metadataKeys;
+  for (const auto& entry : model.metadata_props())
+    if (!metadataKeys.insert(entry.key()).second)
+      throw onnx::checker::ValidationError("the model has the metadata key '" + entry.key() + "' twice");
   ctx.set_ir_version(static_cast<int>(model.ir_version()));
   std::unordered_map<std::string, int> opsets;
   for (const auto& imp : model.opset_import()) opsets[imp.domain()] = static_cast<int>(imp.version());
