@@ -4,13 +4,22 @@ namespace pt2onnx {
 
 // ai.onnx opsets pt2onnx exports to, and the default (torch.onnx 1.13's default).
 constexpr int kMinOpset = 9;
-constexpr int kMaxOpset = 17;
+constexpr int kMaxOpset = 25;
 constexpr int kDefaultOpset = 14;
 // The default of training-graph exports: their MaxPool and Gather gradients scatter with
 // reduction="add" (opset 16).
 constexpr int kDefaultGradientOpset = 17;
 
-// ModelProto.ir_version for an ai.onnx opset (onnx's versioning table).
-inline int irVersionForOpset(int opset) { return opset >= 15 ? 8 : 7; }
+// ModelProto.ir_version for an ai.onnx opset: the IR version of the ONNX release that introduced
+// the opset (onnx's versioning table, onnx.helper.VERSION_TABLE), the lowest a consumer must read.
+inline int irVersionForOpset(int opset) {
+  if (opset >= 25) return 13;  // ONNX 1.20
+  if (opset >= 24) return 12;  // 1.19
+  if (opset >= 23) return 11;  // 1.18
+  if (opset >= 21) return 10;  // 1.16, 1.17
+  if (opset >= 19) return 9;   // 1.14, 1.15
+  if (opset >= 15) return 8;   // 1.10 .. 1.13
+  return 7;
+}
 
 }  // namespace pt2onnx

@@ -100,6 +100,7 @@ class OpsetForms {
 
   Values emit(const std::string& op, Values in, size_t numOutputs, Attributes attrs) {
     if (op == "Where" && in.size() == 3 && in[1]->type.dtype == DType::Bool) return {boolWhere(in)};
+    if (opset_ >= 18) newerForm(op, in, attrs);
     if (opset_ >= 13) return node(op, in, numOutputs, std::move(attrs));
     if (opset_ < 11) normalizeAxisAttributes(op, in, attrs);
     if (op == "Squeeze" || op == "Unsqueeze" || op == "ReduceSum") return axesInputAsAttribute(op, in, numOutputs, attrs);
@@ -147,6 +148,30 @@ class OpsetForms {
     Value* fromX = node1("And", {in[0], in[1]});
     Value* fromY = node1("And", {node1("Not", {in[0]}), in[2]});
     return node1("Or", {fromX, fromY});
+  }
+
+  // Opsets 18 and later removed three opset-13 forms the converters write: every Reduce* but
+  // ReduceSum takes its axes as an input (18); DFT takes its axis as a 0-d input, default -2 where
+  // DFT-17's attribute defaulted to 1 (20); GridSample names its modes linear and cubic (20).
+  void newerForm(const std::string& op, Values& in, Attributes& attrs) {
+    if (op.rfind("Reduce", 0) == 0 && op != "ReduceSum") {
+      if (const ir::Attribute* axes = find(attrs, "axes")) {
+        in.resize(1);
+        in.push_back(ctx_.constInt64s(axes->ints));
+        erase(attrs, "axes");
+      }
+    } else if (op == "DFT" && opset_ >= 20) {
+      const ir::Attribute* axis = find(attrs, "axis");
+      int64_t dim = axis ? axis->i : 1;
+      erase(attrs, "axis");
+      in.resize(2);  // the signal and dft_length (nullptr: none)
+      in.push_back(ctx_.constInt64(dim));
+    } else if (op == "GridSample" && opset_ >= 20) {
+      for (ir::Attribute& a : attrs) {
+        if (a.name == "mode" && a.s == "bilinear") a.s = "linear";
+        if (a.name == "mode" && a.s == "bicubic") a.s = "cubic";
+      }
+    }
   }
 
   [[noreturn]] void needs(int opset, const std::string& what) const {
