@@ -2,13 +2,16 @@
 
 namespace pt2onnx {
 
-// ai.onnx opsets pt2onnx exports to, and the default (torch.onnx 1.13's default).
+// ai.onnx opsets pt2onnx exports to. The default is the drop-in's: what torch.onnx.export(dynamo=False)
+// writes without opset_version, torch.onnx._constants.ONNX_DEFAULT_OPSET, 20 in every torch from 2.9
+// (pytorch#158802) to 2.15 (tests/python/test_opsets.py compares it with the running torch's).
 constexpr int kMinOpset = 9;
 constexpr int kMaxOpset = 25;
-constexpr int kDefaultOpset = 14;
+constexpr int kDefaultOpset = 20;
 // The default of training-graph exports: their MaxPool and Gather gradients scatter with
-// reduction="add" (opset 16).
-constexpr int kDefaultGradientOpset = 17;
+// reduction="add", which needs opset 16.
+constexpr int kDefaultGradientOpset = kDefaultOpset;
+static_assert(kDefaultGradientOpset >= 16);
 
 // ModelProto.ir_version for an ai.onnx opset: the IR version of the ONNX release that introduced
 // the opset (onnx's versioning table, onnx.helper.VERSION_TABLE), the lowest a consumer must read.

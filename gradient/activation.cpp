@@ -1,6 +1,9 @@
-// Gradients of activations and the softmax family, in PyTorch's formulas (derivatives.yaml): Relu
+// Gradients of activations (Gelu included) and the softmax family, in PyTorch's formulas (derivatives.yaml): Relu
 // passes dY where its result is positive, Sigmoid/Tanh use their result, Softmax/LogSoftmax reduce
 // along their (single) axis.
+#include <cmath>
+#include <string>
+
 #include "gradient/context.h"
 #include "gradient/families.h"
 #include "gradient/registry.h"
@@ -83,6 +86,33 @@ void hardSwish(GradContext& ctx) {
   ctx.setInputGrad(0, whereElse(ctx, ctx.op("Less", {x, ctx.scalarLike(-3.0, x)}), ctx.scalarLike(0.0, dY), upper));
 }
 
+// Gelu (opset 20), PyTorch's gelu_backward: "none" dY·(Φ(x) + x·φ(x)); "tanh" with
+// t = tanh(√(2/π)·(x + 0.044715·x³)): dY·(½(1 + t) + ½x·(1 - t²)·√(2/π)·(1 + 3·0.044715·x²)).
+void gelu(GradContext& ctx) {
+  Value* x = ctx.input(0);
+  Value* dY = ctx.outputGrad(0);
+  auto c = [&](double v) { return ctx.scalarLike(v, x); };
+  auto mul = [&](Value* a, Value* b) { return ctx.op("Mul", {a, b}); };
+  auto add = [&](Value* a, Value* b) { return ctx.op("Add", {a, b}); };
+  const double kPi = 3.14159265358979323846, kKappa = 0.044715;
+  Value* square = mul(x, x);
+  Value* local;
+  std::string approximate = ctx.attrString("approximate", "none");
+  if (approximate == "tanh") {
+    double beta = std::sqrt(2.0 / kPi);
+    Value* t = ctx.op("Tanh", {mul(c(beta), add(x, mul(c(kKappa), mul(square, x))))});
+    Value* left = mul(c(0.5), add(c(1.0), t));
+    Value* slope = mul(c(beta), add(c(1.0), mul(c(3.0 * kKappa), square)));
+    Value* right = mul(mul(mul(c(0.5), x), ctx.op("Sub", {c(1.0), mul(t, t)})), slope);
+    local = add(left, right);
+  } else {
+    Value* cdf = mul(c(0.5), add(c(1.0), ctx.op("Erf", {mul(x, c(1.0 / std::sqrt(2.0)))})));
+    Value* pdf = mul(c(1.0 / std::sqrt(2.0 * kPi)), ctx.op("Exp", {mul(square, c(-0.5))}));
+    local = add(cdf, mul(x, pdf));
+  }
+  ctx.setInputGrad(0, mul(dY, local));
+}
+
 int64_t softmaxAxis(GradContext& ctx) {
   int64_t axis = ctx.attrInt("axis", -1);
   return axis < 0 ? axis + ctx.requireRank(ctx.input(0), "the softmax input") : axis;
@@ -115,6 +145,7 @@ void registerActivationGradients(GradientRegistry& r) {
   r.onOp("Softplus", 13, softplus);
   r.onOp("HardSigmoid", 13, hardSigmoid);
   r.onOp("HardSwish", 14, hardSwish);
+  r.onOp("Gelu", 20, gelu);
   r.onOp("Softmax", 13, softmax);
   r.onOp("LogSoftmax", 13, logSoftmax);
 }

@@ -182,6 +182,7 @@ void registerAllKernels(KernelRegistry& r) {
   registerDetectionKernels(r);
   registerQuantizationKernels(r);
   registerContribKernels(r);
+  registerAttentionKernels(r);
 }
 
 KernelRegistry& defaultKernels() {

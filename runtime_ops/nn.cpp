@@ -235,6 +235,55 @@ std::vector<at::Tensor> layerNormalization(KernelContext& ctx) {
   return out;
 }
 
+// The type a normalization computes in: stash_type (float by default), double for double inputs,
+// float for a reduced stash type.
+at::ScalarType stashComputeType(KernelContext& ctx, const at::Tensor& x) {
+  int64_t stash = ctx.attrInt("stash_type", 1);
+  auto stashType = atenType(static_cast<int32_t>(stash));
+  if (!stashType || !at::isFloatingType(*stashType)) ctx.fail("unsupported stash_type " + std::to_string(stash));
+  at::ScalarType t = x.scalar_type() == at::kDouble ? at::kDouble : *stashType;
+  return isReducedFloat(t) ? at::kFloat : t;
+}
+
+// RMSNormalization (23): x / sqrt(mean(x^2 over axis..) + epsilon) * scale.
+std::vector<at::Tensor> rmsNormalization(KernelContext& ctx) {
+  const at::Tensor& x0 = ctx.input(0);
+  int64_t rank = x0.dim();
+  int64_t axis = ctx.attrInt("axis", -1);
+  if (axis < -rank || axis >= rank) ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  if (axis < 0) axis += rank;
+  at::Tensor x = x0.to(stashComputeType(ctx, x0));
+  Ints dims;
+  for (int64_t d = axis; d < rank; ++d) dims.push_back(d);
+  at::Tensor meanSquare = (x * x).mean(dims, /*keepdim=*/true);
+  at::Tensor y = x * at::rsqrt(meanSquare + ctx.attrFloat("epsilon", 1e-5));
+  return {(y.to(x0.scalar_type()) * ctx.input(1).to(x0.scalar_type())).contiguous()};
+}
+
+// GroupNormalization: (N, C, ...) normalized over each group of C / num_groups channels; scale and
+// bias per group (18, which opset 21 replaced: no exporter writes it) or per channel (21).
+std::vector<at::Tensor> groupNormalization(KernelContext& ctx) {
+  const at::Tensor& x0 = ctx.input(0);
+  if (x0.dim() < 2) ctx.fail("input must have rank >= 2 (N x C x ...), got " + std::to_string(x0.dim()));
+  int64_t groups = ctx.attrInt("num_groups");
+  int64_t channels = x0.size(1);
+  if (groups <= 0 || channels % groups != 0)
+    ctx.fail("num_groups " + std::to_string(groups) + " does not divide the " + std::to_string(channels) + " channels");
+  at::ScalarType compute = ctx.opset() >= 21 ? stashComputeType(ctx, x0) : x0.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  at::Tensor x = x0.to(compute);
+  at::Tensor scale = ctx.input(1).to(compute), bias = ctx.input(2).to(compute);
+  int64_t perParameter = ctx.opset() >= 21 ? channels : groups;
+  if (scale.numel() != perParameter || bias.numel() != perParameter)
+    ctx.fail("scale and bias must have " + std::to_string(perParameter) + " elements (one per " +
+             (ctx.opset() >= 21 ? "channel" : "group") + " at opset " + std::to_string(ctx.opset()) + ")");
+  if (ctx.opset() < 21) {  // one value per group, the same for each of its channels
+    scale = scale.repeat_interleave(channels / groups);
+    bias = bias.repeat_interleave(channels / groups);
+  }
+  at::Tensor y = at::group_norm(x, groups, scale, bias, ctx.attrFloat("epsilon", 1e-5), false);
+  return {y.to(x0.scalar_type())};
+}
+
 // ---- Dropout ----
 
 // Training mode draws a Bernoulli(1 - ratio) keep-mask from ATen's default generator (so
@@ -532,6 +581,9 @@ void registerNnKernels(KernelRegistry& r) {
   r.add("", "BatchNormalization", 1, batchNormalization);
   r.add("", "InstanceNormalization", 1, instanceNormalization);
   r.add("", "LayerNormalization", 17, layerNormalization);
+  r.add("", "GroupNormalization", 18, groupNormalization);
+  r.add("", "GroupNormalization", 21, groupNormalization);
+  r.add("", "RMSNormalization", 23, rmsNormalization);
   r.add("", "Dropout", 1, dropout);
   r.add("", "Upsample", 9, resize);  // Resize-10 without the name: scales input, asymmetric
   r.add("", "Resize", 10, resize);

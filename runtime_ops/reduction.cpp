@@ -272,11 +272,13 @@ void registerReductionKernels(KernelRegistry& r) {
   for (const auto& [op, kind] : reductions) {
     std::string name = op;
     // 1: axes attribute; 11: negative axes; 12 (Max/Min): int8/uint8; 13: bfloat16, and ReduceSum's
-    // axes become an input with noop_with_empty_axes.
+    // axes become an input with noop_with_empty_axes; 18: every other one's too; 20 (Max/Min): bool.
     r.add("", name, 1, reduceKernel(kind, false));
     r.add("", name, 11, reduceKernel(kind, false));
     if (kind == Reduce::Max || kind == Reduce::Min) r.add("", name, 12, reduceKernel(kind, false));
     r.add("", name, 13, reduceKernel(kind, kind == Reduce::Sum));
+    if (kind != Reduce::Sum) r.add("", name, 18, reduceKernel(kind, true));
+    if (kind == Reduce::Max || kind == Reduce::Min) r.add("", name, 20, reduceKernel(kind, true));
   }
   for (bool isMax : {true, false}) {
     const char* op = isMax ? "ArgMax" : "ArgMin";

@@ -1,5 +1,6 @@
-// ONNX GridSample (opset 16; opset 20's "linear"/"cubic" spellings accepted too; com.microsoft's
-// version 1, its model): ATen's grid_sampler, whose modes and padding modes ONNX copied one for one.
+// ONNX GridSample (opset 16: 4-D, modes bilinear/nearest/bicubic; opset 20: 4-D or 5-D, the same
+// modes spelled linear/nearest/cubic; com.microsoft's version 1, opset 16's): ATen's grid_sampler,
+// whose modes and padding modes ONNX copied one for one. Col2Im (18) on ATen's col2im.
 #include <string>
 #include <vector>
 
@@ -28,10 +29,28 @@ std::vector<at::Tensor> gridSample(KernelContext& ctx) {
   return {at::grid_sampler(input, grid.to(input.scalar_type()), modeCode, paddingCode, alignCorners)};
 }
 
+// Col2Im (18): (N, C * prod(block_shape), L) columns added back into an image of image_shape, for
+// 2 spatial dims (ATen's col2im; ONNX allows more) with equal begin and end pads.
+std::vector<at::Tensor> col2Im(KernelContext& ctx) {
+  const at::Tensor& x = ctx.input(0);
+  std::vector<int64_t> image = ctx.inputInts(1), block = ctx.inputInts(2);
+  if (image.size() != 2 || block.size() != 2)
+    ctx.fail("image_shape and block_shape with " + std::to_string(image.size()) + " spatial dims: the runtime folds 2-D images only");
+  if (x.dim() != 3) ctx.fail("input must be 3-D (N, C * prod(block_shape), L), got rank " + std::to_string(x.dim()));
+  std::vector<int64_t> dilations = ctx.attrInts("dilations", std::vector<int64_t>{1, 1});
+  std::vector<int64_t> strides = ctx.attrInts("strides", std::vector<int64_t>{1, 1});
+  std::vector<int64_t> pads = ctx.attrInts("pads", std::vector<int64_t>{0, 0, 0, 0});
+  if (dilations.size() != 2 || strides.size() != 2 || pads.size() != 4) ctx.fail("dilations, strides and pads must have 2, 2 and 4 values");
+  if (pads[0] != pads[2] || pads[1] != pads[3]) ctx.fail("pads must be the same at the beginning and end of each axis");
+  return {at::col2im(x, image, block, dilations, {pads[0], pads[1]}, strides)};
+}
+
 }  // namespace
 
 void registerSamplingKernels(KernelRegistry& r) {
   r.add("", "GridSample", 16, gridSample);
+  r.add("", "GridSample", 20, gridSample);
+  r.add("", "Col2Im", 18, col2Im);
   r.add("com.microsoft", "GridSample", 1, gridSample);  // ONNX Runtime's, before opset 16: the same modes
 }
 

@@ -1,7 +1,8 @@
 // ONNX STFT (opset 17) on ATen's stft: real signals (B, L, 1) or complex ones (B, L, 2), an optional
 // window, frame_length from the input or the window; output (B, frames, bins, 2).
-// ONNX DFT (opset 17) on ATen's FFTs: (B, ..., n, 1 | 2) along `axis`, zero-padded or cut to
-// dft_length; an inverse is scaled by 1/n, a one-sided output keeps bins 0..n/2.
+// ONNX DFT (opset 17: `axis` attribute, default 1; opset 20: `axis` a 0-d input, default -2) on ATen's
+// FFTs: (B, ..., n, 1 | 2) along the axis, zero-padded or cut to dft_length; an inverse is scaled by
+// 1/n, a one-sided output keeps bins 0..n/2.
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,9 +44,10 @@ std::vector<at::Tensor> dft(KernelContext& ctx) {
   if (rank < 2 || (input.size(-1) != 1 && input.size(-1) != 2))
     ctx.fail("input must have shape (batch, ..., n, 1) or (batch, ..., n, 2)");
   if (!at::isFloatingType(input.scalar_type())) ctx.fail("input must be a floating-point tensor");
-  int64_t axis = ctx.attrInt("axis", 1);
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis > rank - 2) ctx.fail("axis " + std::to_string(ctx.attrInt("axis", 1)) + " is not a signal axis of a rank-" + std::to_string(rank) + " input");
+  int64_t given = ctx.opset() >= 20 ? (ctx.hasInput(2) ? ctx.input(2).item<int64_t>() : -2) : ctx.attrInt("axis", 1);
+  int64_t axis = given < 0 ? given + rank : given;
+  if (axis < 0 || axis > rank - 2)
+    ctx.fail("axis " + std::to_string(given) + " is not a signal axis of a rank-" + std::to_string(rank) + " input");
   bool inverse = ctx.attrInt("inverse", 0) != 0;
   bool onesided = ctx.attrInt("onesided", 0) != 0;
   bool complexSignal = input.size(-1) == 2;
@@ -67,6 +69,7 @@ std::vector<at::Tensor> dft(KernelContext& ctx) {
 void registerSpectralKernels(KernelRegistry& r) {
   r.add("", "STFT", 17, stft);
   r.add("", "DFT", 17, dft);
+  r.add("", "DFT", 20, dft);
 }
 
 }  // namespace pt2onnx::runtime

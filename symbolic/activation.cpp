@@ -125,6 +125,14 @@ Outputs gelu(Context& ctx) {
   return {mul(ctx, mul(ctx, x, half), ctx.op("Add", {one, inner}))};
 }
 
+// From opset 20 one Gelu node, whose approximate attribute has PyTorch's two values.
+Outputs gelu20(Context& ctx) {
+  Value* x = input(ctx);
+  std::string approximate = hasArg(ctx, 1) ? ctx.str(1) : "none";
+  if (approximate != "none" && approximate != "tanh") ctx.fail("gelu: unknown approximate=\"" + approximate + "\"");
+  return {ctx.op("Gelu", {x}, {attr::s("approximate", approximate)})};
+}
+
 Outputs silu(Context& ctx) {
   Value* x = input(ctx);
   return {mul(ctx, x, ctx.op("Sigmoid", {x}))};
@@ -263,6 +271,7 @@ void registerActivationSymbolics(Registry& r) {
   r.onOp("aten::sigmoid", kMinOpset, unary("Sigmoid"));
   r.onOp("aten::tanh", kMinOpset, unary("Tanh"));
   r.onOp("aten::gelu", kMinOpset, gelu);
+  r.onOp("aten::gelu", 20, gelu20);
   r.onOp("aten::silu", kMinOpset, silu);
   r.onOp("aten::mish", kMinOpset, mish);
   r.onOp("aten::softplus", kMinOpset, softplus);

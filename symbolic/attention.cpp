@@ -1,7 +1,8 @@
 // Attention symbolics: aten::scaled_dot_product_attention, in each of its arities
 //   2.0: (q, k, v, attn_mask=None, dropout_p=0., is_causal=False)
 //   2.1: ..., *, scale=None          2.5: ..., enable_gqa=False
-// with the semantics of PyTorch 2.x's math path (aten/src/ATen/native/transformers/attention.cpp):
+// (from opset 23 one ONNX Attention node where its semantics are PyTorch's), with the semantics of
+// PyTorch 2.x's math path (aten/src/ATen/native/transformers/attention.cpp):
 //   scores = (q * sqrt(s)) @ (k^T * sqrt(s)), s = scale or 1/sqrt(q.size(-1))
 //   a bool mask keeps where true (-inf elsewhere), a float mask is added; is_causal keeps the lower
 //   triangle of the (L, S) scores, aligned top-left
@@ -137,10 +138,51 @@ Outputs scaledDotProductAttention(Context& ctx) {
   return {ctx.op("MatMul", {weights, v})};
 }
 
+// From opset 23, one ONNX Attention node (ONNX Runtime runs it as one fused kernel) for 3-D (one
+// head: q_num_heads = kv_num_heads = 1) and 4-D (B, H, L, E) inputs: its scale, top-left causal mask
+// (no past keys), bool/float masks, GQA head repetition and fully masked rows giving 0 are
+// PyTorch's. Other ranks keep the decomposition.
+Outputs scaledDotProductAttention23(Context& ctx) {
+  Value* q = ctx.tensor(0);
+  Value* k = ctx.tensor(1);
+  Value* v = ctx.tensor(2);
+  int64_t rank = ctx.rank(q);
+  if ((rank != 3 && rank != 4) || ctx.rank(k) != rank || ctx.rank(v) != rank) return scaledDotProductAttention(ctx);
+  std::optional<Value*> mask = ctx.optTensor(kMask);
+  double dropout = hasArg(ctx, kDropout) ? ctx.float64(kDropout) : 0.0;
+  bool isCausal = hasArg(ctx, kIsCausal) && ctx.boolean(kIsCausal);
+  bool enableGqa = hasArg(ctx, kEnableGqa) && ctx.boolean(kEnableGqa);
+  // The checks and their messages are the decomposition's.
+  if (dropout != 0.0 || (isCausal && mask)) return scaledDotProductAttention(ctx);
+  if (enableGqa) {
+    auto qHeads = staticDim(q, rank - 3), kHeads = staticDim(k, rank - 3), vHeads = staticDim(v, rank - 3);
+    if (rank != 4 || !qHeads || !kHeads || !vHeads || *kHeads != *vHeads || *kHeads <= 0 || *qHeads % *kHeads != 0)
+      return scaledDotProductAttention(ctx);
+  }
+  DType dtype = ctx.dtypeOf(q);
+  std::vector<Value*> inputs = {q, ctx.cast(k, dtype), ctx.cast(v, dtype)};
+  if (mask) {
+    Value* m = ctx.dtypeOf(*mask) == DType::Bool ? *mask : ctx.cast(*mask, dtype);
+    // Attention sees 3-D inputs as (B, 1 head, L, S): a (B, L, S) mask gets its head axis.
+    int64_t maskRank = ctx.requireRank(m, "attn_mask");
+    if (rank == 3 && maskRank == 3) m = ctx.unsqueeze(m, {1});
+    inputs.push_back(m);
+  }
+  std::vector<ir::Attribute> attrs;
+  if (isCausal) attrs.push_back(attr::i("is_causal", 1));
+  if (hasArg(ctx, kScale)) attrs.push_back(attr::f("scale", ctx.float64(kScale)));
+  if (rank == 3) {
+    attrs.push_back(attr::i("q_num_heads", 1));
+    attrs.push_back(attr::i("kv_num_heads", 1));
+  }
+  return {ctx.op("Attention", inputs, attrs)};
+}
+
 }  // namespace
 
 void registerAttentionSymbolics(Registry& r) {
   r.onOp("aten::scaled_dot_product_attention", kMinOpset, scaledDotProductAttention);
+  r.onOp("aten::scaled_dot_product_attention", 23, scaledDotProductAttention23);
 }
 
 }  // namespace pt2onnx::symbolic

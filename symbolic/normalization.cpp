@@ -1,4 +1,5 @@
-// Normalization: batch_norm, instance_norm, layer_norm / native_layer_norm, group_norm, _weight_norm.
+// Normalization: batch_norm, instance_norm, layer_norm / native_layer_norm (LayerNormalization from
+// opset 17), group_norm (GroupNormalization from 21), rms_norm (RMSNormalization from 23), _weight_norm.
 #include <limits>
 #include <optional>
 #include <string>
@@ -269,6 +270,44 @@ Outputs groupNorm(Context& ctx) {
   return {perChannelAffine(ctx, out, weight, bias, rank, dtype)};
 }
 
+// GroupNormalization (opset 21: scale and bias per channel, as torch; opset 18's per-group form was
+// a spec error that 21 replaced, so it is never written).
+Outputs groupNormalization21(Context& ctx) {
+  Value* x = ctx.tensor(0);
+  int64_t groups = ctx.int64(1);
+  std::optional<Value*> weight = ctx.optTensor(2);
+  std::optional<Value*> bias = ctx.optTensor(3);
+  if (groups <= 0) ctx.fail("group_norm: num_groups must be positive");
+  if (hasStaticZeroDim(x)) return {x};
+  DType dtype = elementType(ctx, x);
+  std::optional<int64_t> channels = staticChannels(ctx, x, weight ? weight : bias);
+  std::vector<ir::Attribute> attrs = {ir::attr::i("num_groups", groups), ir::attr::f("epsilon", ctx.float64(4))};
+  if (dtype == DType::Double) attrs.push_back(ir::attr::i("stash_type", static_cast<int64_t>(DType::Double)));
+  return {ctx.op("GroupNormalization",
+                 {x, channelParamOrFill(ctx, weight, x, channels, 1.0, dtype),
+                  channelParamOrFill(ctx, bias, x, channels, 0.0, dtype)},
+                 attrs)};
+}
+
+// RMSNormalization (opset 23) over the trailing axes, computed in float (stash_type 1) as PyTorch
+// computes half and bfloat16, in double for double; a missing weight is ones of normalized_shape.
+Outputs rmsNormalization23(Context& ctx) {
+  Value* x = ctx.tensor(0);
+  std::vector<int64_t> normalizedShape = ctx.ints(1);
+  std::vector<int64_t> axes = trailingAxes(ctx, 1);
+  std::optional<Value*> weight = ctx.optTensor(2);
+  DType dtype = elementType(ctx, x);
+  double eps = hasArg(ctx, 3) ? ctx.float64(3)
+             : dtype == DType::Double ? std::numeric_limits<double>::epsilon() : double(std::numeric_limits<float>::epsilon());
+  int64_t count = 1;
+  for (int64_t d : normalizedShape) count *= d;
+  Value* scale = weight ? ctx.cast(*weight, dtype)
+                        : ctx.constant(ir::TensorData::fromDoubles(std::vector<double>(count, 1.0), dtype, normalizedShape));
+  std::vector<ir::Attribute> attrs = {ir::attr::i("axis", axes.front()), ir::attr::f("epsilon", eps)};
+  if (dtype == DType::Double) attrs.push_back(ir::attr::i("stash_type", static_cast<int64_t>(DType::Double)));
+  return {ctx.op("RMSNormalization", {x, scale}, attrs)};
+}
+
 }  // namespace
 
 void registerNormalizationSymbolics(Registry& r) {
@@ -280,7 +319,9 @@ void registerNormalizationSymbolics(Registry& r) {
   r.onOp("aten::native_layer_norm", kMinOpset, nativeLayerNormBefore17);
   r.onOp("aten::native_layer_norm", 17, nativeLayerNormOpset17);
   r.onOp("aten::group_norm", kMinOpset, groupNorm);
+  r.onOp("aten::group_norm", 21, groupNormalization21);
   r.onOp("aten::rms_norm", kMinOpset, rmsNorm);
+  r.onOp("aten::rms_norm", 23, rmsNormalization23);
 }
 
 }  // namespace pt2onnx::symbolic

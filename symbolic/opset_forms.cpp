@@ -100,7 +100,7 @@ class OpsetForms {
 
   Values emit(const std::string& op, Values in, size_t numOutputs, Attributes attrs) {
     if (op == "Where" && in.size() == 3 && in[1]->type.dtype == DType::Bool) return {boolWhere(in)};
-    if (opset_ >= 18) newerForm(op, in, attrs);
+    if (opset_ >= 18) newerForm(op, in, numOutputs, attrs);
     if (opset_ >= 13) return node(op, in, numOutputs, std::move(attrs));
     if (opset_ < 11) normalizeAxisAttributes(op, in, attrs);
     if (op == "Squeeze" || op == "Unsqueeze" || op == "ReduceSum") return axesInputAsAttribute(op, in, numOutputs, attrs);
@@ -150,15 +150,21 @@ class OpsetForms {
     return node1("Or", {fromX, fromY});
   }
 
-  // Opsets 18 and later removed three opset-13 forms the converters write: every Reduce* but
-  // ReduceSum takes its axes as an input (18); DFT takes its axis as a 0-d input, default -2 where
-  // DFT-17's attribute defaulted to 1 (20); GridSample names its modes linear and cubic (20).
-  void newerForm(const std::string& op, Values& in, Attributes& attrs) {
+  // Opsets 18 and later removed four opset-13 forms the converters write: every Reduce* but
+  // ReduceSum takes its axes as an input (18); a Split without split sizes names its number of
+  // outputs (18); DFT takes its axis as a 0-d input, default -2 where DFT-17's attribute defaulted
+  // to 1 (20); GridSample names its modes linear and cubic (20).
+  void newerForm(const std::string& op, Values& in, size_t numOutputs, Attributes& attrs) {
     if (op.rfind("Reduce", 0) == 0 && op != "ReduceSum") {
       if (const ir::Attribute* axes = find(attrs, "axes")) {
         in.resize(1);
         in.push_back(ctx_.constInt64s(axes->ints));
         erase(attrs, "axes");
+      }
+    } else if (op == "Split") {
+      if (in.size() < 2 || !in[1]) {
+        in.resize(1);
+        if (!find(attrs, "num_outputs")) attrs.push_back(ir::attr::i("num_outputs", static_cast<int64_t>(numOutputs)));
       }
     } else if (op == "DFT" && opset_ >= 20) {
       const ir::Attribute* axis = find(attrs, "axis");

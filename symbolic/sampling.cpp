@@ -1,5 +1,5 @@
-// Sampling and patch ops: grid_sampler (ONNX GridSample, opset 16), im2col (F.unfold: Pad and two
-// Gathers) and col2im (F.fold: a ScatterElements that adds, opset 16).
+// Sampling and patch ops: grid_sampler (ONNX GridSample, opset 16; volumes from 20), im2col (F.unfold: Pad and two
+// Gathers) and col2im (F.fold: a ScatterElements that adds, opset 16; ONNX Col2Im from 18).
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,10 +22,11 @@ namespace attr = ir::attr;
 Outputs gridSampler(Context& ctx) {
   Value* input = ctx.tensor(0);
   Value* grid = ctx.tensor(1);
-  if (ctx.requireRank(input, "the grid_sampler input") != 4)
-    ctx.fail("grid_sampler on a " + std::to_string(ctx.rank(input)) +
-             "-D input: ONNX GridSample samples 4-D (N, C, H, W) inputs only up to opset 19; "
-             "volumetric (5-D) sampling needs opset 20, above pt2onnx's opsets");
+  int64_t rank = ctx.requireRank(input, "the grid_sampler input");
+  if (rank == 5 && ctx.opset() < 20)
+    ctx.fail("grid_sampler on a 5-D input: ONNX GridSample samples volumes (N, C, D, H, W) from opset 20 (this "
+             "export targets opset " + std::to_string(ctx.opset()) + "): export with opset 20 or later");
+  if (rank != 4 && rank != 5) ctx.fail("grid_sampler takes a 4-D or 5-D input, got rank " + std::to_string(rank));
   static const char* const kModes[] = {"bilinear", "nearest", "bicubic"};
   static const char* const kPaddings[] = {"zeros", "border", "reflection"};
   int64_t mode = ctx.int64(2), padding = ctx.int64(3);
@@ -166,13 +167,40 @@ Outputs col2im(Context& ctx) {
   return {rank == 2 ? ctx.squeeze(image, {0}) : image};
 }
 
+// From opset 18 one Col2Im node: the same checks, then ONNX's own op (image_shape and block_shape
+// inputs, symmetric pads).
+Outputs col2im18(Context& ctx) {
+  Value* x = ctx.tensor(0);
+  int64_t rank = ctx.requireRank(x, "the col2im input");
+  if (rank != 2 && rank != 3) ctx.fail("col2im takes a 2-D or 3-D input, got rank " + std::to_string(rank));
+  std::vector<int64_t> outputSize = ctx.ints(1);
+  if (outputSize.size() == 1) outputSize.push_back(outputSize[0]);
+  if (outputSize.size() != 2) ctx.fail("col2im: output_size must have 2 values");
+  PatchParams rows = patchParams(ctx, 2, 0), cols = patchParams(ctx, 2, 1);
+  int64_t blocksH = blockCount(outputSize[0] + 2 * rows.padding, rows);
+  int64_t blocksW = blockCount(outputSize[1] + 2 * cols.padding, cols);
+  if (blocksH <= 0 || blocksW <= 0) ctx.fail("col2im: the kernel does not fit in the padded output_size");
+  const ir::TensorType& t = ctx.typeOf(x);
+  if ((*t.shape)[rank - 1].isStatic() && (*t.shape)[rank - 1].size != blocksH * blocksW)
+    ctx.fail("col2im: the input has " + std::to_string((*t.shape)[rank - 1].size) + " patches, but output_size, "
+             "kernel_size, dilation, padding and stride give " + std::to_string(blocksH * blocksW));
+  Value* batched = rank == 2 ? ctx.unsqueeze(x, {0}) : x;
+  Value* image = ctx.op("Col2Im", {batched, ctx.constInt64s(outputSize), ctx.constInt64s({rows.kernel, cols.kernel})},
+                        {attr::ints("dilations", {rows.dilation, cols.dilation}),
+                         attr::ints("pads", {rows.padding, cols.padding, rows.padding, cols.padding}),
+                         attr::ints("strides", {rows.stride, cols.stride})});
+  return {rank == 2 ? ctx.squeeze(image, {0}) : image};
+}
+
 }  // namespace
 
 void registerSamplingSymbolics(Registry& r) {
   r.onOp("aten::grid_sampler", 16, gridSampler);
   r.onOp("aten::grid_sampler_2d", 16, gridSampler);
+  r.onOp("aten::grid_sampler_3d", 20, gridSampler);
   r.onOp("aten::im2col", kMinOpset, im2col);
   r.onOp("aten::col2im", 16, col2im);  // ScatterElements reduction="add" is opset 16
+  r.onOp("aten::col2im", 18, col2im18);
 }
 
 }  // namespace pt2onnx::symbolic

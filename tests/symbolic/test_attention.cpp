@@ -2,7 +2,7 @@
 // torch generation calls it (2.0: 6 arguments, 2.1: + scale, 2.5: + enable_gqa; torch 2.13+ fills
 // the defaults of the arguments a call leaves out, so the node always has 8 inputs here), scale given
 // or not, bool and float masks (rows masked entirely included), is_causal on square and non-square
-// scores, enable_gqa, dynamic lengths, and the errors.
+// scores, enable_gqa, dynamic lengths, one Attention node from opset 23, and the errors.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -16,7 +16,10 @@ namespace {
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
 using pt2onnx::testing::expectDynamicAxesConvertLikeTorch;
+using pt2onnx::testing::contains;
+using pt2onnx::testing::countOf;
 using pt2onnx::testing::exportError;
+using pt2onnx::testing::exportedOpTypes;
 
 // (q, k, v, mask?) with the trailing arguments spelled out: `tail` is what follows the mask.
 std::string sdpaGraph(const std::string& tail, bool withMask) {
@@ -78,6 +81,34 @@ TEST(AttentionSymbolics, GroupedQueryAttentionRepeatsKeyValueHeads) {
   expectConvertsLikeTorch(causal, {at::randn({1, 4, 5, 8}), at::randn({1, 1, 5, 8}), at::randn({1, 1, 5, 8})}, 17);
   // enable_gqa with as many heads everywhere is plain attention.
   expectConvertsLikeTorch(causal, {at::randn({1, 2, 5, 8}), at::randn({1, 2, 5, 8}), at::randn({1, 2, 5, 8})}, 17);
+}
+
+// From opset 23 one Attention node for 3-D and 4-D inputs (a 3-D call's (B, L, S) mask gets a head
+// axis); a rank-5 call keeps the decomposition.
+TEST(AttentionSymbolics, Opset23WritesOneAttentionNode) {
+  std::string masked = sdpaGraph("%zero, %false, %scale, %false", true);
+  std::vector<at::Tensor> fourD = {at::randn({2, 3, 4, 8}), at::randn({2, 3, 6, 8}), at::randn({2, 3, 6, 5}),
+                                   boolMaskWithDeadRow(4, 6)};
+  EXPECT_FALSE(contains(exportedOpTypes(masked, fourD, 22), "Attention"));
+  std::vector<std::string> ops = exportedOpTypes(masked, fourD, 23);
+  EXPECT_EQ(countOf(ops, "Attention"), 1);
+  EXPECT_FALSE(contains(ops, "Softmax"));
+  at::Tensor mask3 = at::rand({3, 5, 7}) > 0.4;
+  mask3.select(2, 0).fill_(true);
+  std::vector<at::Tensor> threeD = {at::randn({3, 5, 4}), at::randn({3, 7, 4}), at::randn({3, 7, 2}), mask3};
+  EXPECT_EQ(countOf(exportedOpTypes(masked, threeD, 23), "Attention"), 1);
+  expectConvertsLikeTorch(masked, threeD, 23);
+  at::Tensor floatMask = at::randn({5, 7});
+  expectConvertsLikeTorch(masked, {at::randn({3, 5, 4}), at::randn({3, 7, 4}), at::randn({3, 7, 2}), floatMask}, 23);
+  std::vector<at::Tensor> fiveD = {at::randn({2, 2, 3, 4, 8}), at::randn({2, 2, 3, 6, 8}), at::randn({2, 2, 3, 6, 5}),
+                                   boolMaskWithDeadRow(4, 6)};
+  EXPECT_FALSE(contains(exportedOpTypes(masked, fiveD, 23), "Attention"));
+  expectConvertsLikeTorch(masked, fiveD, 23);
+  std::string causal = sdpaGraph("%zero, %true, %none, %true", false);
+  std::vector<at::Tensor> gqa = {at::randn({1, 4, 5, 8}), at::randn({1, 2, 7, 8}), at::randn({1, 2, 7, 8})};
+  EXPECT_EQ(countOf(exportedOpTypes(causal, gqa, 23), "Attention"), 1);
+  expectConvertsLikeTorch(causal, gqa, 23);
+  expectConvertsLikeTorch(causal, gqa, 25);
 }
 
 TEST(AttentionSymbolics, DynamicLengthsComputeScaleAndCausalMaskAtRunTime) {

@@ -11,6 +11,7 @@
 namespace {
 
 using pt2onnx::testing::contains;
+using pt2onnx::testing::countOf;
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectConvertsLikeTorchAllOpsets;
 using pt2onnx::testing::exportedOpTypes;
@@ -231,6 +232,26 @@ graph(%x : Tensor):
   return (%y)
 )IR";
   expectConvertsLikeTorch(ir, {at::randn({3, 4, 7})}, 13);
+  expectConvertsLikeTorch(ir, {at::randn({3, 4, 7}, at::kDouble)}, 21);
+}
+
+// From opset 21 one GroupNormalization node (per-channel scale and bias), never opset 18's per-group one.
+TEST(NormalizationSymbolics, GroupNormOpset21IsGroupNormalization) {
+  const char* ir = R"IR(
+graph(%x : Tensor, %w : Tensor, %b : Tensor):
+  %groups : int = prim::Constant[value=3]()
+  %eps : float = prim::Constant[value=1e-05]()
+  %cudnn : bool = prim::Constant[value=1]()
+  %y : Tensor = aten::group_norm(%x, %groups, %w, %b, %eps, %cudnn)
+  return (%y)
+)IR";
+  std::vector<at::Tensor> inputs = {at::randn({2, 6, 4, 5}), at::randn({6}), at::randn({6})};
+  for (int opset : {18, 20}) EXPECT_FALSE(contains(exportedOpTypes(ir, inputs, opset), "GroupNormalization")) << opset;
+  for (int opset : {21, 25}) {
+    std::vector<std::string> ops = exportedOpTypes(ir, inputs, opset);
+    EXPECT_EQ(countOf(ops, "GroupNormalization"), 1) << opset;
+    EXPECT_FALSE(contains(ops, "InstanceNormalization")) << opset;
+  }
 }
 
 // ---- _weight_norm ----
@@ -276,6 +297,23 @@ graph(%x : Tensor):
 )IR";
   expectConvertsLikeTorchAllOpsets(ir, {at::randn({3, 6}) * 1e-4});
   expectConvertsLikeTorch(ir, {at::randn({3, 6}, at::kDouble) * 1e-7}, 17);
+  expectConvertsLikeTorch(ir, {at::randn({3, 6}, at::kDouble) * 1e-7}, 23);
+}
+
+// From opset 23 one RMSNormalization node.
+TEST(NormalizationSymbolics, RmsNormOpset23IsRmsNormalization) {
+  const char* ir = R"IR(
+graph(%x : Tensor, %w : Tensor):
+  %shape : int[] = prim::Constant[value=[4, 5]]()
+  %eps : float = prim::Constant[value=0.01]()
+  %y : Tensor = aten::rms_norm(%x, %shape, %w, %eps)
+  return (%y)
+)IR";
+  std::vector<at::Tensor> inputs = {at::randn({2, 3, 4, 5}), at::randn({4, 5})};
+  EXPECT_FALSE(contains(exportedOpTypes(ir, inputs, 22), "RMSNormalization"));
+  std::vector<std::string> ops = exportedOpTypes(ir, inputs, 23);
+  EXPECT_EQ(countOf(ops, "RMSNormalization"), 1);
+  EXPECT_FALSE(contains(ops, "ReduceMean"));
 }
 
 }  // namespace

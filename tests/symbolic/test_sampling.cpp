@@ -53,10 +53,20 @@ TEST(SamplingSymbolics, GridSamplerBelowOpset16NamesTheOpset) {
   EXPECT_NE(error.find("16"), std::string::npos) << error;
 }
 
-TEST(SamplingSymbolics, VolumetricGridSamplerFailsClearly) {
-  std::string error = exportError(gridSamplerGraph(0, 0, false),
-                                  {at::randn({1, 1, 3, 3, 3}), at::rand({1, 2, 2, 2, 3})}, 17);
+// Volumes (5-D) sample from opset 20 (GridSample's mode names linear and nearest there); before it
+// the error names opset 20.
+TEST(SamplingSymbolics, VolumetricGridSamplerFromOpset20) {
+  std::vector<at::Tensor> inputs{at::randn({2, 3, 4, 5, 3}), at::rand({2, 2, 3, 4, 3}) * 2.4 - 1.2};
+  std::string error = exportError(gridSamplerGraph(0, 0, false), inputs, 19);
   EXPECT_NE(error.find("5-D"), std::string::npos) << error;
+  EXPECT_NE(error.find("export with opset 20"), std::string::npos) << error;
+  for (int mode : {0, 1})
+    for (int padding : {0, 1, 2})
+      for (bool align : {false, true}) {
+        SCOPED_TRACE("mode " + std::to_string(mode) + " padding " + std::to_string(padding));
+        expectConvertsLikeTorch(gridSamplerGraph(mode, padding, align), inputs, 20);
+      }
+  expectConvertsLikeTorch(gridSamplerGraph(0, 2, true), inputs, 25);
 }
 
 // ---------------------------------------------------------------- im2col / col2im
@@ -110,6 +120,11 @@ TEST(SamplingSymbolics, Col2imMatchesTorch) {
     at::Tensor columns = at::im2col(at::randn({2, 3, 7, 8}), c.kernel, c.dilation, c.padding, c.stride);
     expectConvertsLikeTorch(ir, {at::randn_like(columns)}, 16);
     expectConvertsLikeTorch(ir, {at::randn_like(columns[0])}, 17);  // unbatched
+    // From 18 ONNX's Col2Im.
+    expectConvertsLikeTorch(ir, {at::randn_like(columns)}, 18);
+    expectConvertsLikeTorch(ir, {at::randn_like(columns[0])}, 25);
+    EXPECT_TRUE(contains(exportedOpTypes(ir, {at::randn_like(columns)}, 18), "Col2Im"));
+    EXPECT_FALSE(contains(exportedOpTypes(ir, {at::randn_like(columns)}, 17), "Col2Im"));
   }
 }
 
