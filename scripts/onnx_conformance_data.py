@@ -8,6 +8,8 @@ matching `onnx` package (requirements/common.txt pins the same version as cmake/
 
     python scripts/onnx_conformance_data.py build/main/onnx-testdata   # ~2 min, ~1900 tests
 
+The build runs it (target pt2onnx_conformance_data) with --onnx-version of the library it builds.
+
 The directory gets a STAMP file naming the onnx version; an up-to-date directory is left as it is.
 """
 import argparse
@@ -54,6 +56,7 @@ def write_case(case, out_dir, numpy_helper, TensorProto):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("directory", type=pathlib.Path, help="where node/ is written")
+    parser.add_argument("--onnx-version", help="fail unless the onnx package is this version (the library's)")
     args = parser.parse_args()
     try:
         import onnx
@@ -61,6 +64,9 @@ def main():
         from onnx.backend.test.case import node as node_cases
     except ImportError as e:
         sys.exit(f"onnx_conformance_data.py: the onnx package is needed to make ONNX's conformance data: {e}")
+    if args.onnx_version and onnx.__version__ != args.onnx_version:
+        sys.exit(f"onnx_conformance_data.py: the onnx package is {onnx.__version__}, the ONNX library built is "
+                 f"{args.onnx_version}: its conformance data would test another release (pip install onnx=={args.onnx_version})")
     stamp = args.directory / "STAMP"
     if stamp.exists() and stamp.read_text().strip() == f"onnx {onnx.__version__}":
         print(f"[conformance data] {args.directory}: up to date (onnx {onnx.__version__})")

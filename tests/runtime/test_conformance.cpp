@@ -1,5 +1,7 @@
-// ONNX's own conformance data (Debian's libonnx-testdata): every test whose ops all have runtime
-// kernels (subgraphs included) is run and compared with the expected outputs (rtol 1e-3, atol 1e-7,
+// ONNX's own conformance data: the node tests of the ONNX release we build (made by the build from
+// the matching onnx package, scripts/onnx_conformance_data.py) and Debian's libonnx-testdata's
+// model suites (pytorch-operator, pytorch-converted, simple; onnx 1.12's). Every test whose ops all
+// have runtime kernels (subgraphs included) is run and compared with the expected outputs (rtol 1e-3, atol 1e-7,
 // as onnx's backend tests); tensors, sequences (SequenceProto) and optionals (OptionalProto). Known failures are listed with their reasons in conformance_xfail.txt; a listed test that
 // passes fails too, so the table stays true.
 #include <cstdio>
@@ -23,7 +25,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* kDataRoot = "/usr/share/libonnx-testdata/data";
+const char* kNodeDataRoot = PT2ONNX_CONFORMANCE_DATA;
+const char* kDebianDataRoot = "/usr/share/libonnx-testdata/data";
 
 // conformance_xfail.txt: "<suite>/<test> <reason>", or "<suite>/<test> [torch<X.Y] <reason>" for a
 // failure only below torch X.Y (ATen gained the kernel in that release): from X.Y on it must pass.
@@ -143,13 +146,16 @@ std::string runCase(const fs::path& dir) {
 }
 
 TEST(RuntimeConformance, OnnxBackendNodeTestsPassForEveryImplementedOp) {
-  if (!fs::exists(kDataRoot)) GTEST_FAIL() << kDataRoot << " missing: install libonnx-testdata (scripts/setup.sh does)";
+  if (!fs::exists(fs::path(kNodeDataRoot) / "node"))
+    GTEST_FAIL() << kNodeDataRoot << "/node missing: build the target pt2onnx_conformance_data";
+  if (!fs::exists(kDebianDataRoot)) GTEST_FAIL() << kDebianDataRoot << " missing: install libonnx-testdata (scripts/setup.sh does)";
   auto xfail = expectedFailures();
   int passed = 0, expectedFailed = 0, notImplemented = 0;
   std::vector<std::string> unexpected;
   for (const char* suite : {"node", "pytorch-operator", "pytorch-converted", "simple"}) {
     std::vector<fs::path> dirs;
-    for (const auto& d : fs::directory_iterator(fs::path(kDataRoot) / suite)) dirs.push_back(d.path());
+    fs::path root = std::string(suite) == "node" ? kNodeDataRoot : kDebianDataRoot;
+    for (const auto& d : fs::directory_iterator(root / suite)) dirs.push_back(d.path());
     std::sort(dirs.begin(), dirs.end());
     for (const fs::path& dir : dirs) {
       onnx::ModelProto m;
