@@ -8,10 +8,9 @@ namespace pt2onnx {
 constexpr int kMinOpset = 9;
 constexpr int kMaxOpset = 25;
 constexpr int kDefaultOpset = 20;
-// The default of training-graph exports: their MaxPool and Gather gradients scatter with
+// Training-graph exports use the same default: their MaxPool and Gather gradients scatter with
 // reduction="add", which needs opset 16.
-constexpr int kDefaultGradientOpset = kDefaultOpset;
-static_assert(kDefaultGradientOpset >= 16);
+static_assert(kDefaultOpset >= 16);
 
 // ModelProto.ir_version for an ai.onnx opset: the IR version of the ONNX release that introduced
 // the opset (onnx's versioning table, onnx.helper.VERSION_TABLE), the lowest a consumer must read.

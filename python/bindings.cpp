@@ -288,7 +288,6 @@ PYBIND11_MODULE(_pt2onnx, m) {
   m.attr("MIN_OPSET") = kMinOpset;
   m.attr("MAX_OPSET") = kMaxOpset;
   m.attr("DEFAULT_OPSET") = kDefaultOpset;
-  m.attr("DEFAULT_GRADIENT_OPSET") = kDefaultGradientOpset;
   m.attr("__version__") = PT2ONNX_VERSION;
 
   m.def("model_file_problem",

@@ -39,8 +39,8 @@ std::string unsupportedDtypeReason(int64_t code) {
   if (onnxTypeForTorchScalarType(code)) return "";
   std::string name = torchDtypeName(code);
   if ((code >= 23 && code <= 26) || code == 44 || code == 45)
-    return name + " has an ONNX element type only from opset 19 on (pt2onnx writes opsets 9 to 17); "
-                  "cast it to float16/float32 in the model before export";
+    return name + " is not exported by pt2onnx (ONNX has float8 and float4 element types from opset 19 and 23, which few "
+                  "runtimes compute with); cast it to float16/float32 in the model before export";
   if (code >= 27 && code <= 29)
     return name + " is not supported: ONNX operators barely accept unsigned 16/32/64-bit integers; cast it to "
                   "torch.int64 (or int32) in the model before export";

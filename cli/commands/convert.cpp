@@ -185,7 +185,6 @@ void runPythonConvert(const ConvertOptions& o) {
 }
 
 void runConvert(ConvertOptions o) {
-  if (!o.gradients.empty() && !o.source.opsetGiven) o.source.opset = kDefaultGradientOpset;
   if (validateModelSource(o.source)) return runPythonConvert(o);
   if (o.training != "eval" || o.autograd.given())
     throw ExportError("--training and --autograd-functions apply to --python models; archives are exported in eval "

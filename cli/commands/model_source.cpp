@@ -27,7 +27,8 @@ void addModelSourceOptions(CLI::App& cmd, ModelSourceOptions& opts) {
   cmd.add_option("--dynamic-axis,-d", opts.dynamicAxes,
                  "Mark an axis of an input or output as dynamic: NAME:AXIS=DIM_NAME, e.g. x:0=batch; repeatable")
       ->take_all();
-  cmd.add_option("--opset", opts.opset, "ai.onnx opset to export to (training graphs: 17 by default)")
+  cmd.add_option("--opset", opts.opset, "ai.onnx opset to export to, " + std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) +
+                     " (the default is torch.onnx.export's)")
       ->check(CLI::Range(kMinOpset, kMaxOpset))
       ->each([&opts](const std::string&) { opts.opsetGiven = true; })
       ->capture_default_str();

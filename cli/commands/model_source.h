@@ -18,7 +18,7 @@ struct ModelSourceOptions {
   std::vector<std::string> inputShapes;
   std::vector<std::string> dynamicAxes;
   int opset = kDefaultOpset;
-  bool opsetGiven = false;  // --opset was passed (training graphs default to kDefaultGradientOpset)
+  bool opsetGiven = false;  // --opset was passed
 };
 
 void addModelSourceOptions(CLI::App& cmd, ModelSourceOptions& opts);

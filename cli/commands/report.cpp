@@ -90,7 +90,6 @@ void addReportCommand(CLI::App& app, int& exitCode) {
                   "convert (one passing case when everything converts)");
   cmd->callback([opts, &exitCode] {
     ReportOptions& o = *opts;
-    if (!o.gradients.empty() && !o.source.opsetGiven) o.source.opset = kDefaultGradientOpset;
     std::vector<JUnitCase> cases;
     try {
       cases = runReport(o, exitCode);

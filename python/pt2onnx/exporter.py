@@ -283,7 +283,7 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     True or "parameters" (gradients of the trainable parameters), "all" (and of the float inputs) or
     a list of input/parameter names. The model gains an input "<y>_grad" per differentiable output
     (the seed gradient) and an output "<x>_grad" per requested tensor; the summary lists both
-    ("gradient_seeds", "gradient_outputs"). Training graphs default to opset 17 (opset_version=None).
+    ("gradient_seeds", "gradient_outputs"). Training graphs default to opset 20 like every export (opset_version=None).
 
     export_modules_as_functions: as torch.onnx: True (every nn.Module type) or a set of nn.Module
     types (or their qualified names) whose calls become ONNX model-local functions; opset 15 or later.
@@ -301,8 +301,6 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     bytes written on stderr when stderr is a terminal. Default (None): with verbose=True only, so
     scripts stay silent.
     """
-    if opset_version is None and _gradients_option(gradients) is not None:
-        opset_version = _pt2onnx.DEFAULT_GRADIENT_OPSET
     options = _options(opset_version, export_params, verbose, training, input_names, output_names,
                        operator_export_type, do_constant_folding, dynamic_axes,
                        keep_initializers_as_inputs, custom_opsets)
@@ -409,7 +407,7 @@ def missing_gradients(model, args, gradients="all", training=TrainingMode.EVAL, 
     export would succeed. Raises ExportError when the forward itself does not convert."""
     import json
     if opset_version is None:
-        opset_version = _pt2onnx.DEFAULT_GRADIENT_OPSET
+        opset_version = _pt2onnx.DEFAULT_OPSET
     options = _options(opset_version, True, False, training, input_names, None, None, True, None, None, None)
     options["gradients"] = _gradients_option(gradients) or {"wrt": "all"}
     inputs = arguments.traced_inputs(model, args)
