@@ -22,6 +22,7 @@
 #include "runtime/session.h"
 #include "runtime/value_recorder.h"
 #include "writer/model_writer.h"
+#include "writer/schemas.h"
 #include "runtime_ops/python/python_ops.h"
 
 namespace py = pybind11;
@@ -289,6 +290,8 @@ PYBIND11_MODULE(_pt2onnx, m) {
   m.attr("MAX_OPSET") = kMaxOpset;
   m.attr("DEFAULT_OPSET") = kDefaultOpset;
   m.attr("__version__") = PT2ONNX_VERSION;
+  m.def("onnx_library_version", [] { return std::string(writer::onnxLibraryVersion()); },
+        "The ONNX release compiled in (checker, shape inference, op schemas).");
 
   m.def("model_file_problem",
         [](const std::string& path, const std::string& expected) {

@@ -84,6 +84,23 @@ def test_binaries_link_torch_cpu_libraries_and_no_second_onednn(which):
     torch_lib = pathlib.Path(torch.__file__).resolve().parent / "lib"
     assert resolved.get("libtorch_cpu.so") == str(torch_lib / "libtorch_cpu.so"), ldd
     assert not any("dnnl" in name for name in resolved), ldd  # Debian's oneDNN 2.x never enters the process
+    # ONNX is built from its source release and linked statically (cmake/OnnxLibrary.cmake): no libonnx.
+    assert not any("libonnx" in name for name in resolved), ldd
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["extension", "cli"])
+def test_binaries_check_with_the_onnx_they_were_built_with(which):
+    """--version names the ONNX release compiled in, which knows opsets past the newest pt2onnx writes."""
+    if which == 0:
+        version = pt2onnx._pt2onnx.onnx_library_version()
+    else:
+        out = subprocess.run([str(_binaries()[1]), "--version"], capture_output=True, text=True, check=True).stdout
+        match = re.search(r"checks with ONNX (\S+) \(built from its source release; ai.onnx opsets up to (\d+)\)", out)
+        assert match, out
+        version = match.group(1)
+        assert int(match.group(2)) >= pt2onnx.MAX_OPSET, out
+    cmake = (pathlib.Path(__file__).resolve().parents[2] / "cmake" / "OnnxLibrary.cmake").read_text()
+    assert f"set(PT2ONNX_ONNX_VERSION {version})" in cmake
 
 
 def test_cli_runs_outside_an_activated_venv(tmp_path):
