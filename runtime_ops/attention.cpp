@@ -31,7 +31,7 @@ at::Tensor splitHeads(KernelContext& ctx, const at::Tensor& t, int64_t heads, co
   if (t.size(2) % heads != 0)
     ctx.fail(std::string(what) + "'s hidden size " + std::to_string(t.size(2)) + " is not a multiple of " +
              std::to_string(heads) + " heads");
-  return t.view({t.size(0), t.size(1), heads, t.size(2) / heads}).transpose(1, 2);
+  return t.reshape({t.size(0), t.size(1), heads, t.size(2) / heads}).transpose(1, 2);
 }
 
 // 0 where `allowed`, -inf elsewhere, in `type`.
