@@ -121,11 +121,15 @@ Outputs reshapeSymbolic(Context& ctx) {
   ir::Value* x = ctx.tensor(0);
   const Arg& size = ctx.arg(1);
   ir::Value* y = reshapeToSizes(ctx, x, ctx.intsAsTensor(1), holdsStaticZero(size));
-  // ONNX infers no rank from a shape computed at run time; a list of known length gives it.
-  if (!y->type.hasRank() && size.kind == Arg::Kind::List && !size.isDynamicList()) {
-    std::vector<ir::Dim> dims;
-    for (const Arg& e : size.elems)
-      dims.push_back(e.kind == Arg::Kind::Int && !e.value && e.i > 0 ? ir::Dim::fixed(e.i) : ir::Dim{});
+  // ONNX infers at most the rank from a shape computed at run time (no rank before ONNX 1.15); the
+  // sizes known at export time give those dims.
+  if (size.kind == Arg::Kind::List && !size.isDynamicList() &&
+      (!y->type.hasRank() || y->type.rank() == static_cast<int64_t>(size.elems.size()))) {
+    std::vector<ir::Dim> dims = y->type.hasRank() ? *y->type.shape : std::vector<ir::Dim>(size.elems.size());
+    for (size_t d = 0; d < dims.size(); ++d) {
+      const Arg& e = size.elems[d];
+      if (!dims[d].isStatic() && e.kind == Arg::Kind::Int && !e.value && e.i > 0) dims[d] = ir::Dim::fixed(e.i);
+    }
     y->type.shape = std::move(dims);
   }
   // A list computed at run time (a List[int] input) of known length still gives the rank.

@@ -197,8 +197,9 @@ Encoded encode(const ir::Graph& graph, const WriteOptions& options, bool externa
 }
 
 // onnx::checker::check_model for a model whose streamed initializers are marked as external data
-// in an always-present file (the checker only checks that the file exists; the bytes are checked
-// by size when streaming). Same checks as check_model(ModelProto) in the ONNX we build (1.23).
+// whose bytes are not written yet (they are checked by size when streaming). The model dir "#" is
+// ONNX's mark for data held elsewhere: the checker then checks the location's form but does not
+// look for the file. Same checks as check_model(ModelProto) in the ONNX we build (1.23).
 void checkModel(const onnx::ModelProto& model) {
   onnx::checker::CheckerContext ctx;
   if (!model.ir_version()) throw onnx::checker::ValidationError("the model has no ir_version");
@@ -213,7 +214,7 @@ void checkModel(const onnx::ModelProto& model) {
   std::unordered_map<std::string, int> opsets;
   for (const auto& imp : model.opset_import()) opsets[imp.domain()] = static_cast<int>(imp.version());
   ctx.set_opset_imports(opsets);
-  ctx.set_model_dir("/");
+  ctx.set_model_dir("#");
   onnx::checker::LexicalScopeContext lex;
   onnx::checker::check_graph(model.graph(), ctx, lex);
   if (model.ir_version() >= 8) onnx::checker::check_model_local_functions(model, ctx, lex);
@@ -225,14 +226,14 @@ void validate(const Encoded& enc) {
   onnx::ModelProto model = enc.model;  // no large tensor bytes in it: cheap to copy
   for (size_t k = 0; k < enc.placement.size(); ++k) {
     if (enc.placement[k] == Placement::Inline) continue;
-    // Streamed and external bytes are written after validation: point the checker at a file
-    // that always exists ("dev/null", resolved against the checker's model dir "/").
+    // Streamed and external bytes are written after validation: a placeholder location, which
+    // the checker does not open (model dir "#", see checkModel).
     onnx::TensorProto* t = model.mutable_graph()->mutable_initializer(static_cast<int>(k));
     t->set_data_location(onnx::TensorProto::EXTERNAL);
     t->clear_external_data();
     auto* e = t->add_external_data();
     e->set_key("location");
-    e->set_value("dev/null");
+    e->set_value("streamed");
   }
   try {
     checkModel(model);

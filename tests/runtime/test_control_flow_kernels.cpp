@@ -80,22 +80,36 @@ TEST(ControlFlowKernels, IfRunsOnlyTheChosenBranch) {
                  {"node 'If_1_y' (ai.onnx::If, opset 13): else_branch: node 'Reshape_2_else_y' (ai.onnx::Reshape"});
 }
 
-TEST(ControlFlowKernels, IfBranchesMayDifferInShapeAndNameOuterValuesAsOutputs) {
-  // then: the outer x itself as the branch output (no Identity); else: a [2, 2] constant.
+TEST(ControlFlowKernels, IfBranchesMayDifferInShape) {
+  // then: the outer x through an Identity; else: a [2, 2] constant.
   GraphModel thenBranch("then");
-  thenBranch.output("x", at::kFloat);
+  thenBranch.node("Identity", {"x"}, {"x_out"}).output("x_out", at::kFloat);
   GraphModel elseBranch("else");
   elseBranch.constant("c22", f32({5, 6, 7, 8}).reshape({2, 2})).output("c22", at::kFloat);
   GraphModel main("main");
   main.input("cond", at::kBool, std::vector<int64_t>{}).input("x", at::kFloat, std::vector<int64_t>{3})
       .node("If", {"cond"}, {"y"}, {attrGraph("then_branch", thenBranch), attrGraph("else_branch", elseBranch)})
-      .node("Neg", {"x"}, {"neg_x"})  // x is still intact after being a branch output
+      .node("Neg", {"x"}, {"neg_x"})  // x is still intact after being a branch's result
       .output("y", at::kFloat).output("neg_x", at::kFloat);
   auto t = runGraph(main, 13, {{"cond", boolean(true)}, {"x", f32({1, 2, 3})}});
   expectTensor(t.at(0), f32({1, 2, 3}));
   expectTensor(t.at(1), f32({-1, -2, -3}));
   expectTensor(runGraph(main, 13, {{"cond", boolean(false)}, {"x", f32({1, 2, 3})}}).at(0), f32({5, 6, 7, 8}).reshape({2, 2}));
-  // (ONNX Runtime rejects a subgraph output naming an outer value: "add an Identity node".)
+}
+
+TEST(ControlFlowKernels, ABranchOutputNamingAnOuterValueIsRejectedAsOnnxRejectsIt) {
+  // ONNX's checker (from 1.16) and ONNX Runtime reject a subgraph output that no node of the
+  // subgraph makes: the model is refused when loaded, naming the If node.
+  GraphModel thenBranch("then");
+  thenBranch.output("x", at::kFloat);
+  GraphModel elseBranch("else");
+  elseBranch.node("Neg", {"x"}, {"nx"}).output("nx", at::kFloat);
+  GraphModel main("main");
+  main.input("cond", at::kBool, std::vector<int64_t>{}).input("x", at::kFloat, std::vector<int64_t>{3})
+      .node("If", {"cond"}, {"y"}, {attrGraph("then_branch", thenBranch), attrGraph("else_branch", elseBranch)})
+      .output("y", at::kFloat);
+  expectContains(graphError(main, 13, {{"cond", boolean(true)}, {"x", f32({1, 2, 3})}}),
+                 {"not valid ONNX", "Graph output 'x' is not an output of any node", "If"});
 }
 
 TEST(ControlFlowKernels, IfRejectsACondThatIsNotOneBool) {
