@@ -2,6 +2,7 @@
 // conv.cpp's). Everything runs on ATen's native ops; ONNX's geometry (explicit and asymmetric pads,
 // auto_pad, ceil_mode) is mapped onto them, padding explicitly (at::constant_pad_nd) only where
 // ATen's symmetric padding cannot express it.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -323,6 +324,7 @@ struct ResizeMode {
   std::string nearest;        // nearest_mode
   double cubicA = -0.75;
   bool excludeOutside = false;
+  bool antialias = false;       // Resize-18: downsampling widens the filter by 1 / scale
   double extrapolation = 0;
 };
 
@@ -347,7 +349,12 @@ double cubicWeight(double t, double A) {  // Keys' kernel at distance |t|
 Taps resizeTaps(KernelContext& ctx, const ResizeMode& m, int64_t in, int64_t out, double scale, double roiStart,
                 double roiEnd) {
   Taps taps;
-  taps.count = m.mode == "nearest" ? 1 : m.mode == "linear" ? 2 : 4;
+  // Antialiased filters (ONNX's reference _linear/_cubic_coeffs_antialias): the kernel stretched by
+  // 1 / scale when downsampling, taps i in [start, 1 - start] around the position, normalized.
+  double aaScale = std::min(scale, 1.0);
+  int64_t aaStart = 0;
+  if (m.antialias) aaStart = static_cast<int64_t>(std::floor((m.mode == "linear" ? -1.0 : -2.0) / aaScale)) + 1;
+  taps.count = m.mode == "nearest" ? 1 : m.antialias ? 2 - 2 * aaStart : m.mode == "linear" ? 2 : 4;
   taps.index.resize(out * taps.count);
   taps.weight.resize(out * taps.count);
   taps.outside.assign(out, false);
@@ -357,6 +364,9 @@ Taps resizeTaps(KernelContext& ctx, const ResizeMode& m, int64_t in, int64_t out
     const std::string& t = m.transform;
     if (t == "half_pixel") {
       x = (xr + 0.5) / scale - 0.5;
+    } else if (t == "half_pixel_symmetric") {  // Resize-19: centers the rounded output on the input
+      double offset = static_cast<double>(in) / 2 * (1 - static_cast<double>(out) / resizedLength);
+      x = offset + (xr + 0.5) / scale - 0.5;
     } else if (t == "pytorch_half_pixel") {
       x = resizedLength == 1 ? -0.5 : (xr + 0.5) / scale - 0.5;
     } else if (t == "align_corners") {
@@ -392,6 +402,26 @@ Taps resizeTaps(KernelContext& ctx, const ResizeMode& m, int64_t in, int64_t out
       else ctx.fail("unknown nearest_mode '" + m.nearest + "'");
       idx[0] = clampIndex(pick);
       w[0] = 1;
+    } else if (m.antialias) {
+      double sum = 0;
+      for (int64_t k = 0; k < taps.count; ++k) {
+        int64_t i = base + aaStart + k;
+        double d = aaScale * static_cast<double>(i - base) - aaScale * ratio;
+        idx[k] = clampIndex(i);
+        w[k] = m.mode == "linear" ? std::max(0.0, 1 - std::abs(d)) : cubicWeight(d, m.cubicA);
+        sum += w[k];
+      }
+      for (int64_t k = 0; k < taps.count; ++k) w[k] /= sum;
+      if (m.excludeOutside) {
+        sum = 0;
+        for (int64_t k = 0; k < taps.count; ++k) {
+          int64_t i = base + aaStart + k;
+          if (i < 0 || i >= in) w[k] = 0;
+          sum += w[k];
+        }
+        if (sum != 0)
+          for (int64_t k = 0; k < taps.count; ++k) w[k] /= sum;
+      }
     } else if (taps.count == 2) {
       idx[0] = clampIndex(base);
       idx[1] = clampIndex(base + 1);
@@ -480,25 +510,53 @@ std::vector<at::Tensor> resize(KernelContext& ctx) {
     if (ctx.hasInput(2)) scalesT = ctx.input(2);
     if (ctx.hasInput(3)) sizesT = ctx.input(3);
   }
+  m.antialias = ctx.attrInt("antialias", 0) != 0;
+  if (m.antialias && m.mode == "nearest") ctx.fail("antialias=1 applies to modes linear and cubic, not nearest");
+  // Resize-18's axes: scales, sizes and roi name these axes only; the others keep their size.
+  Ints axes;
+  if (ctx.hasAttribute("axes")) {
+    for (int64_t a : ctx.attrInts("axes")) {
+      int64_t n = a < 0 ? a + rank : a;
+      if (n < 0 || n >= rank) ctx.fail("axes value " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
+      if (std::find(axes.begin(), axes.end(), n) != axes.end()) ctx.fail("axes has " + std::to_string(a) + " twice");
+      axes.push_back(n);
+    }
+  } else {
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  }
+  int64_t naxes = static_cast<int64_t>(axes.size());
+  std::string policy = ctx.attrString("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+    ctx.fail("unknown keep_aspect_ratio_policy '" + policy + "' (expected stretch, not_larger or not_smaller)");
   std::vector<double> scales(rank, 1.0);
   Ints outSizes(x0.sizes().begin(), x0.sizes().end());
   if (sizesT.defined() && sizesT.numel() > 0) {
     if (scalesT.defined() && scalesT.numel() > 0) ctx.fail("only one of 'scales' and 'sizes' may be given");
     Ints sizes = ctx.inputInts(3);
-    if (static_cast<int64_t>(sizes.size()) != rank)
-      ctx.fail("sizes has " + std::to_string(sizes.size()) + " values for an input of rank " + std::to_string(rank));
-    for (int64_t i = 0; i < rank; ++i) {
-      outSizes[i] = sizes[i];
-      scales[i] = static_cast<double>(sizes[i]) / static_cast<double>(x0.size(i));
+    if (static_cast<int64_t>(sizes.size()) != naxes)
+      ctx.fail("sizes has " + std::to_string(sizes.size()) + " values for " + std::to_string(naxes) + " resized axes");
+    for (int64_t i = 0; i < naxes; ++i) {
+      outSizes[axes[i]] = sizes[i];
+      scales[axes[i]] = static_cast<double>(sizes[i]) / static_cast<double>(x0.size(axes[i]));
+    }
+    if (policy != "stretch") {  // one scale for all axes, the output sizes rounded half up
+      double s = scales[axes[0]];
+      for (int64_t a : axes) s = policy == "not_larger" ? std::min(s, scales[a]) : std::max(s, scales[a]);
+      for (int64_t a : axes) {
+        scales[a] = s;
+        outSizes[a] = static_cast<int64_t>(s * static_cast<double>(x0.size(a)) + 0.5);
+      }
     }
   } else if (scalesT.defined() && scalesT.numel() > 0) {
     at::Tensor s = scalesT.to(at::kFloat).contiguous();  // ONNX's scales are float32
-    if (s.numel() != rank) ctx.fail("scales has " + std::to_string(s.numel()) + " values for an input of rank " + std::to_string(rank));
-    for (int64_t i = 0; i < rank; ++i) {
-      scales[i] = static_cast<double>(s.data_ptr<float>()[i]);
-      if (!(scales[i] > 0) || std::isinf(scales[i])) ctx.fail("scales must be positive and finite, got " + std::to_string(scales[i]));
-      double size = std::floor(scales[i] * static_cast<double>(x0.size(i)));
-      outSizes[i] = size >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(size);
+    if (s.numel() != naxes)
+      ctx.fail("scales has " + std::to_string(s.numel()) + " values for " + std::to_string(naxes) + " resized axes");
+    for (int64_t i = 0; i < naxes; ++i) {
+      int64_t a = axes[i];
+      scales[a] = static_cast<double>(s.data_ptr<float>()[i]);
+      if (!(scales[a] > 0) || std::isinf(scales[a])) ctx.fail("scales must be positive and finite, got " + std::to_string(scales[a]));
+      double size = std::floor(scales[a] * static_cast<double>(x0.size(a)));
+      outSizes[a] = size >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(size);
     }
   } else {
     ctx.fail("one of 'scales' and 'sizes' must be given");
@@ -509,10 +567,13 @@ std::vector<at::Tensor> resize(KernelContext& ctx) {
   std::vector<double> roi(2 * rank, 0.0);
   for (int64_t i = 0; i < rank; ++i) roi[rank + i] = 1.0;
   if (m.transform == "tf_crop_and_resize") {
-    if (!roiT.defined() || roiT.numel() != 2 * rank)
-      ctx.fail("coordinate_transformation_mode 'tf_crop_and_resize' needs an roi of " + std::to_string(2 * rank) + " values");
+    if (!roiT.defined() || roiT.numel() != 2 * naxes)
+      ctx.fail("coordinate_transformation_mode 'tf_crop_and_resize' needs an roi of " + std::to_string(2 * naxes) + " values");
     at::Tensor r = roiT.to(at::kDouble).contiguous();
-    roi.assign(r.data_ptr<double>(), r.data_ptr<double>() + 2 * rank);
+    for (int64_t i = 0; i < naxes; ++i) {
+      roi[axes[i]] = r.data_ptr<double>()[i];
+      roi[rank + axes[i]] = r.data_ptr<double>()[naxes + i];
+    }
   }
 
   at::ScalarType original = x0.scalar_type();
@@ -526,7 +587,8 @@ std::vector<at::Tensor> resize(KernelContext& ctx) {
   };
 
   // Fast paths onto ATen's upsampling kernels (N and C unscaled, 4-D input).
-  bool spatialOnly = rank >= 3 && outSizes[0] == x0.size(0) && outSizes[1] == x0.size(1) && !m.excludeOutside;
+  bool spatialOnly = rank >= 3 && outSizes[0] == x0.size(0) && outSizes[1] == x0.size(1) && !m.excludeOutside &&
+                     !m.antialias && policy == "stretch";
   bool atenFloat = x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble;
   if (spatialOnly && rank == 4 && atenFloat && m.mode == "nearest" && m.transform == "asymmetric" &&
       (m.nearest == "floor" || m.nearest == "simple") && isPowerOfTwo(scales[2]) && isPowerOfTwo(scales[3]) &&

@@ -306,7 +306,13 @@ Tensors spaceToDepth(KernelContext& ctx) {
   if (bs <= 0 || h % bs != 0 || w % bs != 0)
     ctx.fail("spatial size " + std::to_string(h) + "x" + std::to_string(w) + " is not divisible by blocksize " +
              std::to_string(bs));
-  return {x.reshape({n, c, h / bs, bs, w / bs, bs}).permute({0, 3, 5, 1, 2, 4}).reshape({n, c * bs * bs, h / bs, w / bs})};
+  // SpaceToDepth-28's mode: DCR puts the block offsets before the channel, CRD after it.
+  std::string mode = ctx.opset() >= 28 ? ctx.attrString("mode", "DCR") : "DCR";
+  at::Tensor blocks = x.reshape({n, c, h / bs, bs, w / bs, bs});
+  if (mode == "DCR") blocks = blocks.permute({0, 3, 5, 1, 2, 4});
+  else if (mode == "CRD") blocks = blocks.permute({0, 1, 3, 5, 2, 4});
+  else ctx.fail("mode must be DCR or CRD, got '" + mode + "'");
+  return {blocks.reshape({n, c * bs * bs, h / bs, w / bs})};
 }
 
 // ---- joining and splitting ----
