@@ -1,7 +1,7 @@
 // Sequence kernels (opset 11: SequenceEmpty, SequenceConstruct, SequenceInsert, SequenceAt,
 // SequenceErase, SequenceLength, ConcatFromSequence, SplitToSequence), the optional kernels (opset
-// 15: Optional, OptionalHasElement, OptionalGetElement; their opset 18 forms on plain tensors and
-// sequences are not implemented) and Identity, which passes any value through.
+// 15: Optional, OptionalHasElement, OptionalGetElement; from opset 18 also on plain tensors and
+// sequences and, for OptionalHasElement, a missing input) and Identity, which passes any value through.
 // Sequences are values: SequenceInsert / SequenceErase return a new sequence. They change their
 // input in place only when it is the last reference to its elements (Value's copy-on-write), which
 // makes a Loop that appends once per iteration linear rather than quadratic.
@@ -178,11 +178,19 @@ Values optional(ValueKernelContext& ctx) {
   return {Value::optional(v)};
 }
 
+// Opset 18: the input may be missing (no element) or a plain tensor or sequence (an element).
+bool plainValue(ValueKernelContext& ctx) {
+  return ctx.opset() >= 18 && ctx.hasInput(0) && (ctx.input(0).isTensor() || ctx.input(0).isSequence());
+}
+
 Values optionalHasElement(ValueKernelContext& ctx) {
+  if (ctx.opset() >= 18 && !ctx.hasInput(0)) return {Value(at::scalar_tensor(false, at::kBool))};
+  if (plainValue(ctx)) return {Value(at::scalar_tensor(true, at::kBool))};
   return {Value(at::scalar_tensor(ctx.optionalInput(0, "input").hasElement(), at::kBool))};
 }
 
 Values optionalGetElement(ValueKernelContext& ctx) {
+  if (plainValue(ctx)) return {ctx.input(0)};
   const Value& v = ctx.optionalInput(0, "input");
   if (!v.hasElement()) ctx.fail("the optional is empty");
   return {v.element()};

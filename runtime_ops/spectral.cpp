@@ -2,7 +2,7 @@
 // window, frame_length from the input or the window; output (B, frames, bins, 2).
 // ONNX DFT (opset 17: `axis` attribute, default 1; opset 20: `axis` a 0-d input, default -2) on ATen's
 // FFTs: (B, ..., n, 1 | 2) along the axis, zero-padded or cut to dft_length; an inverse is scaled by
-// 1/n, a one-sided output keeps bins 0..n/2.
+// 1/n, a one-sided output keeps bins 0..n/2 (a one-sided inverse reads them and returns a real signal).
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,13 +51,16 @@ std::vector<at::Tensor> dft(KernelContext& ctx) {
   bool inverse = ctx.attrInt("inverse", 0) != 0;
   bool onesided = ctx.attrInt("onesided", 0) != 0;
   bool complexSignal = input.size(-1) == 2;
-  if (onesided && (complexSignal || inverse)) ctx.fail("onesided output needs a real signal and the forward transform");
+  // A one-sided forward transform takes a real signal; a one-sided inverse (irfft) takes bins
+  // 0..n/2 and returns the real signal, its length dft_length (default 2 * (bins - 1)).
+  if (onesided && complexSignal && !inverse) ctx.fail("a one-sided forward transform needs a real signal");
   std::optional<int64_t> length;
   if (ctx.hasInput(1)) {
     length = ctx.input(1).item<int64_t>();
     if (*length <= 0) ctx.fail("dft_length must be positive, got " + std::to_string(*length));
   }
   at::Tensor signal = complexSignal ? at::view_as_complex(input.contiguous()) : input.squeeze(-1);
+  if (inverse && onesided) return {at::fft_irfft(signal, length, axis).unsqueeze(-1).contiguous()};
   at::Tensor spectrum = inverse    ? at::fft_ifft(signal, length, axis)
                         : onesided ? at::fft_rfft(signal, length, axis)
                                    : at::fft_fft(signal, length, axis);

@@ -127,6 +127,13 @@ Tensors range(KernelContext& ctx) {
     ctx.checkOutputShape({count > INT64_MAX ? INT64_MAX : static_cast<int64_t>(count)}, type);
     return {(at::arange(static_cast<int64_t>(count), at::kLong) * d + s).to(type)};
   }
+  // Range-27's stash_type (float16/bfloat16): float or double intermediates, both of which this
+  // double computation rounds the same to the output type; no other type is defined.
+  if (ctx.opset() >= 27 && (type == at::kHalf || type == at::kBFloat16)) {
+    int64_t stash = ctx.attrInt("stash_type", 1);
+    if (stash != 1 && stash != 11)
+      ctx.fail("stash_type must be 1 (float) or 11 (double), got " + std::to_string(stash));
+  }
   double s = start.item<double>(), l = limit.item<double>(), d = delta.item<double>();
   if (d == 0) ctx.fail("delta must not be zero");
   double count = std::ceil((l - s) / d);
@@ -567,10 +574,11 @@ Tensors tile(KernelContext& ctx) {
   return {x.repeat(repeats)};
 }
 
-// Index of each output position along one axis for reflect/edge padding.
-at::Tensor padIndex(int64_t dim, int64_t before, int64_t after, bool reflect) {
+// Index of each output position along one axis for reflect/edge/wrap padding.
+at::Tensor padIndex(int64_t dim, int64_t before, int64_t after, const std::string& mode) {
   at::Tensor i = at::arange(-before, dim + after, at::kLong);
-  if (!reflect || dim == 1) return i.clamp(0, dim - 1);
+  if (mode == "wrap") return at::remainder(i, dim);  // Pad-19: periodic, as numpy's 'wrap'
+  if (mode == "edge" || dim == 1) return i.clamp(0, dim - 1);
   int64_t period = 2 * (dim - 1);
   i = at::remainder(i, period);
   return at::where(i >= dim, period - i, i);
@@ -610,7 +618,8 @@ at::Tensor padTensor(const KernelContext& ctx, at::Tensor x, std::vector<int64_t
     if (x.numel() == 0) return at::full(out, v, x.options());
     return at::constant_pad_nd(x, pairs, v);
   }
-  if (mode != "reflect" && mode != "edge") ctx.fail("mode must be constant, reflect or edge, got '" + mode + "'");
+  if (mode != "reflect" && mode != "edge" && mode != "wrap")
+    ctx.fail("mode must be constant, reflect, edge or wrap, got '" + mode + "'");
   for (int64_t d = 0; d < r; ++d) {
     // Negative pads crop first; positive ones are then filled from what remains.
     int64_t cb = std::min<int64_t>(before[d], 0), ca = std::min<int64_t>(after[d], 0);
@@ -621,7 +630,7 @@ at::Tensor padTensor(const KernelContext& ctx, at::Tensor x, std::vector<int64_t
     int64_t pb = std::max<int64_t>(before[d], 0), pa = std::max<int64_t>(after[d], 0);
     if (!pb && !pa) continue;
     if (x.size(d) == 0) ctx.fail(mode + " padding of an empty axis " + std::to_string(d));
-    x = x.index_select(d, padIndex(x.size(d), pb, pa, mode == "reflect"));
+    x = x.index_select(d, padIndex(x.size(d), pb, pa, mode));
   }
   return x;
 }
