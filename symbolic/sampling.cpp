@@ -1,5 +1,6 @@
-// Sampling and patch ops: grid_sampler (ONNX GridSample, opset 16; volumes from 20), im2col (F.unfold: Pad and two
-// Gathers) and col2im (F.fold: a ScatterElements that adds, opset 16; ONNX Col2Im from 18).
+// Sampling and patch ops: grid_sampler (ONNX GridSample, opset 16; volumes from 20), affine_grid_generator
+// (F.affine_grid: a MatMul with a constant base grid; ONNX AffineGrid from 20), im2col (F.unfold: Pad and
+// two Gathers) and col2im (F.fold: a ScatterElements that adds, opset 16; ONNX Col2Im from 18).
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,84 @@ Outputs gridSampler(Context& ctx) {
   return {ctx.op("GridSample", {input, ctx.cast(grid, ctx.dtypeOf(input))},
                  {attr::s("mode", kModes[mode]), attr::s("padding_mode", kPaddings[padding]),
                   attr::i("align_corners", ctx.boolean(4) ? 1 : 0)})};
+}
+
+// ---------------------------------------------------------------- affine_grid_generator
+
+// Sample positions along one axis of n pixels in [-1, 1], as ATen's linspace_from_neg_one: the
+// corner pixels' centres at +-1 with align_corners, else their outer edges.
+std::vector<double> normalizedPositions(int64_t n, bool alignCorners) {
+  std::vector<double> out(n, 0.0);
+  if (n <= 1) return out;
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = alignCorners ? -1.0 + 2.0 * i / (n - 1) : (2.0 * i + 1.0) / n - 1.0;
+  return out;
+}
+
+// affine_grid_generator(theta, size, align_corners) below opset 20: theta (N, k, k+1) times a base
+// grid of (x, y[, z], 1) per output position, built as a constant from the spatial sizes (which
+// must be known at export time; the batch may be dynamic).
+Outputs affineGrid(Context& ctx) {
+  Value* theta = ctx.tensor(0);
+  const Arg& size = ctx.arg(1);
+  if (size.kind != Arg::Kind::List || size.isDynamicList() || (size.elems.size() != 4 && size.elems.size() != 5))
+    ctx.fail("affine_grid: size must be a list of 4 or 5 sizes (N, C, H, W) or (N, C, D, H, W)");
+  std::vector<int64_t> spatial;  // D?, H, W
+  for (size_t k = 2; k < size.elems.size(); ++k) {
+    const Arg& e = size.elems[k];
+    if (e.kind != Arg::Kind::Int || e.value)
+      ctx.fail("affine_grid with spatial sizes computed at run time: ONNX AffineGrid takes them from opset 20 "
+               "(this export targets opset " + std::to_string(ctx.opset()) + "): export with opset 20 or later");
+    spatial.push_back(e.i);
+  }
+  bool alignCorners = ctx.boolean(2);
+  int64_t k = static_cast<int64_t>(spatial.size());
+  int64_t points = 1;
+  for (int64_t s : spatial) points *= s;
+  // base[p] = (x, y[, z], 1): x runs along the last spatial axis, as in ATen's make_base_grid.
+  std::vector<std::vector<double>> axes;
+  for (int64_t s : spatial) axes.push_back(normalizedPositions(s, alignCorners));
+  std::vector<double> base;
+  base.reserve(points * (k + 1));
+  for (int64_t p = 0; p < points; ++p) {
+    std::vector<double> coords(k);
+    int64_t rest = p;
+    for (int64_t a = k - 1; a >= 0; --a) {
+      coords[k - 1 - a] = axes[a][rest % spatial[a]];
+      rest /= spatial[a];
+    }
+    base.insert(base.end(), coords.begin(), coords.end());
+    base.push_back(1.0);
+  }
+  ir::DType t = ctx.dtypeOf(theta);
+  ir::DType storage = t == ir::DType::Double ? t : ir::DType::Float;
+  Value* baseGrid = ctx.constant(ir::TensorData::fromDoubles(base, storage, {points, k + 1}));
+  if (storage != t) baseGrid = ctx.cast(baseGrid, t);
+  Value* grid = ctx.op("MatMul", {baseGrid, ctx.op("Transpose", {theta}, {attr::ints("perm", {0, 2, 1})})});
+  std::vector<int64_t> shape{-1};
+  shape.insert(shape.end(), spatial.begin(), spatial.end());
+  shape.push_back(k);
+  return {ctx.op("Reshape", {grid, ctx.constInt64s(shape)})};
+}
+
+// From opset 20 one AffineGrid node, sizes known or not. With align_corners, ONNX puts an axis of one
+// pixel at -1 (linspace(-1, 1, 1)) where ATen puts it at 0: such grids keep the constant base grid,
+// and sizes that could be 1 at run time are an error rather than a grid that differs.
+Outputs affineGrid20(Context& ctx) {
+  if (ctx.boolean(2)) {
+    const Arg& size = ctx.arg(1);
+    bool runTime = size.kind != Arg::Kind::List || size.isDynamicList(), onePixelAxis = false;
+    for (size_t k = 2; !runTime && k < size.elems.size(); ++k) {
+      runTime = size.elems[k].kind != Arg::Kind::Int || size.elems[k].value;
+      onePixelAxis = onePixelAxis || (!runTime && size.elems[k].i == 1);
+    }
+    if (runTime)
+      ctx.fail("affine_grid with align_corners=True and spatial sizes computed at run time: ONNX AffineGrid puts "
+               "an axis of one pixel at -1 where PyTorch puts it at 0, so pt2onnx writes it for sizes known at "
+               "export time only (export without dynamic spatial axes, or with align_corners=False)");
+    if (onePixelAxis) return affineGrid(ctx);
+  }
+  return {ctx.op("AffineGrid", {ctx.tensor(0), ctx.intsAsTensor(1)}, {attr::i("align_corners", ctx.boolean(2) ? 1 : 0)})};
 }
 
 // ---------------------------------------------------------------- im2col / col2im
@@ -198,6 +277,8 @@ void registerSamplingSymbolics(Registry& r) {
   r.onOp("aten::grid_sampler", 16, gridSampler);
   r.onOp("aten::grid_sampler_2d", 16, gridSampler);
   r.onOp("aten::grid_sampler_3d", 20, gridSampler);
+  r.onOp("aten::affine_grid_generator", kMinOpset, affineGrid);
+  r.onOp("aten::affine_grid_generator", 20, affineGrid20);
   r.onOp("aten::im2col", kMinOpset, im2col);
   r.onOp("aten::col2im", 16, col2im);  // ScatterElements reduction="add" is opset 16
   r.onOp("aten::col2im", 18, col2im18);

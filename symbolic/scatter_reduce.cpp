@@ -1,8 +1,8 @@
 // Scatter reductions: scatter_reduce.two (sum, prod, mean, amax, amin) and index_reduce (prod, mean,
 // amax, amin), each with include_self.
 //
-// ScatterElements reduces by add/mul from opset 16 and by max/min only from opset 18, so amax/amin
-// at every opset, and sum/prod/mean below 16, are written as a mask saying which output position
+// ScatterElements reduces by add/mul from opset 16 and by max/min from opset 18, so amax/amin below
+// 18, and sum/prod/mean below 16, are written as a mask saying which output position
 // along `dim` each source element goes to, [..., N, K, ...] (N = self.size(dim), K =
 // index.size(dim)), holding the source where it is hit and the reduction's identity elsewhere,
 // reduced over K. Its memory is N times the index's. From opset 16 sum/prod/mean use
@@ -146,6 +146,26 @@ Value* scatterSumOrProd(Context& ctx, Value* selfT, int64_t dim, Value* index, V
   return meanOf(ctx, reduced, count, t, type);
 }
 
+// From opset 18 ScatterElements takes the max or min by itself. ATen's amax/amin propagate NaN, which
+// a max/min kernel may drop (std::max(x, NaN) is x): hit positions with a NaN source (or self) become NaN.
+Value* scatterMaxOrMin(Context& ctx, Value* selfT, int64_t dim, Value* index, Value* source,
+                       const ScatterReduction& how, DType t) {
+  Value* start = selfT;
+  if (!how.includeSelf)
+    start = ctx.op("ScatterElements", {selfT, index, ctx.op("Expand", {identityOf(ctx, how.reduction, t), shapeOf(ctx, index)})},
+                   {attr::i("axis", dim)});
+  const char* reduction = how.reduction == Reduction::Amax ? "max" : "min";
+  Value* reduced = ctx.op("ScatterElements", {start, index, source}, {attr::i("axis", dim), attr::s("reduction", reduction)});
+  if (!ir::isFloating(t)) return reduced;
+  // A NaN self at a hit position counts too (include_self): the kernel may drop it as well.
+  Value* selfNaN = how.includeSelf ? ctx.cast(ctx.op("IsNaN", {selfT}), DType::Float)
+                                   : ctx.op("Expand", {ctx.constScalar(0, DType::Float), shapeOf(ctx, selfT)});
+  Value* nanHits = ctx.op("ScatterElements", {selfNaN, index, ctx.cast(ctx.op("IsNaN", {source}), DType::Float)},
+                          {attr::i("axis", dim), attr::s("reduction", "add")});
+  return ctx.op("Where", {ctx.op("Greater", {nanHits, ctx.constScalar(0, DType::Float)}),
+                          ctx.constScalar(std::numeric_limits<double>::quiet_NaN(), t), reduced});
+}
+
 // self with src[p] reduced into self[p with p[dim] replaced by index[p]], for every position p of
 // index (same rank as self, rank >= 1; 0-d operands are lifted to [1] by rank0_lifting.cpp).
 Value* scatterReduce(Context& ctx, Value* self, int64_t dim, Value* index, Value* src, const ScatterReduction& how) {
@@ -160,8 +180,10 @@ Value* scatterReduce(Context& ctx, Value* self, int64_t dim, Value* index, Value
   Value* selfT = ctx.cast(self, t);
   index = ctx.cast(index, DType::Int64);
   Value* source = leadingRegion(ctx, ctx.cast(src, t), index, rank, -1);  // [..., K, ...]
-  if (ctx.opset() >= 16 && how.reduction != Reduction::Amax && how.reduction != Reduction::Amin) {
-    Value* result = scatterSumOrProd(ctx, selfT, dim, index, source, how, t, type);
+  bool maxOrMin = how.reduction == Reduction::Amax || how.reduction == Reduction::Amin;
+  if ((ctx.opset() >= 16 && !maxOrMin) || ctx.opset() >= 18) {
+    Value* result = maxOrMin ? scatterMaxOrMin(ctx, selfT, dim, index, source, how, t)
+                             : scatterSumOrProd(ctx, selfT, dim, index, source, how, t, type);
     return t == type ? result : ctx.op("Cast", {result}, {attr::i("to", static_cast<int64_t>(type))});
   }
   Value* region = how.indexSpansSelf ? selfT : leadingRegion(ctx, selfT, index, rank, dim);  // [..., N, ...]

@@ -1,12 +1,16 @@
-// Converter tests for symbolic/sampling.cpp: grid_sampler (GridSample), im2col (F.unfold) and
-// col2im (F.fold).
+// Converter tests for symbolic/sampling.cpp: grid_sampler (GridSample), affine_grid_generator
+// (F.affine_grid), im2col (F.unfold) and col2im (F.fold).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <torch/csrc/jit/ir/irparser.h>
 
+#include "common/errors.h"
+#include "exporter/export.h"
 #include "tests/util/converter_test.h"
 
 namespace {
@@ -67,6 +71,72 @@ TEST(SamplingSymbolics, VolumetricGridSamplerFromOpset20) {
         expectConvertsLikeTorch(gridSamplerGraph(mode, padding, align), inputs, 20);
       }
   expectConvertsLikeTorch(gridSamplerGraph(0, 2, true), inputs, 25);
+}
+
+// ---------------------------------------------------------------- affine_grid_generator
+
+std::string affineGridGraph(const std::vector<int64_t>& size, bool alignCorners) {
+  std::string list;
+  for (int64_t s : size) list += (list.empty() ? "" : ", ") + std::to_string(s);
+  return "graph(%theta : Tensor):\n"
+         "  %size : int[] = prim::Constant[value=[" + list + "]]()\n"
+         "  %align : bool = prim::Constant[value=" + (alignCorners ? "1" : "0") + "]()\n"
+         "  %y : Tensor = aten::affine_grid_generator(%theta, %size, %align)\n"
+         "  return (%y)\n";
+}
+
+TEST(SamplingSymbolics, AffineGridMatchesTorchBelowAndFromOpset20) {
+  // 2-D and 3-D; an axis of 1 pixel (position 0 in ATen); both alignments.
+  for (bool align : {false, true}) {
+    SCOPED_TRACE(align ? "align_corners" : "not align_corners");
+    std::vector<at::Tensor> planar{at::randn({3, 2, 3})};
+    EXPECT_TRUE(contains(exportedOpTypes(affineGridGraph({3, 4, 5, 7}, align), planar, 19), "MatMul"));
+    EXPECT_TRUE(contains(exportedOpTypes(affineGridGraph({3, 4, 5, 7}, align), planar, 20), "AffineGrid"));
+    for (int opset : {11, 17, 20}) {
+      expectConvertsLikeTorch(affineGridGraph({3, 4, 5, 7}, align), planar, opset);
+      expectConvertsLikeTorch(affineGridGraph({3, 1, 1, 6}, align), planar, opset);
+      expectConvertsLikeTorch(affineGridGraph({2, 1, 3, 4, 5}, align), {at::randn({2, 3, 4})}, opset);
+    }
+  }
+}
+
+// The exporter's error for `irText` with axes `dynamicAxes` of input 0 dynamic ("" if it exports).
+std::string dynamicAxesExportError(const std::string& irText, const std::vector<at::Tensor>& example,
+                                   const std::map<int64_t, std::string>& dynamicAxes, int opset) {
+  pt2onnx::ExportOptions options;
+  options.opset = opset;
+  for (size_t i = 0; i < example.size(); ++i) options.inputNames.push_back("in_" + std::to_string(i));
+  options.dynamicAxes["in_0"] = dynamicAxes;
+  auto graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(irText, graph.get());
+  try {
+    pt2onnx::ModelGraph model = pt2onnx::graphFromIR(graph, std::vector<c10::IValue>(example.begin(), example.end()));
+    pt2onnx::exportToBytes(model, options);
+  } catch (const pt2onnx::ExportError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SamplingSymbolics, AffineGridWithARunTimeSizeNeedsOpset20) {
+  // F.affine_grid(theta, x.size()) under a dynamic height: the base grid is not known at export time.
+  std::string ir = R"IR(
+graph(%x : Tensor, %theta : Tensor):
+  %size : int[] = aten::size(%x)
+  %align : bool = prim::Constant[value=0]()
+  %y : Tensor = aten::affine_grid_generator(%theta, %size, %align)
+  return (%y)
+)IR";
+  std::vector<at::Tensor> inputs{at::randn({2, 1, 5, 6}), at::randn({2, 2, 3})};
+  expectDynamicAxesConvertLikeTorch(ir, inputs, {{2, "h"}}, {{at::randn({2, 1, 9, 6}), at::randn({2, 2, 3})},
+                                                            {at::randn({2, 1, 1, 6}), at::randn({2, 2, 3})}}, 20);
+  std::string error = dynamicAxesExportError(ir, inputs, {{2, "h"}}, 19);
+  EXPECT_NE(error.find("export with opset 20"), std::string::npos) << error;
+  // align_corners=True: ONNX's AffineGrid would put a run-time height of 1 at -1, PyTorch at 0.
+  std::string aligned = ir;
+  aligned.replace(aligned.find("value=0"), 7, "value=1");
+  error = dynamicAxesExportError(aligned, inputs, {{2, "h"}}, 20);
+  EXPECT_NE(error.find("align_corners=True and spatial sizes computed at run time"), std::string::npos) << error;
 }
 
 // ---------------------------------------------------------------- im2col / col2im

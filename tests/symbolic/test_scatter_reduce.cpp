@@ -125,6 +125,19 @@ TEST(ScatterReduceSymbolics, SumProdMeanUseScatterElementsReductionsFromOpset16)
   EXPECT_TRUE(contains(exportedOpTypes(scatterReduceGraph(1, "amax", true), inputs, 17), "Equal"));
 }
 
+TEST(ScatterReduceSymbolics, AmaxAminUseScatterElementsMaxMinFromOpset18) {
+  std::vector<at::Tensor> inputs = {at::randn({3, 5}), longs({1, 1, 3, 0, 2, 0}, {2, 3}), at::randn({3, 4})};
+  for (const std::string& reduce : {"amax", "amin"})
+    for (bool includeSelf : {true, false}) {
+      SCOPED_TRACE(reduce + (includeSelf ? " include_self" : " exclude_self"));
+      EXPECT_TRUE(contains(exportedOpTypes(scatterReduceGraph(1, reduce, includeSelf), inputs, 17), "Equal"));
+      std::vector<std::string> at18 = exportedOpTypes(scatterReduceGraph(1, reduce, includeSelf), inputs, 18);
+      EXPECT_FALSE(contains(at18, "Equal"));  // no [N, K] mask: ScatterElements reduction="max"/"min"
+      EXPECT_FALSE(contains(at18, "ReduceMax"));
+      expectConvertsLikeTorch(scatterReduceGraph(1, reduce, includeSelf), inputs, 18);
+    }
+}
+
 TEST(ScatterReduceSymbolics, UnknownReductionIsAnError) {
   std::string message = exportError(scatterReduceGraph(0, "max", true),
                                     {at::randn({3}), longs({0, 1}, {2}), at::randn({2})}, 13);
