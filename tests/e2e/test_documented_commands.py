@@ -293,6 +293,7 @@ TABLE = {
         Run(0, files={"asin.pt": "asin.pt"}, subs=[("MODEL.pt", "asin.pt"), ("x:1x3x224x224", "x:2x3"),
                                                    ("[--format text|json]", "--format json")],
             check=lambda r, w, fx: None)],
+    "pt2onnx --version": [Run(0, check=contains("writes ONNX opsets 9-25", "checks with ONNX 1.23.2"))],
     "pt2onnx ops": [Run(0, check=contains("aten::_convolution", "aten::linear"))],
     "pt2onnx ops --gradients": [Run(0, check=contains("MatMul", "Conv"))],
     "pt2onnx convert --python MODULE:FUNCTION -o OUT.onnx": [Run(

@@ -430,7 +430,7 @@ def test_same_model_twice_is_byte_identical(tmp_path):
 # opsets
 
 
-@pytest.mark.parametrize("opset", [8, 18])
+@pytest.mark.parametrize("opset", [8, 26])
 def test_unsupported_opset_raises_naming_range(opset, tmp_path):
     model, args = two_inputs()
     path = tmp_path / "m.onnx"
@@ -439,28 +439,31 @@ def test_unsupported_opset_raises_naming_range(opset, tmp_path):
     message = str(info.value)
     assert str(opset) in message
     assert str(pt2onnx.MIN_OPSET) in message and str(pt2onnx.MAX_OPSET) in message
-    assert (pt2onnx.MIN_OPSET, pt2onnx.MAX_OPSET) == (9, 17)
+    assert (pt2onnx.MIN_OPSET, pt2onnx.MAX_OPSET) == (9, 25)
     assert os.listdir(tmp_path) == []
 
 
-def test_default_opset_is_14(tmp_path):
+def test_default_opset_is_20(tmp_path):
+    """torch.onnx.export(dynamo=False)'s default (tests/e2e/test_newer_opsets.py checks it against the
+    running torch's)."""
     model, args = two_inputs()
     path = tmp_path / "m.onnx"
     pt2onnx.export(model, args, path)
     proto = check_runs_like_torch(model, args, path)
-    assert pt2onnx.DEFAULT_OPSET == 14
-    assert opset_of(proto) == 14
-    assert proto.ir_version == 7
+    assert pt2onnx.DEFAULT_OPSET == 20
+    assert opset_of(proto) == 20
+    assert proto.ir_version == 9
 
 
-@pytest.mark.parametrize("opset", [9, 10, 11, 12, 13, 15, 17])
+@pytest.mark.parametrize("opset", [9, 10, 11, 12, 13, 15, 17, 18, 19, 21, 22, 23, 24, 25])
 def test_opset_version_applied(opset, tmp_path):
     model, args = tiny_cnn()
     path = tmp_path / "m.onnx"
     pt2onnx.export(model, args, path, opset_version=opset)
     proto = check_runs_like_torch(model, args, path)
     assert opset_of(proto) == opset
-    assert proto.ir_version == (8 if opset >= 15 else 7)
+    ir_versions = {25: 13, 24: 12, 23: 11, 22: 10, 21: 10, 20: 9, 19: 9}  # onnx.helper.VERSION_TABLE
+    assert proto.ir_version == ir_versions.get(opset, 8 if opset >= 15 else 7)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -521,7 +524,7 @@ def test_fallthrough_keeps_unsupported_op_in_aten_domain(tmp_path):
     kept = [n for n in proto.graph.node if n.domain == "org.pytorch.aten"]
     assert [n.op_type for n in kept] == ["special_erfcx"]
     assert opset_of(proto, "org.pytorch.aten") == 1
-    assert opset_of(proto) == 14
+    assert opset_of(proto) == pt2onnx.DEFAULT_OPSET
     # torch.onnx: keep_initializers_as_inputs defaults to True for non-ONNX export types
     inits = initializer_names(proto)
     assert inits and set(inits) <= set(input_names(proto))
