@@ -329,6 +329,42 @@ TEST(NnKernels, ResizeCubicAndCropAndResize) {
                     .attr("extrapolation_value", 10.0).run1());
 }
 
+// Resize-18's antialias widens the filter by 1 / scale when downsampling. With exclude_outside the
+// taps outside the input drop out and the rest renormalize, as ATen's antialiased kernels do.
+TEST(NnKernels, ResizeAntialiasAxesAndAspectRatio) {
+  at::Tensor img = randn({2, 3, 13, 11});
+  auto aa = [&](const char* mode, Ints sizes) {
+    return OneNodeModel("Resize", 18).input(img).omitted().omitted().constant(i64(sizes)).attr("mode", mode)
+        .attr("antialias", int64_t{1}).attr("exclude_outside", int64_t{1}).attr("cubic_coeff_a", -0.5).run1();
+  };
+  EXPECT_TENSOR(at::_upsample_bilinear2d_aa(img, {5, 4}, false), aa("linear", {2, 3, 5, 4}));
+  EXPECT_TENSOR(at::_upsample_bicubic2d_aa(img, {6, 3}, false), aa("cubic", {2, 3, 6, 3}));
+  // Edge-clamped taps (exclude_outside 0), by hand: 0..7 halved, weights 1/8, 3/8, 3/8, 1/8.
+  at::Tensor row = at::arange(8, at::kFloat).view({1, 1, 8});
+  EXPECT_TENSOR(f32({0.625f, 2.5f, 4.5f, 6.375f}).view({1, 1, 4}),
+                OneNodeModel("Resize", 18).input(row).omitted().constant(f32({1, 1, 0.5f})).attr("mode", "linear")
+                    .attr("antialias", int64_t{1}).run1());
+  // axes: sizes name axes 2 and 3 only; keep_aspect_ratio_policy scales both by one factor.
+  EXPECT_TENSOR(at::upsample_bilinear2d(img, {7, 5}, false),
+                OneNodeModel("Resize", 18).input(img).omitted().omitted().constant(i64({7, 5})).attr("mode", "linear")
+                    .attr("axes", Ints{2, 3}).run1());
+  at::Tensor sq = randn({1, 1, 4, 8});
+  at::Tensor notLarger = OneNodeModel("Resize", 18).input(sq).omitted().omitted().constant(i64({8, 8})).attr("axes", Ints{-2, -1})
+                             .attr("keep_aspect_ratio_policy", "not_larger").run1();
+  EXPECT_TENSOR(at::upsample_nearest2d(sq, {4, 8}), notLarger);  // scale min(2, 1) = 1
+  at::Tensor notSmaller = OneNodeModel("Resize", 18).input(sq).omitted().omitted().constant(i64({8, 8})).attr("axes", Ints{2, 3})
+                              .attr("keep_aspect_ratio_policy", "not_smaller").attr("nearest_mode", "floor")
+                              .attr("coordinate_transformation_mode", "asymmetric").run1();
+  EXPECT_TENSOR(at::upsample_nearest2d(sq, {8, 16}), notSmaller);  // scale max(2, 1) = 2
+  // half_pixel_symmetric centers the rounded-down output: 5 * 0.5 = 2.5 -> 2 outputs at 1 and 3.
+  at::Tensor five = at::arange(5, at::kFloat).view({1, 1, 5});
+  EXPECT_TENSOR(f32({1, 3}).view({1, 1, 2}),
+                OneNodeModel("Resize", 19).input(five).omitted().constant(f32({1, 1, 0.5f})).attr("mode", "linear")
+                    .attr("coordinate_transformation_mode", "half_pixel_symmetric").run1());
+  std::string err = runError(OneNodeModel("Resize", 18).input(img).omitted().constant(f32({1, 1, 0.5f, 0.5f})).attr("antialias", int64_t{1}));
+  EXPECT_NE(err.find("antialias=1 applies to modes linear and cubic, not nearest"), std::string::npos) << err;
+}
+
 // ---- errors ----
 
 TEST(NnKernels, ErrorsNameTheNodeAndTheProblem) {

@@ -275,6 +275,22 @@ TEST(SequenceKernels, OptionalHoldsATensorASequenceOrNothing) {
   EXPECT_EQ(compareWithOrt(g, 16, {{"x", A()}}), "");  // the tensor outputs
 }
 
+// Opset 18: a missing input has no element; a plain tensor or sequence is its own element.
+TEST(SequenceKernels, OptionalOpsOnPlainValuesFromOpset18) {
+  GraphModel g("main");
+  g.input("x", at::kFloat, std::vector<int64_t>{2})
+      .node("OptionalHasElement", {""}, {"has_missing"}).node("OptionalHasElement", {"x"}, {"has_x"})
+      .node("OptionalGetElement", {"x"}, {"got"})
+      .node("SequenceConstruct", {"x"}, {"seq"}).node("OptionalGetElement", {"seq"}, {"got_seq"})
+      .output("has_missing", at::kBool, std::vector<int64_t>{}).output("has_x", at::kBool, std::vector<int64_t>{})
+      .output("got", at::kFloat).sequenceOutput("got_seq", at::kFloat);
+  auto outs = runGraph(g, 18, {{"x", A()}});
+  expectTensor(outs.at(0), at::scalar_tensor(false, at::kBool));
+  expectTensor(outs.at(1), at::scalar_tensor(true, at::kBool));
+  expectTensor(outs.at(2), A());
+  expectSequence(outs.at(3), {A()});
+}
+
 TEST(SequenceKernels, OptionalErrors) {
   GraphModel empty("main");
   empty.node("Optional", {}, {"none"}, {attrType("type", tensorType(at::kFloat))})

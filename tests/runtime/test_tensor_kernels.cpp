@@ -224,6 +224,9 @@ TEST(TensorKernels, PadModes) {
              at::reflection_pad2d(x, {2, 1, 1, 0}));
   expectSame(run1("Pad", 13, {feed(x), ints({0, 2, 3, 0, 1, 1})}, {attrString("mode", "edge")}),
              at::replication_pad2d(x, {3, 1, 2, 1}));
+  // Pad-19's wrap: periodic, also past the axis' length (as numpy's 'wrap').
+  expectSame(run1("Pad", 19, {feed(x), ints({0, 1, 5, 0, 0, 2})}, {attrString("mode", "wrap")}),
+             x.index_select(1, longs({2, 0, 1, 2})).index_select(2, longs({3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1})));
   // Negative pads crop.
   expectSame(run1("Pad", 13, {feed(x), ints({0, 0, -1, 0, -1, 2})}), at::constant_pad_nd(x, {-1, 2, 0, -1}, 0));
   // Integer data and Pad-2's attributes.
@@ -298,6 +301,24 @@ TEST(TensorKernels, TriluNonZeroDepthSpace) {
   // DCR: output channel c at (h*2+i, w*2+j) reads input channel (i*2+j)*2 + c.
   EXPECT_EQ(dcr[1][1][3][4].item<float>(), d[1][(1 * 2 + 0) * 2 + 1][1][2].item<float>());
   expectSame(run1("SpaceToDepth", 13, {feed(dcr)}, {attrInt("blocksize", 2)}), d);
+  // SpaceToDepth-28's CRD inverts DepthToSpace's CRD (PyTorch's pixel_unshuffle).
+  expectSame(run1("SpaceToDepth", 28, {feed(s)}, {attrInt("blocksize", 2), attrString("mode", "CRD")}), d);
+  expectSame(run1("SpaceToDepth", 28, {feed(s)}, {attrInt("blocksize", 2), attrString("mode", "CRD")}), at::pixel_unshuffle(s, 2));
+  expectSame(run1("SpaceToDepth", 28, {feed(dcr)}, {attrInt("blocksize", 2)}), d);
+}
+
+// DFT's one-sided inverse (irfft): bins 0..n/2 in, the real signal out, dft_length 2 * (bins - 1)
+// by default. Spectral kernels (runtime_ops/spectral.cpp) have no test file of their own.
+TEST(TensorKernels, DftOneSidedInverseIsIrfft) {
+  at::Tensor signal = at::randn({2, 8, 3}, at::kDouble);
+  at::Tensor bins = at::view_as_real(at::fft_rfft(signal, c10::nullopt, 1)).contiguous();  // (2, 5, 3, 2)
+  at::Tensor back = run1("DFT", 20, {feed(bins), omitted(), init(at::scalar_tensor(1, at::kLong))},
+                         {attrInt("inverse", 1), attrInt("onesided", 1)});
+  ASSERT_EQ(back.sizes(), at::IntArrayRef({2, 8, 3, 1}));
+  EXPECT_TRUE(at::allclose(back.squeeze(-1), signal, 1e-9, 1e-12));
+  at::Tensor odd = run1("DFT", 20, {feed(bins), init(at::scalar_tensor(int64_t{9}, at::kLong)), init(at::scalar_tensor(1, at::kLong))},
+                        {attrInt("inverse", 1), attrInt("onesided", 1)});
+  EXPECT_TRUE(at::allclose(odd.squeeze(-1), at::fft_irfft(at::view_as_complex(bins), 9, 1), 1e-9, 1e-12));
 }
 
 // A Unique node over `x` (axis when given, sorted or not): values, first indices, inverse, counts.
