@@ -89,7 +89,7 @@ def test_gradients_match_torch_in_both_runtimes(name, tmp_path):
     path = tmp_path / "train.onnx"
     input_names = [f"input_{k}" for k in range(len(args))]
     summary = pt2onnx.export(model, args, str(path), training=getattr(pt2onnx.TrainingMode, mode),
-                             input_names=input_names, gradients="all")  # opset 17: the training default
+                             input_names=input_names, gradients="all")  # opset 20: the default
     onnx.checker.check_model(onnx.load(str(path)), full_check=True)
     outs, seeds, expected = _torch_gradients(model, args, mode)
     assert summary["gradient_seeds"] == [f"{o}_grad" for o in [x.name for x in onnx.load(str(path)).graph.output][:len(outs)]]
@@ -152,7 +152,7 @@ def test_ops_without_a_gradient_are_listed_at_once(tmp_path):
     with pytest.raises(pt2onnx.ExportError) as e:
         pt2onnx.export(NoGrad(), (torch.randn(3),), str(tmp_path / "m.onnx"), gradients="all")
     msg = str(e.value)
-    assert "2 op kind(s) on the differentiable path have no gradient builder at opset 17" in msg
+    assert f"2 op kind(s) on the differentiable path have no gradient builder at opset {pt2onnx.DEFAULT_OPSET}" in msg
     assert "Asin (1 node(s))" in msg and "Atan (1 node(s))" in msg
     assert "test_gradients.py" in msg  # the PyTorch source location of the node
 
@@ -193,7 +193,7 @@ def test_missing_gradients_and_report_list_every_op(tmp_path, cli):
     model, args = NoGrad(), (torch.randn(2, 3),)
     missing = pt2onnx.missing_gradients(model, args)
     assert [m["op"] for m in missing] == ["Asin", "Atan"] and missing[0]["count"] == 1
-    assert "opset 17" in missing[0]["nodes"][0] and "test_gradients.py" in missing[0]["nodes"][0]
+    assert f"opset {pt2onnx.DEFAULT_OPSET}" in missing[0]["nodes"][0] and "test_gradients.py" in missing[0]["nodes"][0]
     # Only the parameters: asin(x) is off the path.
     assert [m["op"] for m in pt2onnx.missing_gradients(model, args, gradients="parameters")] == ["Atan"]
     mlp, margs, _ = _mlp()
@@ -202,7 +202,7 @@ def test_missing_gradients_and_report_list_every_op(tmp_path, cli):
     done = subprocess.run([cli, "report", str(tmp_path / "m.pt"), "--input-shape", "x:2x3", "--gradients", "all"],
                           capture_output=True, text=True)
     assert done.returncode == 1, done.stderr
-    assert done.stdout.startswith("2 op kind(s) (2 node(s)) on the differentiable path have no gradient at ONNX opset 17")
+    assert done.stdout.startswith(f"2 op kind(s) (2 node(s)) on the differentiable path have no gradient at ONNX opset {pt2onnx.DEFAULT_OPSET}")
     ok = subprocess.run([cli, "report", str(tmp_path / "m.pt"), "--input-shape", "x:2x3", "--gradients", "fc.bias",
                          "--opset", "16", "--format", "json"], capture_output=True, text=True)
     assert ok.returncode == 1 and '"opset": 16' in ok.stdout and '"op": "Atan"' in ok.stdout
