@@ -12,7 +12,8 @@ void registerShapeGradients(GradientRegistry& r);          // shape.cpp: Reshape
 void registerReductionGradients(GradientRegistry& r);      // reduction.cpp: ReduceSum, ReduceMean, ...
 void registerConvolutionGradients(GradientRegistry& r);    // convolution.cpp: Conv
 void registerPoolingGradients(GradientRegistry& r);        // pooling.cpp: MaxPool, AveragePool, global pools
-void registerNormalizationGradients(GradientRegistry& r);  // normalization.cpp: BatchNormalization, LayerNormalization
+void registerNormalizationGradients(GradientRegistry& r);  // normalization.cpp: Batch/Layer/Group/RMSNormalization
+void registerAttentionGradients(GradientRegistry& r);      // attention.cpp: Attention
 void registerDropoutGradients(GradientRegistry& r);        // dropout.cpp: Dropout through its mask
 void registerPythonOpGradients(GradientRegistry& r);       // python_op.cpp: com.microsoft::PythonOp -> PythonOpGrad
 

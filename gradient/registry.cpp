@@ -79,6 +79,7 @@ void registerAllGradients(GradientRegistry& r) {
   registerConvolutionGradients(r);
   registerPoolingGradients(r);
   registerNormalizationGradients(r);
+  registerAttentionGradients(r);
   registerDropoutGradients(r);
   registerPythonOpGradients(r);
 }

@@ -104,6 +104,41 @@ def test_gradients_match_torch_in_both_runtimes(name, tmp_path):
     _compare(expected, ort.run(path, feeds), "ONNX Runtime")
 
 
+class FusedOpsNet(torch.nn.Module):
+    """GroupNorm, GELU, RMSNorm and grouped-query causal attention: ONNX's own ops from opsets 20, 21
+    and 23 (docs/opsets.md), so a training export at those opsets differentiates them."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.group_norm = torch.nn.Conv1d(4, 8, 3, padding=1), torch.nn.GroupNorm(2, 8)
+        self.rms_norm = torch.nn.RMSNorm(8)
+        self.q, self.kv = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+
+    def forward(self, x):  # x (B, 4, L)
+        b, _, length = x.shape
+        t = self.rms_norm(torch.nn.functional.gelu(self.group_norm(self.conv(x))).transpose(1, 2))  # (B, L, 8)
+        q = self.q(t).view(b, length, 4, 2).transpose(1, 2)  # 4 query heads
+        k, v = self.kv(t).view(b, length, 2, 2, 2).permute(2, 0, 3, 1, 4)  # 2 key/value heads each
+        a = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        return a.transpose(1, 2).reshape(b, length, 8)
+
+
+@pytest.mark.parametrize("opset", [17, 21, 23, 25])
+def test_fused_normalization_and_attention_gradients_match_torch(opset, tmp_path):
+    torch.manual_seed(4)
+    model, args = FusedOpsNet(), (torch.randn(2, 4, 6),)
+    path = tmp_path / "train.onnx"
+    summary = pt2onnx.export(model, args, str(path), input_names=["input_0"], gradients="all", opset_version=opset)
+    forward_ops = {n.op_type for n in onnx.load(str(path)).graph.node if "_Grad/" not in n.name}
+    fused = {"GroupNormalization": 21, "Gelu": 20, "RMSNormalization": 23, "Attention": 23}
+    assert {op for op, since in fused.items() if since <= opset} <= forward_ops, forward_ops
+    outs, seeds, expected = _torch_gradients(model, args, "EVAL")
+    feeds = {"input_0": args[0].numpy(), summary["gradient_seeds"][0]: seeds[0].numpy()}
+    session = pt2onnx.InferenceSession(str(path))
+    _compare(expected, dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds))), "pt2onnx runtime")
+    _compare(expected, ort.run(path, feeds), "ONNX Runtime")
+
+
 def test_parameters_only_by_default_buffers_never_and_deterministic(tmp_path):
     model, args, _ = _cnn()
     summary = pt2onnx.export(model, args, str(tmp_path / "m.onnx"), training=pt2onnx.TrainingMode.TRAINING,

@@ -1,5 +1,6 @@
-// Finite-difference checks of BatchNormalization (inference mode) and LayerNormalization
-// (gradient/normalization.cpp), and of training-mode batch statistics built from elementary ops.
+// Finite-difference checks of BatchNormalization (inference mode), LayerNormalization,
+// GroupNormalization (21) and RMSNormalization (23) (gradient/normalization.cpp), and of
+// training-mode batch statistics built from elementary ops.
 #include <gtest/gtest.h>
 
 #include "tests/util/gradient_check.h"
@@ -27,6 +28,35 @@ TEST(NormalizationGradients, LayerNormalizationOverOneAndTwoAxes) {
         .input("scale", param)
         .input("bias", param)
         .node("LayerNormalization", {"x", "scale", "bias"}, {"y"}, {ir::attr::i("axis", axis), ir::attr::f("epsilon", 1e-5)})
+        .output("y")
+        .tolerance(1e-6, 1e-4)
+        .check();
+  }
+}
+
+TEST(NormalizationGradients, GroupNormalizationOfImagesAndSequences) {
+  // 6 channels in 3 groups and in 1; 2-D images and 1-D sequences.
+  for (int64_t groups : {3, 1})
+    for (std::vector<int64_t> shape : {std::vector<int64_t>{2, 6, 3, 2}, std::vector<int64_t>{3, 6, 5}}) {
+      GradientCase c("GroupNormalization groups " + std::to_string(groups) + " rank " + std::to_string(shape.size()), 21);
+      c.input("x", shape)
+          .input("scale", {6})
+          .input("bias", {6})
+          .node("GroupNormalization", {"x", "scale", "bias"}, {"y"},
+                {ir::attr::i("num_groups", groups), ir::attr::f("epsilon", 1e-5)})
+          .output("y")
+          .tolerance(1e-6, 1e-4)
+          .check();
+    }
+}
+
+TEST(NormalizationGradients, RmsNormalizationOverOneAndTwoAxes) {
+  for (int64_t axis : {-1, 1}) {
+    GradientCase c("RMSNormalization axis " + std::to_string(axis), 23);
+    std::vector<int64_t> param = axis == -1 ? std::vector<int64_t>{4} : std::vector<int64_t>{3, 4};
+    c.input("x", {2, 3, 4})
+        .input("scale", param)
+        .node("RMSNormalization", {"x", "scale"}, {"y"}, {ir::attr::i("axis", axis), ir::attr::f("epsilon", 1e-5)})
         .output("y")
         .tolerance(1e-6, 1e-4)
         .check();

@@ -122,7 +122,13 @@ GradientCase::Built GradientCase::build(at::ScalarType dtype) {
   auto make = [&](bool withBackward, Built& built) {
     ir::Graph graph;
     int opset = opset_;
-    graph.setNodeObserver([opset](ir::Node* n) { writer::inferNodeTypes(*n, opset, {}); });
+    graph.setNodeObserver([opset](ir::Node* n) {
+      writer::inferNodeTypes(*n, opset, {});
+      // ONNX gives GroupNormalization no type inference (a function op): y has x's type, as the
+      // exporter types it from PyTorch's.
+      if (n->opType == "GroupNormalization" && n->outputs[0]->type.dtype == ir::DType::Undefined)
+        n->outputs[0]->type = n->inputs[0]->type;
+    });
     std::map<std::string, ir::Value*> values;
     for (const auto& s : steps_) {
       switch (s->kind) {
