@@ -463,7 +463,10 @@ Outputs pixelUnshuffleSymbolic(Context& ctx) {
 
 // ---------------------------------------------------------------- upsampling (Resize)
 
-enum class Interp { Nearest, Linear, Cubic };
+// The antialiased modes are F.interpolate(antialias=True) (aten::_upsample_*_aa, from opset 18):
+// ONNX's antialias filters stretched by 1/scale when downsampling, over the samples inside the
+// input only (exclude_outside), with PyTorch's cubic coefficient -0.5.
+enum class Interp { Nearest, Linear, Cubic, LinearAntialias, CubicAntialias };
 
 std::vector<ir::Attribute> resizeAttributes(Interp mode, bool alignCorners) {
   if (mode == Interp::Nearest)
@@ -472,10 +475,13 @@ std::vector<ir::Attribute> resizeAttributes(Interp mode, bool alignCorners) {
             s("nearest_mode", "floor")};
   // torch: src = (dst + 0.5) / scale - 0.5, also for an output length of 1 (the middle), which is
   // ONNX's half_pixel; pytorch_half_pixel would take element 0 there.
+  bool linear = mode == Interp::Linear || mode == Interp::LinearAntialias;
+  bool antialias = mode == Interp::LinearAntialias || mode == Interp::CubicAntialias;
   std::vector<ir::Attribute> attrs = {
-      s("mode", mode == Interp::Linear ? "linear" : "cubic"),
+      s("mode", linear ? "linear" : "cubic"),
       s("coordinate_transformation_mode", alignCorners ? "align_corners" : "half_pixel")};
-  if (mode == Interp::Cubic) attrs.push_back(ir::attr::f("cubic_coeff_a", -0.75));
+  if (!linear) attrs.push_back(ir::attr::f("cubic_coeff_a", antialias ? -0.5 : -0.75));
+  if (antialias) attrs.insert(attrs.end(), {ir::attr::i("antialias", 1), ir::attr::i("exclude_outside", 1)});
   return attrs;
 }
 
@@ -533,12 +539,20 @@ ir::Value* resizeAlignedByScales(Context& ctx, ir::Value* x, int64_t spatialRank
   return withKnownDims(x, ctx.op("Resize", {x, nullptr, nullptr, sizes}, resizeAttributes(mode, true)));
 }
 
+// PyTorch's antialiased filters with align_corners widen by (in - 1) / (out - 1), ONNX's by in / out.
+void refuseAntialiasedAlignCorners(Context& ctx, Interp mode, bool alignCorners) {
+  if (alignCorners && (mode == Interp::LinearAntialias || mode == Interp::CubicAntialias))
+    ctx.fail("interpolate with antialias=True and align_corners=True: ONNX's Resize widens the antialias "
+             "filter by the size ratio, PyTorch by (in - 1) / (out - 1), so no opset expresses it");
+}
+
 // upsample_*.vec(input, output_size?, [align_corners,] scale_factors?)
 SymbolicFn upsampleVec(int64_t spatialRank, Interp mode) {
   return [=](Context& ctx) -> Outputs {
     bool hasAlign = mode != Interp::Nearest;
     size_t scalesArg = hasAlign ? 3 : 2;
     bool alignCorners = hasAlign && ctx.boolean(2);
+    refuseAntialiasedAlignCorners(ctx, mode, alignCorners);
     if (!ctx.isNone(1))
       return {resize(ctx, ctx.tensor(0), spatialRank, mode, alignCorners, 1, {})};
     if (ctx.isNone(scalesArg)) ctx.fail("upsampling needs output_size or scale_factors");
@@ -555,6 +569,7 @@ SymbolicFn upsampleSized(int64_t spatialRank, Interp mode) {
     bool hasAlign = mode != Interp::Nearest;
     size_t firstScale = hasAlign ? 3 : 2;
     bool alignCorners = hasAlign && ctx.boolean(2);
+    refuseAntialiasedAlignCorners(ctx, mode, alignCorners);
     ir::Value* x = ctx.tensor(0);
     std::vector<double> scales;
     for (int64_t k = 0; k < spatialRank; ++k) {
@@ -725,6 +740,12 @@ void registerShapeSymbolics(Registry& r) {
     std::string op = std::string("aten::") + u.name;
     r.onOp(op, kMinOpset, upsampleSized(u.spatialRank, u.mode));
     r.onOp(op + ".vec", kMinOpset, upsampleVec(u.spatialRank, u.mode));
+  }
+  for (const Upsample& u : {Upsample{"_upsample_bilinear2d_aa", 2, Interp::LinearAntialias},
+                            Upsample{"_upsample_bicubic2d_aa", 2, Interp::CubicAntialias}}) {
+    std::string op = std::string("aten::") + u.name;
+    r.onOp(op, 18, upsampleSized(u.spatialRank, u.mode));  // Resize's antialias attribute is opset 18
+    r.onOp(op + ".vec", 18, upsampleVec(u.spatialRank, u.mode));
   }
 
   r.onOp("aten::constant_pad_nd", kMinOpset, constantPadSymbolic);
