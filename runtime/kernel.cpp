@@ -172,6 +172,7 @@ void registerAllKernels(KernelRegistry& r) {
   registerReductionKernels(r);
   registerTensorKernels(r);
   registerConvKernels(r);
+  registerDeformConvKernels(r);
   registerNnKernels(r);
   registerMatMulKernels(r);
   registerSequenceKernels(r);

@@ -9,6 +9,7 @@ void registerElementwiseKernels(KernelRegistry& r);  // elementwise.cpp: arithme
 void registerReductionKernels(KernelRegistry& r);    // reduction.cpp: Reduce*, ArgMax/Min, CumSum, Softmax family
 void registerTensorKernels(KernelRegistry& r);       // tensor.cpp: shape, slicing, gather/scatter, concat, creation, Unique
 void registerConvKernels(KernelRegistry& r);         // conv.cpp: Conv, ConvTranspose, com.microsoft::FusedConv
+void registerDeformConvKernels(KernelRegistry& r);   // deform_conv.cpp: DeformConv
 void registerNnKernels(KernelRegistry& r);           // nn.cpp: pools, norms (RMS, group), Resize, Dropout
 void registerMatMulKernels(KernelRegistry& r);       // matmul.cpp: Gemm, MatMul, Einsum
 void registerSequenceKernels(KernelRegistry& r);     // sequence.cpp: Sequence*, SplitToSequence, Optional*, Identity

@@ -1,5 +1,6 @@
 // Convolutions: aten::_convolution (what tracing records), aten::convolution, conv1d/2d/3d (int or
-// "same"/"valid" padding), conv_transpose1d/2d/3d -> ONNX Conv / ConvTranspose.
+// "same"/"valid" padding), conv_transpose1d/2d/3d -> ONNX Conv / ConvTranspose; torchvision's
+// deform_conv2d -> DeformConv (opset 19, which copied it).
 #include <optional>
 #include <string>
 #include <vector>
@@ -190,6 +191,23 @@ SymbolicFn convTransposeNd(int64_t spatialRank) {
   };
 }
 
+// torchvision::deform_conv2d(input, weight, offset, mask, bias, stride_h, stride_w, pad_h, pad_w,
+// dilation_h, dilation_w, groups, offset_groups, use_mask): without use_mask the mask is a placeholder.
+Outputs deformConv2d(Context& ctx) {
+  Value* weight = ctx.tensor(1);
+  if (ctx.requireRank(weight, "deform_conv2d's weight") != 4) ctx.fail("deform_conv2d's weight must be 4-D");
+  const ir::TensorType& w = ctx.typeOf(weight);
+  if (!(*w.shape)[2].isStatic() || !(*w.shape)[3].isStatic()) ctx.fail("deform_conv2d needs the kernel size at export time");
+  std::vector<Value*> inputs = {ctx.tensor(0), weight, ctx.tensor(2), ctx.tensor(4)};
+  if (ctx.boolean(13)) inputs.push_back(ctx.tensor(3));
+  return {ctx.op("DeformConv", inputs,
+                 {ir::attr::ints("kernel_shape", {(*w.shape)[2].size, (*w.shape)[3].size}),
+                  ir::attr::ints("strides", {ctx.int64(5), ctx.int64(6)}),
+                  ir::attr::ints("pads", {ctx.int64(7), ctx.int64(8), ctx.int64(7), ctx.int64(8)}),
+                  ir::attr::ints("dilations", {ctx.int64(9), ctx.int64(10)}), ir::attr::i("group", ctx.int64(11)),
+                  ir::attr::i("offset_group", ctx.int64(12))})};
+}
+
 }  // namespace
 
 void registerConvolutionSymbolics(Registry& r) {
@@ -202,6 +220,7 @@ void registerConvolutionSymbolics(Registry& r) {
   r.onOp("aten::conv_transpose1d", kMinOpset, convTransposeNd(1));
   r.onOp("aten::conv_transpose2d", kMinOpset, convTransposeNd(2));
   r.onOp("aten::conv_transpose3d", kMinOpset, convTransposeNd(3));
+  r.onOp("torchvision::deform_conv2d", 19, deformConv2d);
 }
 
 }  // namespace pt2onnx::symbolic

@@ -3,7 +3,8 @@ pt2onnx.export and `pt2onnx convert --opset`, with the forms that opsets 18 and 
 axes inputs, Split's num_outputs, GridSample's mode names) and the fused ops of 21 and 23
 (GroupNormalization, RMSNormalization, Attention), each checked by onnx's full checker, run in ONNX
 Runtime and in the builtin runtime against PyTorch on other batch sizes and lengths than the
-example's; real models at 18, 21 and 25; the default opset is the running torch's
+example's; torchvision's deformable convolution (19) and F.affine_grid (20); real models at 18, 21
+and 25; the default opset is the running torch's
 torch.onnx.export(dynamo=False) default; opsets outside 9..25 fail without writing a file."""
 import subprocess
 
@@ -154,6 +155,42 @@ def test_fused_ops_match_torch_on_other_batches_and_lengths(opset, tmp_path):
     ops = check(block, path, ["x", "keep"], [(torch.randn(3, 9, 32), other_keep)], opset)
     assert ops.count("RMSNormalization") == (2 if opset >= 23 else 0), ops
     assert ops.count("Attention") == (1 if opset >= 23 else 0), ops
+
+
+class DeformableBlock(torch.nn.Module):
+    """torchvision's DeformConv2d (offsets and a modulation mask from plain convs), strided and
+    grouped, then an affine grid resampling: DeformConv (19) and AffineGrid (20)."""
+
+    def __init__(self):
+        super().__init__()
+        import torchvision
+        self.offsets = torch.nn.Conv2d(4, 2 * 2 * 9, 3, padding=1, stride=2)  # 2 offset groups
+        self.mask = torch.nn.Conv2d(4, 2 * 9, 3, padding=1, stride=2)
+        self.deform = torchvision.ops.DeformConv2d(4, 6, 3, padding=1, stride=2, groups=2)
+        self.theta = torch.nn.Linear(6, 6)
+
+    def forward(self, x):
+        y = self.deform(x, self.offsets(x), torch.sigmoid(self.mask(x)))
+        theta = self.theta(y.mean((2, 3))).view(-1, 2, 3)
+        grid = F.affine_grid(theta, [y.shape[0], 6, 4, 5], align_corners=False)
+        return y, F.grid_sample(y, grid, align_corners=False)
+
+
+@pytest.mark.parametrize("opset", [18, 19, 20, 25])
+def test_deformable_convolution_and_affine_grid(opset, tmp_path):
+    torch.manual_seed(0)
+    model = DeformableBlock().eval()
+    path = tmp_path / "deform.onnx"
+    if opset < 19:  # no ONNX op before DeformConv-19: an error naming the first opset that has it
+        with pytest.raises(pt2onnx.ExportError, match="deform_conv2d.*supported from opset 19"):
+            pt2onnx.export(model, (torch.randn(2, 4, 9, 11),), path, opset_version=opset)
+        assert not path.exists()
+        return
+    pt2onnx.export(model, (torch.randn(2, 4, 9, 11),), path, opset_version=opset, input_names=["x"],
+                   dynamic_axes={"x": {0: "b"}})
+    ops = check(model, path, ["x"], [(torch.randn(3, 4, 9, 11),), (torch.randn(1, 4, 9, 11),)], opset)
+    assert ops.count("DeformConv") == 1, ops
+    assert ops.count("AffineGrid") == (1 if opset >= 20 else 0), ops
 
 
 def test_the_default_opset_is_the_running_torchs(tmp_path, cli):
