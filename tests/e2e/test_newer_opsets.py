@@ -104,6 +104,20 @@ def test_real_models_at_newer_opsets_match_torch(name, opset, tmp_path, cli):
     check(model, out, ["x"], [args], opset)
 
 
+@pytest.mark.parametrize("opset", [18, 21, 25])
+def test_scripted_control_flow_at_newer_opsets_matches_torch(opset, tmp_path, cli):
+    """samples' RecurrentLoop, scripted: a Loop over the input's length, converted from its archive
+    with a dynamic length and run on other lengths (the loop count) and batch sizes."""
+    model, args = models.scripted_loop()
+    model.save(str(tmp_path / "loop.pt"))
+    out = tmp_path / "loop.onnx"
+    subprocess.run([cli, "convert", str(tmp_path / "loop.pt"), "-o", str(out), "--opset", str(opset),
+                    "-i", "x:64x1x64", "--dynamic-axis", "x:0=t", "--dynamic-axis", "x:1=b"],
+                   check=True, capture_output=True)
+    ops = check(model, out, ["x"], [args, (torch.randn(5, 3, 64),), (torch.randn(1, 2, 64),)], opset)
+    assert "Loop" in ops, ops
+
+
 class GroupNormCnn(torch.nn.Module):
     def __init__(self):
         super().__init__()

@@ -94,7 +94,7 @@ def test_initial_states_and_dynamic_axes(kind, bidirectional, tmp_path):
     check(model, (x, state), path, runs)
 
 
-@pytest.mark.parametrize("opset", [13, 14, 15, 16, 17])
+@pytest.mark.parametrize("opset", [13, 14, 15, 16, 17, 18, 21, 25])
 @pytest.mark.parametrize("kind", ["lstm", "gru", "rnn_tanh"])
 def test_every_opset_without_biases(opset, kind, tmp_path):
     model = make(kind, 2, True, batch_first=True, bias=False)
@@ -116,11 +116,12 @@ class Tagger(torch.nn.Module):
         return self.head(out)
 
 
+@pytest.mark.parametrize("opset", [17, 25])
 @pytest.mark.parametrize("kind", ["lstm", "gru", "rnn_tanh"])
-def test_scripted_recurrent_matches_torch(kind, tmp_path):
+def test_scripted_recurrent_matches_torch(kind, opset, tmp_path):
     model = Tagger(kind).eval()
     x = sequence(6, 2, True)
-    pt2onnx.export(torch.jit.script(model), (x,), str(tmp_path / "m.onnx"), input_names=["x"],
+    pt2onnx.export(torch.jit.script(model), (x,), str(tmp_path / "m.onnx"), input_names=["x"], opset_version=opset,
                    dynamic_axes={"x": {0: "batch", 1: "seq"}})
     check(model, (x,), tmp_path / "m.onnx", [(x,), (sequence(9, 4, True),)])
 
