@@ -1,6 +1,7 @@
 // Gradients of BatchNormalization in inference mode (running statistics: an affine map per channel),
 // LayerNormalization (through its Mean and InvStdDev outputs, which the forward node is asked
-// for), GroupNormalization (21) and RMSNormalization (23), whose statistics are recomputed.
+// for), InstanceNormalization, GroupNormalization (21) and RMSNormalization (23), whose statistics
+// are recomputed.
 // Training-mode batch norm is exported as elementary ops, whose gradients compose.
 #include "gradient/context.h"
 #include "gradient/families.h"
@@ -77,13 +78,12 @@ void layerNormalization(GradContext& ctx) {
 }
 
 // GroupNormalization-21: x (N, C, ...) normalized per group of C / num_groups channels (viewed as
-// (N, G, rest)), then scaled and shifted per channel.
-void groupNormalization(GradContext& ctx) {
+// (N, G, rest)), then scaled and shifted per channel. InstanceNormalization is its form with one
+// channel per group (what GroupNorm decomposes to before opset 21).
+void normalizedByGroups(GradContext& ctx, int64_t groups) {
   Value* x = ctx.input(0);
   Value* dY = ctx.outputGrad(0);
-  int64_t rank = ctx.requireRank(x, "the GroupNormalization input");
-  int64_t groups = ctx.attrInt("num_groups", 0);
-  if (groups <= 0) ctx.fail("GroupNormalization needs num_groups > 0");
+  int64_t rank = ctx.requireRank(x, "the normalized input");
   Value* byGroup = ctx.constInt64s({0, groups, -1});
   Value* grouped = ctx.op("Reshape", {x, byGroup});
   Value* mean = ctx.reduce("ReduceMean", grouped, {2}, true);
@@ -103,6 +103,19 @@ void groupNormalization(GradContext& ctx) {
     ctx.setInputGrad(1, ctx.reduce("ReduceSum", ctx.op("Mul", {dY, xhat}), notChannel, false));
   }
   if (ctx.needsGrad(2)) ctx.setInputGrad(2, ctx.reduce("ReduceSum", dY, notChannel, false));
+}
+
+void groupNormalization(GradContext& ctx) {
+  int64_t groups = ctx.attrInt("num_groups", 0);
+  if (groups <= 0) ctx.fail("GroupNormalization needs num_groups > 0");
+  normalizedByGroups(ctx, groups);
+}
+
+void instanceNormalization(GradContext& ctx) {
+  const ir::Value* x = ctx.input(0);
+  if (ctx.requireRank(x, "the InstanceNormalization input") < 3 || !(*x->type.shape)[1].isStatic())
+    ctx.fail("gradients of InstanceNormalization need an input of rank >= 3 with its channel count known at export time");
+  normalizedByGroups(ctx, (*x->type.shape)[1].size);
 }
 
 // RMSNormalization-23 over axes [axis, rank): y = x·r·scale, r = 1/sqrt(mean(x²) + eps). With
@@ -132,6 +145,7 @@ void rmsNormalization(GradContext& ctx) {
 void registerNormalizationGradients(GradientRegistry& r) {
   r.onOp("BatchNormalization", 13, batchNormalization, {0, 1, 2});
   r.onOp("LayerNormalization", 17, layerNormalization);
+  r.onOp("InstanceNormalization", 13, instanceNormalization);
   r.onOp("GroupNormalization", 21, groupNormalization);  // opset 18's per-group scale is never written
   r.onOp("RMSNormalization", 23, rmsNormalization);
 }

@@ -54,13 +54,13 @@ std::vector<at::Tensor> deformConv(KernelContext& ctx) {
                     (at::arange(kh, real) * dilations[0]).repeat_interleave(kw).view({taps, 1, 1});
   at::Tensor cols = (at::arange(outW, real) * strides[1] - pads[1]).view({1, 1, outW}) +
                     (at::arange(kw, real) * dilations[1]).repeat({kh}).view({taps, 1, 1});
-  at::Tensor shifts = offset.to(x.scalar_type()).view({n, offsetGroups, taps, 2, outH, outW});
+  at::Tensor shifts = offset.to(x.scalar_type()).reshape({n, offsetGroups, taps, 2, outH, outW});
   at::Tensor y = (rows + shifts.select(3, 0)).flatten(2);  // [n, og, taps * outH * outW]
   at::Tensor xs = (cols + shifts.select(3, 1)).flatten(2);
   at::Tensor y0 = y.floor(), x0 = xs.floor();
   at::Tensor wy = y - y0, wx = xs - x0;
   at::Tensor iy = y0.to(at::kLong), ix = x0.to(at::kLong);
-  at::Tensor image = x.view({n, offsetGroups, channels / offsetGroups, height, width});
+  at::Tensor image = x.reshape({n, offsetGroups, channels / offsetGroups, height, width});
   auto weighted = [&](const at::Tensor& dy, const at::Tensor& dx, const at::Tensor& w) {
     return gatherPixels(image, iy + dy, ix + dx) * w.unsqueeze(2);
   };
@@ -72,13 +72,13 @@ std::vector<at::Tensor> deformConv(KernelContext& ctx) {
     if (mask.sizes() != at::IntArrayRef{n, offsetGroups * taps, outH, outW})
       ctx.fail("mask must have shape " + c10::str(at::IntArrayRef{n, offsetGroups * taps, outH, outW}) + ", got " +
                c10::str(mask.sizes()));
-    sampled = sampled * mask.to(x.scalar_type()).view({n, offsetGroups, 1, taps * outH * outW});
+    sampled = sampled * mask.to(x.scalar_type()).reshape({n, offsetGroups, 1, taps * outH * outW});
   }
   // columns [n, groups, (c / groups) * taps, L] against weights [groups, out / groups, (c / groups) * taps].
   at::Tensor columns = sampled.reshape({n, groups, (channels / groups) * taps, outH * outW});
   at::Tensor w = weight.to(x.scalar_type()).reshape({groups, outChannels / groups, (channels / groups) * taps});
   at::Tensor out = at::matmul(w.unsqueeze(0), columns).reshape({n, outChannels, outH, outW});
-  if (ctx.numInputs() > 3 && ctx.hasInput(3)) out = out + ctx.input(3).to(x.scalar_type()).view({1, outChannels, 1, 1});
+  if (ctx.numInputs() > 3 && ctx.hasInput(3)) out = out + ctx.input(3).to(x.scalar_type()).reshape({1, outChannels, 1, 1});
   return {out};
 }
 

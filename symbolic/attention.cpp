@@ -8,6 +8,7 @@
 //   triangle of the (L, S) scores, aligned top-left
 //   weights = softmax(scores, -1), and 0 on rows the mask removes entirely (torch's _safe_softmax)
 //   out = weights @ v; enable_gqa repeats each k/v head q.size(-3) / k.size(-3) times (repeat_interleave)
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -166,6 +167,19 @@ Outputs scaledDotProductAttention23(Context& ctx) {
     // Attention sees 3-D inputs as (B, 1 head, L, S): a (B, L, S) mask gets its head axis.
     int64_t maskRank = ctx.requireRank(m, "attn_mask");
     if (rank == 3 && maskRank == 3) m = ctx.unsqueeze(m, {1});
+    // ONNX Runtime reads the mask's last two dims as (L, S) and does not broadcast them (a padding
+    // mask (B, 1, 1, S) is refused: "inconsistent q_sequence_length"): they are expanded.
+    maskRank = ctx.rank(m);
+    auto sameSize = [&](int64_t maskDim, Value* of, int64_t dim) {
+      auto a = staticDim(m, maskDim), b = staticDim(of, dim);
+      return a && b && *a == *b;
+    };
+    if (maskRank < 2 || !sameSize(maskRank - 2, q, rank - 2) || !sameSize(maskRank - 1, k, rank - 2)) {
+      std::vector<Value*> dims(std::max<int64_t>(maskRank, 2) - 2, ctx.constInt64s({1}));
+      dims.push_back(ctx.unsqueeze(dimSize(ctx, q, rank - 2), {0}));
+      dims.push_back(ctx.unsqueeze(dimSize(ctx, k, rank - 2), {0}));
+      m = ctx.op("Expand", {m, ctx.op("Concat", dims, {attr::i("axis", 0)})});
+    }
     inputs.push_back(m);
   }
   std::vector<ir::Attribute> attrs;

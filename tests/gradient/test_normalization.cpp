@@ -1,5 +1,5 @@
 // Finite-difference checks of BatchNormalization (inference mode), LayerNormalization,
-// GroupNormalization (21) and RMSNormalization (23) (gradient/normalization.cpp), and of
+// InstanceNormalization, GroupNormalization (21) and RMSNormalization (23) (gradient/normalization.cpp), and of
 // training-mode batch statistics built from elementary ops.
 #include <gtest/gtest.h>
 
@@ -48,6 +48,19 @@ TEST(NormalizationGradients, GroupNormalizationOfImagesAndSequences) {
           .tolerance(1e-6, 1e-4)
           .check();
     }
+}
+
+TEST(NormalizationGradients, InstanceNormalizationOfImagesAndSequences) {
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{2, 3, 4, 2}, std::vector<int64_t>{3, 2, 5}}) {
+    GradientCase c("InstanceNormalization rank " + std::to_string(shape.size()));
+    c.input("x", shape)
+        .input("scale", {shape[1]})
+        .input("bias", {shape[1]})
+        .node("InstanceNormalization", {"x", "scale", "bias"}, {"y"}, {ir::attr::f("epsilon", 1e-5)})
+        .output("y")
+        .tolerance(1e-6, 1e-4)
+        .check();
+  }
 }
 
 TEST(NormalizationGradients, RmsNormalizationOverOneAndTwoAxes) {
