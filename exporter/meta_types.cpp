@@ -70,7 +70,14 @@ class MetaStack {
     }
     switch (a.kind) {
       case Arg::Kind::None: return c10::IValue();
-      case Arg::Kind::Tensor: return tensorFor(a);
+      case Arg::Kind::Tensor:
+        // A number computed at run time that the graph holds as a 0-d tensor, where the op takes a
+        // number (an element of an int[] size list): an unknown number, as an Int argument would be.
+        if (a.value && t->kind() == c10::TypeKind::IntType) {
+          exact_ = false;
+          return c10::IValue(unknowns_.number + unknowns_.numberStep * unknownNumbers_++);
+        }
+        return tensorFor(a);
       case Arg::Kind::Int:
         if (a.value) exact_ = false;
         if (t->kind() == c10::TypeKind::TensorType) return tensorFor(a);

@@ -261,10 +261,7 @@ Outputs groupNorm(Context& ctx) {
       {grouped, filledChannelVector(ctx, grouped, groups, 1.0, dtype),
        filledChannelVector(ctx, grouped, groups, 0.0, dtype)},
       {ir::attr::f("epsilon", eps)});
-  Value* out = ctx.op("Reshape", {normalized, ctx.op("Shape", {x})});
-  // x's shape, which ONNX's Reshape inference does not derive from a Shape computed at run time (the
-  // output had no rank in archives typed statically when PyTorch's CPU stand-ins were too large).
-  if (!out->type.hasRank()) out->type.shape = x->type.shape;
+  Value* out = ctx.op("Reshape", {normalized, ctx.op("Shape", {x})});  // x's dims (writer/node_type_inference.cpp)
   if (!weight && !bias) return {out};
   int64_t rank = ctx.requireRank(x, "the group_norm input");
   return {perChannelAffine(ctx, out, weight, bias, rank, dtype)};

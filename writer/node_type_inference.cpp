@@ -1,5 +1,6 @@
 #include "writer/node_type_inference.h"
 
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <string>
@@ -78,6 +79,23 @@ class NodeInferenceContext : public onnx::InferenceContext {
 
 bool typeKnown(const ir::TensorType& t) { return t.dtype != ir::DType::Undefined; }
 
+// Reshape(x, Shape(s)) (a shape restored after a computation on a flattened view: group norm's
+// decomposition) has s's dims, which ONNX's node inference cannot see (from 1.15 it infers the rank
+// from the Shape's length, before it nothing). Not when s may be empty: a 0 copies x's dim.
+void restoredShape(ir::Node& node) {
+  if (node.opType != "Reshape" || !node.domain.empty() || node.inputs.size() < 2 || !node.inputs[1]) return;
+  const ir::Node* shape = node.inputs[1]->producer;
+  if (!shape || shape->opType != "Shape" || !shape->domain.empty() || shape->findAttribute("start") ||
+      shape->findAttribute("end") || !shape->inputs[0]->type.hasRank() || !node.inputs[0] ||
+      !typeKnown(node.inputs[0]->type))
+    return;
+  const std::vector<ir::Dim>& dims = *shape->inputs[0]->type.shape;
+  if (std::any_of(dims.begin(), dims.end(), [](const ir::Dim& d) { return d.isStatic() && d.size == 0; })) return;
+  ir::Value* out = node.outputs[0];
+  if (!typeKnown(out->type)) out->type.dtype = node.inputs[0]->type.dtype;
+  out->type.shape = dims;
+}
+
 }  // namespace
 
 void inferNodeTypes(ir::Node& node, int opset, const std::map<std::string, int>& customOpsets) {
@@ -104,6 +122,7 @@ void inferNodeTypes(ir::Node& node, int opset, const std::map<std::string, int>&
     throw ExportError("ONNX type inference rejects " + (node.domain.empty() ? "" : node.domain + "::") + node.opType +
                       " node '" + node.name + "': " + e.what());
   }
+  restoredShape(node);
   for (size_t k = 0; k < node.outputs.size(); ++k) {
     ir::Value* out = node.outputs[k];
     std::optional<ir::TensorType> inferred = typeFromProto(ctx.outputType(k));
