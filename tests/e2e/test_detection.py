@@ -184,11 +184,12 @@ def scored_faster_rcnn():
     return model.eval()
 
 
-@pytest.mark.parametrize("opset", [17, 25])
+@pytest.mark.parametrize("opset", [17, 21])
 def test_faster_rcnn_detections_match_torch_on_other_images_and_sizes(opset, tmp_path):
     """Compared with PyTorch's own detections under float noise (samples/detection_check.py): PyTorch
     itself keeps ~10 of these 100 detections or others with 1 thread or 2, or in channels-last. At 17
-    and at the newest opset (Reduce*/Split forms of 18, GridSample/DFT of 20)."""
+    and at 21 (Reduce*/Split forms of 18): the newest opset ONNX Runtime 1.32 runs RoiAlign at (it has
+    no RoiAlign-22 kernel: "Could not find an implementation for RoiAlign(22)"; docs/opsets.md)."""
     model = scored_faster_rcnn()
     path = tmp_path / "frcnn.onnx"
     names = export(model, ([torch.rand(3, 320, 320)],), path, opset=opset, names=["image"],
