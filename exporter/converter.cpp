@@ -357,6 +357,8 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
     try {
       nodesBefore = current_->nodes().size();
       outs = entry->fn(ctx);
+      for (const std::string& w : ctx.warnings())
+        if (symbolicWarnings_.insert(w).second) warnings_.push_back(jit::describeNode(n) + ": " + w);
     } catch (const SymbolicError& e) {
       failure = e.what();
       // A symbolic refusing what PyTorch refuses too (float indices to an embedding) is a mistake of

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -93,6 +94,7 @@ class GraphConverter {
   // Results of unconvertible non-tensor nodes not read by anything converted yet.
   std::unordered_map<const torch::jit::Value*, const torch::jit::Node*> deferred_;
   std::vector<std::string> warnings_;
+  std::set<std::string> symbolicWarnings_;  // each symbolic's warning once per export
   ExampleDimSizes exampleDimSizes_;
   bool argumentsAcceptedByTrace_ = false;
   int constantCounter_ = 0;

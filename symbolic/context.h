@@ -130,6 +130,10 @@ class Context {
   void setType(ir::Value* v, ir::TensorType t) { v->type = std::move(t); }
 
   [[noreturn]] void fail(const std::string& message) const;
+  // A note for the user on a node that converts exactly but that a common runtime cannot run;
+  // the exporter adds the node's location and reports each message once per export.
+  void warn(std::string message) { warnings_.push_back(std::move(message)); }
+  const std::vector<std::string>& warnings() const { return warnings_; }
 
   // The TorchScript node being converted, as an opaque pointer. Only front ends that own LibTorch
   // (the Python binding's symbolics for prim::PythonOp and user-registered Python symbolics) read
@@ -149,6 +153,7 @@ class Context {
   std::function<ir::TensorType(size_t)> outputTypeOracle_;
   std::vector<ir::DType> tracedOutputDtypes_;
   const void* sourceNode_ = nullptr;
+  std::vector<std::string> warnings_;
 };
 
 // Normalizes a possibly negative dimension against `rank`.

@@ -53,6 +53,12 @@ Outputs roiAlign(Context& ctx) {
                                    attr::s("mode", "avg")};
   if (ctx.opset() >= 16)
     attrs.push_back(attr::s("coordinate_transformation_mode", aligned ? "half_pixel" : "output_half_pixel"));
+  // RoiAlign-22 only adds bfloat16, yet onnxruntime 1.32 registers no kernel for it (measured:
+  // "Could not find an implementation for RoiAlign(22)"); an opset-22+ model is correct ONNX.
+  if (ctx.opset() >= 22)
+    ctx.warn("RoiAlign at opset " + std::to_string(ctx.opset()) + " is RoiAlign-22, which onnxruntime 1.32 cannot "
+             "run (it has no RoiAlign-22 kernel); export with opset 21 or lower to run the model there "
+             "(pt2onnx's runtime runs it at every opset)");
   return {ctx.op("RoiAlign", {input, corners, batchIndices}, attrs)};
 }
 

@@ -117,6 +117,37 @@ def test_roi_align_matches_torchvision(output_size, scale, sampling_ratio, align
             assert ort.max_rel_error(expected, got) < 1e-5, runtime
 
 
+def test_roi_align_from_opset_22_warns_that_onnxruntime_cannot_run_it(tmp_path):
+    """RoiAlign-22 is correct ONNX, but onnxruntime 1.32 has no kernel for it: the export says so once
+    (not once per node), pt2onnx's runtime runs it like torchvision, and opset 21 has no warning."""
+    g = torch.Generator().manual_seed(4)
+    first, second = RoiAlign(3, 0.5, 2, True), RoiAlign(2, 0.25, -1, False)
+
+    class Two(torch.nn.Module):
+        def forward(self, features, boxes):
+            return first(features, boxes), second(features, boxes)
+
+    example = (torch.randn(2, 3, 20, 24, generator=g), rois(5, 2, g))
+    for opset in (21, 22, 25):
+        path = tmp_path / f"roi_{opset}.onnx"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            pt2onnx.export(Two(), example, path, opset_version=opset, input_names=["in_0", "in_1"],
+                           dynamic_axes={"in_1": {0: "k"}})
+        about = [str(w.message) for w in caught if "RoiAlign" in str(w.message)]
+        if opset < 22:
+            assert about == [], about
+            continue
+        assert len(about) == 1, about
+        assert "onnxruntime 1.32" in about[0] and "opset 21 or lower" in about[0], about[0]
+        assert "roi_align" in about[0], about[0]  # the node's location
+        args = (torch.randn(2, 3, 20, 24, generator=g), rois(7, 2, g))
+        expected = [t.numpy() for t in Two()(*args)]
+        got = pt2onnx.InferenceSession(str(path)).run(None, {"in_0": args[0].numpy(), "in_1": args[1].numpy()})
+        for e, o in zip(expected, got):
+            assert ort.max_rel_error(e, o) < 1e-5
+
+
 def test_aligned_roi_align_below_opset_16_names_the_opset(tmp_path):
     with pytest.raises(pt2onnx.ExportError, match="opset 16"):
         export(RoiAlign(7, 0.5, 2, True), (torch.randn(1, 3, 20, 24), rois(5, 1, torch.Generator())),

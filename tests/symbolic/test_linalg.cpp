@@ -16,6 +16,7 @@
 namespace {
 
 using pt2onnx::testing::countOf;
+using pt2onnx::testing::dynamicAxesExportError;
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectDynamicAxesConvertLikeTorch;
 using pt2onnx::testing::exportError;
@@ -38,24 +39,6 @@ at::Tensor positiveDefinite(std::vector<int64_t> shape, at::ScalarType dtype = a
   int64_t n = shape.back();
   at::Tensor b = at::randn(shape, dtype);
   return at::matmul(b, b.transpose(-2, -1)) + n * at::eye(n, dtype);
-}
-
-// The exporter's error for `irText` with axes `dynamicAxes` of input 0 dynamic ("" if it exports).
-std::string dynamicAxesExportError(const std::string& irText, const std::vector<at::Tensor>& example,
-                                   const std::map<int64_t, std::string>& dynamicAxes) {
-  pt2onnx::ExportOptions options;
-  options.opset = 17;
-  for (size_t i = 0; i < example.size(); ++i) options.inputNames.push_back("in_" + std::to_string(i));
-  options.dynamicAxes["in_0"] = dynamicAxes;
-  auto graph = std::make_shared<torch::jit::Graph>();
-  torch::jit::parseIR(irText, graph.get());
-  try {
-    pt2onnx::ModelGraph model = pt2onnx::graphFromIR(graph, std::vector<c10::IValue>(example.begin(), example.end()));
-    pt2onnx::exportToBytes(model, options);
-  } catch (const pt2onnx::ExportError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 const char* kInv = R"IR(
@@ -202,7 +185,7 @@ TEST(LinalgSymbolics, SolveWithDynamicBatchMatchesTorch) {
                                     {{0, "batch"}}, {{wellConditioned({5, 4, 4}), at::randn({1, 3, 4})}}, 17);
   // B (2, 4) is a batch of vectors when the batch is 2, a matrix otherwise (then PyTorch raises).
   std::string ambiguous = dynamicAxesExportError(solveGraph(true, true), {wellConditioned({2, 4, 4}), at::randn({2, 4})},
-                                                 {{0, "batch"}});
+                                                 {{0, "batch"}}, 17);
   EXPECT_NE(ambiguous.find("is a batch of vectors or of matrices depends on dims unknown at export time"),
             std::string::npos) << ambiguous;
 }
@@ -318,7 +301,7 @@ TEST(LinalgSymbolics, LargeOrDynamicMatrixSizeIsALocatedError) {
   EXPECT_NE(tooLarge.find("up to n = 16"), std::string::npos) << tooLarge;
   std::string cholesky = exportError(choleskyGraph("aten::linalg_cholesky", false), {positiveDefinite({20, 20})}, 17);
   EXPECT_NE(cholesky.find("linalg.cholesky: n = 20 is too large"), std::string::npos) << cholesky;
-  std::string dynamic = dynamicAxesExportError(kInv, {wellConditioned({4, 4})}, {{0, "n"}, {1, "n"}});
+  std::string dynamic = dynamicAxesExportError(kInv, {wellConditioned({4, 4})}, {{0, "n"}, {1, "n"}}, 17);
   EXPECT_NE(dynamic.find("linalg.inv: the matrix size n of A"), std::string::npos) << dynamic;
   EXPECT_NE(dynamic.find("is dynamic"), std::string::npos) << dynamic;
   EXPECT_NE(dynamic.find("at most 16"), std::string::npos) << dynamic;

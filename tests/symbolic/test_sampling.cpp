@@ -16,6 +16,7 @@
 namespace {
 
 using pt2onnx::testing::contains;
+using pt2onnx::testing::dynamicAxesExportError;
 using pt2onnx::testing::expectConvertsLikeTorch;
 using pt2onnx::testing::expectDynamicAxesConvertLikeTorch;
 using pt2onnx::testing::exportedOpTypes;
@@ -98,24 +99,6 @@ TEST(SamplingSymbolics, AffineGridMatchesTorchBelowAndFromOpset20) {
       expectConvertsLikeTorch(affineGridGraph({2, 1, 3, 4, 5}, align), {at::randn({2, 3, 4})}, opset);
     }
   }
-}
-
-// The exporter's error for `irText` with axes `dynamicAxes` of input 0 dynamic ("" if it exports).
-std::string dynamicAxesExportError(const std::string& irText, const std::vector<at::Tensor>& example,
-                                   const std::map<int64_t, std::string>& dynamicAxes, int opset) {
-  pt2onnx::ExportOptions options;
-  options.opset = opset;
-  for (size_t i = 0; i < example.size(); ++i) options.inputNames.push_back("in_" + std::to_string(i));
-  options.dynamicAxes["in_0"] = dynamicAxes;
-  auto graph = std::make_shared<torch::jit::Graph>();
-  torch::jit::parseIR(irText, graph.get());
-  try {
-    pt2onnx::ModelGraph model = pt2onnx::graphFromIR(graph, std::vector<c10::IValue>(example.begin(), example.end()));
-    pt2onnx::exportToBytes(model, options);
-  } catch (const pt2onnx::ExportError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(SamplingSymbolics, AffineGridWithARunTimeSizeNeedsOpset20) {

@@ -220,13 +220,29 @@ std::string exportError(const std::string& irText, const std::vector<at::Tensor>
   return "";
 }
 
+namespace {
+ExportOptions dynamicAxesOptions(size_t inputs, const std::map<int64_t, std::string>& dynamicAxes, int opset) {
+  ExportOptions options = optionsFor(opset, inputs);
+  options.dynamicAxes["in_0"] = dynamicAxes;
+  return options;
+}
+}  // namespace
+
+std::string dynamicAxesExportError(const std::string& irText, const std::vector<at::Tensor>& example,
+                                   const std::map<int64_t, std::string>& dynamicAxes, int opset) {
+  try {
+    ModelGraph model = graphFromIR(parse(irText), std::vector<c10::IValue>(example.begin(), example.end()));
+    exportToBytes(model, dynamicAxesOptions(example.size(), dynamicAxes, opset));
+  } catch (const ExportError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 void expectDynamicAxesConvertLikeTorch(const std::string& irText, const std::vector<at::Tensor>& example,
                                        const std::map<int64_t, std::string>& dynamicAxes,
                                        const std::vector<std::vector<at::Tensor>>& runs, int opset) {
-  ExportOptions options;
-  options.opset = opset;
-  for (size_t i = 0; i < example.size(); ++i) options.inputNames.push_back("in_" + std::to_string(i));
-  options.dynamicAxes["in_0"] = dynamicAxes;
+  ExportOptions options = dynamicAxesOptions(example.size(), dynamicAxes, opset);
   ModelGraph model =
       graphFromIR(parse(irText), std::vector<c10::IValue>(example.begin(), example.end()));
   std::string bytes;

@@ -46,5 +46,8 @@ int countOf(const std::vector<std::string>& opTypes, const std::string& opType);
 std::string unaryGraph(const std::string& op);
 // The message of the ExportError that exporting `irText` raises ("" if it exports).
 std::string exportError(const std::string& irText, const std::vector<at::Tensor>& inputs, int opset);
+// The same with axes `dynamicAxes` of input 0 dynamic (inputs named in_0, in_1, ...).
+std::string dynamicAxesExportError(const std::string& irText, const std::vector<at::Tensor>& example,
+                                   const std::map<int64_t, std::string>& dynamicAxes, int opset);
 
 }  // namespace pt2onnx::testing
