@@ -11,6 +11,40 @@
 
 namespace pt2onnx::jit {
 
+namespace {
+bool insideTorch(const std::string& file) {
+  return file.find("site-packages/torch/") != std::string::npos ||
+         file.find("dist-packages/torch/") != std::string::npos;
+}
+
+// A traced node's source is the Python stack at the call, one "file(line): function" per frame,
+// innermost first; its own location is the innermost frame. That frame is often torch's plumbing
+// (torch/_ops.py for every custom op, torch/_tensor.py for operators, torch/nn/functional.py) while
+// the user's line is further out: name the first frame outside torch, unless the way out passes
+// through torch's module or tracing machinery (the op is then inside a torch module such as
+// nn.Conv2d, whose own line says more than the torch.jit.trace call far outside).
+std::optional<std::string> callerOutsideTorch(const torch::jit::SourceRange& range, const std::string& file,
+                                              size_t line) {
+  std::istringstream lines(range.text().str());
+  std::string text;
+  bool first = true;
+  while (std::getline(lines, text)) {
+    size_t close = text.find("): "), open = close == std::string::npos ? close : text.rfind('(', close);
+    if (open == std::string::npos || open == 0 || open + 1 == close) return std::nullopt;
+    std::string frameFile = text.substr(0, open), frameLine = text.substr(open + 1, close - open - 1);
+    if (!std::all_of(frameLine.begin(), frameLine.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return std::nullopt;
+    if (first && (frameFile != file || frameLine != std::to_string(line))) return std::nullopt;  // not a stack
+    first = false;
+    if (!insideTorch(frameFile)) return frameFile + ":" + frameLine;
+    if (frameFile.find("torch/nn/modules/module.py") != std::string::npos ||
+        frameFile.find("torch/jit/") != std::string::npos)
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+}  // namespace
+
 std::string sourceLocation(const torch::jit::Node* node) {
   auto range = node->sourceRange();
   // Graphs loaded from an archive point into its generated code; the archive's debug info maps
@@ -20,6 +54,8 @@ std::string sourceLocation(const torch::jit::Node* node) {
     if (auto original = range.findSourceRangeThatGenerated()) range = *original;
     if (auto flc = range.file_line_col()) {
       const auto& [file, line, col] = *flc;
+      if (insideTorch(file))
+        if (auto caller = callerOutsideTorch(range, file, line)) return *caller;
       return file + ":" + std::to_string(line);
     }
   } catch (const std::exception&) {

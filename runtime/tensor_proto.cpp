@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include <onnx/onnx-data_pb.h>
+#include <onnx/onnx-data.pb.h>
 #include <onnx/onnx_pb.h>
 
 #include "common/errors.h"

@@ -167,8 +167,12 @@ at::ScalarType castTarget(KernelContext& ctx) {
                            ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(onnx))
                            : "invalid type " + std::to_string(onnx);
     // ATen has float8 dtypes, but its casts do not follow ONNX's saturate rules (conformance_xfail.txt).
-    ctx.fail("cannot cast to ONNX type " + name + ": the builtin runtime has no tensors of that type (it runs "
-             "float16/32/64, bfloat16, int8-64, uint8, uint16, bool and complex)");
+    std::string runs;
+    for (int32_t t = onnx::TensorProto_DataType_DataType_MIN + 1; t <= onnx::TensorProto_DataType_DataType_MAX; ++t)
+      if (onnx::TensorProto_DataType_IsValid(t) && atenType(t))
+        runs += (runs.empty() ? "" : ", ") + onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t));
+    ctx.fail("cannot cast to ONNX type " + name + ": the builtin runtime has no tensors of that type (it runs " + runs +
+             ")");
   }
   return *type;
 }

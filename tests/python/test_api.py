@@ -696,6 +696,30 @@ def test_full_check_passes_and_doc_strings_hold_source_locations(opset, tmp_path
     assert any(f"{THIS_FILE}:{forward_line}" in d for d in docs), docs
 
 
+class ThroughTorchWrappers(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        y = self.conv(x)
+        z = torch.nn.functional.relu(y) // 0.5
+        return z - torch.ops.aten.sigmoid(y)
+
+
+def test_doc_strings_name_the_callers_line_not_torchs_wrappers(tmp_path):
+    """A traced op called through torch's Python wrappers (F.relu, Tensor.__floordiv__,
+    torch.ops) is located at the model's line that called it; an op inside a torch module
+    (nn.Conv2d) keeps the module's own line rather than the far-away torch.jit.trace call."""
+    model, path = ThroughTorchWrappers().eval(), tmp_path / "m.onnx"
+    pt2onnx.export(model, (torch.randn(1, 3, 8, 8),), path, opset_version=17, dynamic_axes={"x": {0: "n", 2: "h", 3: "w"}})
+    proto = check_runs_like_torch(model, (torch.randn(2, 3, 11, 9),), path)
+    docs = {n.op_type: n.doc_string for n in proto.graph.node}
+    assert docs["Relu"] == docs["Floor"] == f"{THIS_FILE}:{_line_of('z = torch.nn.functional.relu(y)')}", docs
+    assert docs["Sigmoid"] == f"{THIS_FILE}:{_line_of('return z - torch.ops.aten.sigmoid(y)')}", docs
+    assert "torch/nn/modules/conv.py:" in docs["Conv"], docs
+
+
 def test_ops_whose_python_meta_kernel_raises_export(tmp_path):
     """repeat_interleave with per-element counts: PyTorch's meta kernel (Python) cannot size the
     output and raises while pt2onnx types the graph; that must leave no Python error behind (it

@@ -11,7 +11,7 @@
 #include <set>
 
 #include <gtest/gtest.h>
-#include <onnx/onnx-data_pb.h>
+#include <onnx/onnx-data.pb.h>
 #include <onnx/onnx_pb.h>
 
 #include "exporter/torch_compat.h"

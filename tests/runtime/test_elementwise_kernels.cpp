@@ -274,6 +274,10 @@ TEST(ElementwiseKernels, CastAndCastLikeConvertDtypes) {
   expectSame(run("CastLike", 15, {x, T({0}, at::kLong)}, at::kLong), T({-2, 0, 0, 1, 3}, at::kLong));
   std::string err = errorOf("Cast", 13, {x}, at::kFloat, {attr("to", onnx::TensorProto::STRING)});
   EXPECT_NE(err.find("STRING"), std::string::npos) << err;
+  // The types it does run are listed from the runtime's own dtype table.
+  err = errorOf("Cast", 21, {x}, at::kFloat, {attr("to", onnx::TensorProto::FLOAT8E4M3FN)});
+  for (const char* named : {"FLOAT8E4M3FN", "it runs FLOAT, UINT8, INT8, UINT16", "BFLOAT16"})
+    EXPECT_NE(err.find(named), std::string::npos) << named << " not in: " << err;
 }
 
 TEST(ElementwiseKernels, CastOpset1NamesTheTypeAsAString) {
