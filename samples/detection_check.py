@@ -136,18 +136,19 @@ def _score_tie_runs(run, iou_threshold, keep_top):
         gap = (scores - scores[k]).abs()
         near = dropped & (labels == labels[k]) & (row > iou_threshold) & (gap <= SCORE_TIE * abs(float(scores[k])))
         ties += [(float(gap[j]), j, k) for j in near.nonzero().flatten().tolist()]
-    tie_runs, seen = [], set()
+    tie_runs, promoted, kept_sets = [], set(), set()
     for _, j, k in sorted(ties):
-        if j in seen or len(tie_runs) == SCORE_TIE_RUNS:
+        if j in promoted or len(tie_runs) == SCORE_TIE_RUNS:
             continue
-        seen.add(j)
+        promoted.add(j)
         ranked = scores.clone()
         ranked[j] = scores.max() + 1
         keep = batched_nms(boxes, ranked, labels, iou_threshold)[:keep_top]
         keep = keep[scores[keep].argsort(descending=True)]
-        if tuple(sorted(keep.tolist())) in seen:  # another tie's run already keeps these
+        kept_set = tuple(sorted(keep.tolist()))
+        if kept_set in kept_sets:  # another tie's run already keeps these
             continue
-        seen.add(tuple(sorted(keep.tolist())))
+        kept_sets.add(kept_set)
         tie_runs.append({"boxes": c["boxes"][keep], "scores": c["scores"][keep], "labels": c["labels"][keep],
                          "candidates": c, "score_tie": True})
     return tie_runs
