@@ -13,6 +13,7 @@
 #include "exporter/known_nodes.h"
 #include "exporter/meta_types.h"
 #include "exporter/passes/passes.h"
+#include "exporter/torch_compat.h"
 #include "exporter/value_map.h"
 #include "symbolic/dtype.h"
 #include "writer/node_type_inference.h"
@@ -128,7 +129,9 @@ void refineShape(ir::TensorType& t, const ir::TensorType& exact) {
 GraphConverter::GraphConverter(const ExportOptions& options, Typing typing, const TypeMap& captured,
                                ir::Graph& out, SupportReport* collect)
     : options_(options), typing_(typing), captured_(captured), out_(out), current_(&out), collect_(collect),
-      registry_(symbolic::defaultRegistry()) {}
+      registry_(symbolic::defaultRegistry()) {
+  torch_compat::shareTorchBehaviourWithSymbolics();
+}
 
 void GraphConverter::convertBlock(const torch::jit::Block* block) {
   for (const torch::jit::Node* n : block->nodes()) convertNode(n);

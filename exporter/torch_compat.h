@@ -21,6 +21,10 @@ constexpr bool torchAtLeast(int major, int minor) {
   return TORCH_VERSION_MAJOR > major || (TORCH_VERSION_MAJOR == major && TORCH_VERSION_MINOR >= minor);
 }
 
+// Tells symbolic/ what this torch computes where releases differ (symbolic/torch_behaviour.h), found
+// out by running ATen once. Every conversion calls it first; it sets the behaviour once per process.
+void shareTorchBehaviourWithSymbolics();
+
 // Interned symbols that older releases lack: c10::aten::numel exists from 2.10 on. The symbol itself
 // (looked up by name) is the same in every release.
 inline c10::Symbol atenNumel() { return c10::Symbol::fromQualString("aten::numel"); }

@@ -23,6 +23,7 @@
 #include "symbolic/families.h"
 #include "symbolic/helpers.h"
 #include "symbolic/registry.h"
+#include "symbolic/torch_behaviour.h"
 
 namespace pt2onnx::symbolic {
 namespace {
@@ -225,10 +226,17 @@ bool keepsBatch(const Value* a, int64_t aRank, const Value* v, int64_t rank) {
   return true;
 }
 
+// The zero-pivot flags of the factorization whose first zero pivot is ATen's `info`: of A, or of A^T
+// where the running torch factors that (symbolic/torch_behaviour.h).
+std::vector<Value*> factorizedZeroPivots(Context& ctx, const Square& a, bool transposed) {
+  Value* factorized = transposed ? transposeMatrices(ctx, a.value, a.rank) : a.value;
+  return eliminate(ctx, factorized, a.rank, a.n, 0, a.dtype).zeroPivots;
+}
+
 // linalg_solve_ex's result and info; linalg_solve, linalg_inv and inverse read the result only.
 // ATen: B is a (batch of) vector(s) when it is 1-D or has A's shape without its last dim; the info
-// is of A's batch shape, from the LU factorization of A (also when left=False, solved here as
-// A^T X^T = B^T).
+// is of A's batch shape, from the LU factorization of A, or of A^T (above), also when left=False
+// (solved here as A^T X^T = B^T).
 Outputs solve(Context& ctx, const std::string& opName, Value* aValue, Value* bValue, bool left, bool withInfo) {
   Square a = requireSquare(ctx, aValue, opName, "A");
   int64_t bRank = ctx.rank(bValue);
@@ -258,6 +266,7 @@ Outputs solve(Context& ctx, const std::string& opName, Value* aValue, Value* bVa
   Value* x = nullptr;
   std::vector<Value*> zeroPivots;
   bool infoFromSolve = false;
+  const bool infoOfTranspose = torchBehaviour().solveFactorsTransposeOfContiguousA;
   if (a.n == 0) {
     x = broadcastBatch(ctx, b, a.value, a.rank);
   } else {
@@ -266,16 +275,18 @@ Outputs solve(Context& ctx, const std::string& opName, Value* aValue, Value* bVa
                ") must be known at export time");
     if (left) {
       std::tie(x, zeroPivots) = luSolve(ctx, a.value, a.rank, b, matrixRank, a.n, *columns, a.dtype);
-      infoFromSolve = keepsBatch(a.value, a.rank, b, matrixRank);
+      infoFromSolve = !infoOfTranspose && keepsBatch(a.value, a.rank, b, matrixRank);
     } else {
-      Value* xt = luSolve(ctx, transposeMatrices(ctx, a.value, a.rank), a.rank, transposeMatrices(ctx, b, matrixRank),
-                          matrixRank, a.n, *columns, a.dtype).first;
+      Value* xt = nullptr;
+      std::tie(xt, zeroPivots) = luSolve(ctx, transposeMatrices(ctx, a.value, a.rank), a.rank,
+                                         transposeMatrices(ctx, b, matrixRank), matrixRank, a.n, *columns, a.dtype);
       x = transposeMatrices(ctx, xt, rank);
+      infoFromSolve = infoOfTranspose && keepsBatch(a.value, a.rank, b, matrixRank);
     }
   }
   if (vectorCase) x = ctx.squeeze(x, {rank - 1});
   if (!withInfo) return {x};
-  if (a.n != 0 && !infoFromSolve) zeroPivots = eliminate(ctx, a.value, a.rank, a.n, 0, a.dtype).zeroPivots;
+  if (a.n != 0 && !infoFromSolve) zeroPivots = factorizedZeroPivots(ctx, a, infoOfTranspose);
   return {x, infoOutput(ctx, a.value, a.rank, zeroPivots)};
 }
 
@@ -287,6 +298,8 @@ Outputs inverse(Context& ctx, const std::string& opName) {
   for (int64_t i = 0; i < a.n; ++i) identity[size_t(i * a.n + i)] = 1.0;
   Value* eye = ctx.constant(ir::TensorData::fromDoubles(identity, a.dtype, {a.n, a.n}));
   auto [x, zeroPivots] = luSolve(ctx, a.value, a.rank, eye, 2, a.n, a.n, a.dtype);
+  if (torchBehaviour().solveFactorsTransposeOfContiguousA && ctx.numOutputs() == 2)
+    zeroPivots = factorizedZeroPivots(ctx, a, /*transposed=*/true);
   return {x, infoOutput(ctx, a.value, a.rank, zeroPivots)};
 }
 

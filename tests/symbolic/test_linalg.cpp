@@ -11,6 +11,8 @@
 
 #include "common/errors.h"
 #include "exporter/export.h"
+#include "exporter/torch_compat.h"
+#include "symbolic/torch_behaviour.h"
 #include "tests/util/converter_test.h"
 
 namespace {
@@ -22,6 +24,9 @@ using pt2onnx::testing::expectDynamicAxesConvertLikeTorch;
 using pt2onnx::testing::exportError;
 using pt2onnx::testing::exportedOpTypes;
 using pt2onnx::testing::unaryGraph;
+using pt2onnx::symbolic::setTorchBehaviour;
+using pt2onnx::symbolic::TorchBehaviour;
+using pt2onnx::symbolic::torchBehaviour;
 
 // Well-conditioned: a random matrix with a dominant diagonal, but not so dominant that pivoting is idle.
 at::Tensor wellConditioned(std::vector<int64_t> shape) {
@@ -106,6 +111,48 @@ TEST(LinalgSymbolics, InvExInfoIsTheFirstZeroPivot) {
   expectConvertsLikeTorch(kInvExInfo, {at::zeros({1, 1})}, 17);
 }
 
+// Which matrix's factorization gives info differs between torch releases (symbolic/torch_behaviour.h):
+// both choices are checked against that factorization, and the process's own against eager torch above.
+TEST(LinalgSymbolics, InfoIsOfTheMatrixTheRunningTorchFactorizes) {
+  pt2onnx::torch_compat::shareTorchBehaviourWithSymbolics();
+  const TorchBehaviour found = torchBehaviour();
+  // Exact in any rounding: the first zero pivot of `zeroAt2` is the 2nd, that of its transpose the 3rd.
+  at::Tensor zeroAt2 = at::tensor({1.f, 1.f, 0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 0.f}).reshape({3, 3});
+  at::Tensor a = at::stack({zeroAt2, zeroAt2.t().contiguous(), at::eye(3), at::zeros({3, 3})});
+  for (bool transposed : {false, true}) {
+    SCOPED_TRACE(transposed ? "factorizing A^T" : "factorizing A");
+    setTorchBehaviour(TorchBehaviour{transposed});
+    std::string factorization = R"IR(
+graph(%a : Tensor, %b : Tensor):
+  %true : bool = prim::Constant[value=1]()
+  %false : bool = prim::Constant[value=0]()
+  %m2 : int = prim::Constant[value=-2]()
+  %m1 : int = prim::Constant[value=-1]()
+  %at : Tensor = aten::transpose(%a, %m2, %m1)
+  %lu : Tensor, %pivots : Tensor, %info : Tensor = aten::linalg_lu_factor_ex()IR" +
+                                std::string(transposed ? "%at" : "%a") + R"IR(, %true, %false)
+  return (%info))IR";
+    std::string invInfo = R"IR(
+graph(%a : Tensor, %b : Tensor):
+  %false : bool = prim::Constant[value=0]()
+  %y : Tensor, %info : Tensor = aten::linalg_inv_ex(%a, %false)
+  return (%info))IR";
+    pt2onnx::testing::expectConvertsLikeTorchGraph(invInfo, factorization, {a, at::randn({4, 3, 2})}, 13);
+    for (bool left : {true, false}) {
+      std::string solveInfo = R"IR(
+graph(%a : Tensor, %b : Tensor):
+  %left : bool = prim::Constant[value=)IR" + std::string(left ? "1" : "0") + R"IR(]()
+  %false : bool = prim::Constant[value=0]()
+  %y : Tensor, %info : Tensor = aten::linalg_solve_ex(%a, %b, %left, %false)
+  return (%info))IR";
+      SCOPED_TRACE(left ? "A X = B" : "X A = B");
+      at::Tensor b = left ? at::randn({4, 3, 2}) : at::randn({4, 2, 3});
+      pt2onnx::testing::expectConvertsLikeTorchGraph(solveInfo, factorization, {a, b}, 13);
+    }
+  }
+  setTorchBehaviour(found);
+}
+
 TEST(LinalgSymbolics, InvOfEmptyMatricesAndBatchesMatchesTorch) {
   for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{0, 0}, {2, 0, 0}, {0, 4, 4}, {1, 1, 0, 0}}) {
     SCOPED_TRACE(at::IntArrayRef(shape));
@@ -163,7 +210,8 @@ graph(%a : Tensor, %b : Tensor):
   %y : Tensor, %info : Tensor = aten::linalg_solve_ex(%a, %b, %left, %false)
   return (%info)
 )IR";
-  // X A = B is solved through A^T, but info is A's (A^T's factorization has no exact zero pivot here).
+  // X A = B is solved through A^T, but info is of the matrix the running torch factorizes: A's first
+  // zero pivot is the 3rd; in float32, A^T's is the 2nd (symbolic/torch_behaviour.h).
   expectConvertsLikeTorch(infoOnly, {at::stack({singularAt3, at::eye(3)}), at::randn({2, 4, 3})}, 13);
 }
 

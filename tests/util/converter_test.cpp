@@ -6,13 +6,13 @@
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
-#include <torch/csrc/jit/ir/irparser.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
 
 #include "common/errors.h"
 #include "exporter/export.h"
 #include "tests/util/compare.h"
 #include "tests/util/golden.h"
+#include "tests/util/ir_text.h"
 #include "tests/util/ort_runner.h"
 
 namespace pt2onnx::testing {
@@ -20,7 +20,7 @@ namespace {
 
 std::shared_ptr<torch::jit::Graph> parse(const std::string& irText) {
   auto graph = std::make_shared<torch::jit::Graph>();
-  torch::jit::parseIR(irText, graph.get());
+  parseIRText(irText, graph.get());
   return graph;
 }
 

@@ -1,16 +1,16 @@
 #include "tests/util/param_model.h"
 
 #include <gtest/gtest.h>
-#include <torch/csrc/jit/ir/irparser.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
 
+#include "tests/util/ir_text.h"
 #include "tests/util/ort_runner.h"
 
 namespace pt2onnx::testing {
 
 std::shared_ptr<torch::jit::Graph> parseGraph(const std::string& ir) {
   auto g = std::make_shared<torch::jit::Graph>();
-  torch::jit::parseIR(ir, g.get());
+  parseIRText(ir, g.get());
   return g;
 }
 

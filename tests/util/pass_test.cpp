@@ -4,10 +4,10 @@
 #include <unordered_map>
 
 #include <gtest/gtest.h>
-#include <torch/csrc/jit/ir/irparser.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
 
 #include "tests/util/compare.h"
+#include "tests/util/ir_text.h"
 
 namespace pt2onnx::testing {
 namespace {
@@ -91,7 +91,7 @@ int countIn(const torch::jit::Block* block, const std::string& kind) {
 std::shared_ptr<torch::jit::Graph> parseStatements(const std::string& irText) {
   auto graph = std::make_shared<torch::jit::Graph>();
   std::unordered_map<std::string, torch::jit::Value*> names;
-  torch::jit::parseIR(irText, graph.get(), names);
+  parseIRText(irText, graph.get(), &names);
   std::set<const torch::jit::Value*> statements;
   for (const auto& [name, value] : names)
     if (name.rfind("stmt", 0) == 0) statements.insert(value);
