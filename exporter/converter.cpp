@@ -366,13 +366,13 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
       failure = e.what();
       // A symbolic refusing what PyTorch refuses too (float indices to an embedding) is a mistake of
       // the example inputs, reported as that one error rather than as ops that "cannot be converted".
-      if (auto rejected = pytorchRejection(n, args, exampleDimSizesHere()))
+      if (auto rejected = pytorchRejectionOfRefusedNode(n, args, exampleDimSizesHere()))
         throw ExportError(rejectedInputsMessage(n, args, *rejected));
     } catch (const ExportError& e) {  // ONNX type inference rejected a node the symbolic built
       // Usually because PyTorch itself would reject these inputs (wrong example shapes): then that
       // is the one error, of the export and of a support report alike (no op is unsupported).
       log->debug("{}: ONNX type inference rejects the symbolic's nodes: {}", kind, e.what());
-      if (auto rejected = pytorchRejection(n, args, exampleDimSizesHere()))
+      if (auto rejected = pytorchRejectionOfRefusedNode(n, args, exampleDimSizesHere()))
         throw ExportError(rejectedInputsMessage(n, args, *rejected));
       failure = e.what();
     }

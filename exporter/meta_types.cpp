@@ -357,35 +357,47 @@ bool describeArg(const Arg& a, const ExampleDimSizes& exampleSizes, std::string&
 }
 
 std::optional<std::string> checkedRejection(const torch::jit::Node* n, const std::vector<Arg>& args,
-                                            const ExampleDimSizes& exampleSizes) {
+                                            const ExampleDimSizes& exampleSizes, bool confirmAcceptance) {
   bool sawUnknown = false;
   std::string error;
   runOnStandIns(n, args, StandIn::Meta, kProbes[0], &sawUnknown, true, &error, &exampleSizes);
-  if (error.empty() || sawUnknown) return std::nullopt;  // with unknowns the stand-ins may be wrong
+  if (sawUnknown) return std::nullopt;  // with unknowns the stand-ins may be wrong
+  if (error.empty() && !confirmAcceptance) return std::nullopt;
   std::string cpuError;
   if (!runOnStandIns(n, args, StandIn::CpuZeros, kProbes[0], nullptr, true, &cpuError, &exampleSizes).empty())
     return std::nullopt;  // the CPU kernel takes them: a limit of the meta kernel, not of the inputs
   if (!runOnStandIns(n, args, StandIn::CpuOnes, kProbes[0], nullptr, true, nullptr, &exampleSizes).empty())
     return std::nullopt;  // zeros were the problem (a division by 0), not the shapes
-  return cpuError.empty() ? error : cpuError;
+  if (!cpuError.empty()) return cpuError;
+  return error.empty() ? std::nullopt : std::optional<std::string>(error);
+}
+
+std::optional<std::string> cachedRejection(const torch::jit::Node* n, const std::vector<Arg>& args,
+                                           const ExampleDimSizes& exampleSizes, bool confirmAcceptance) {
+  if (hasDataDependentOutputs(n) || representedDifferently(n, args)) return std::nullopt;
+  // Models repeat their layers: the verdict for arguments of the same shapes is asked once (per thread;
+  // a bounded cache, emptied when full).
+  thread_local std::unordered_map<std::string, std::optional<std::string>> verdicts;
+  const c10::FunctionSchema* schema = n->maybeSchema();
+  std::string key = std::string(confirmAcceptance ? "confirmed " : "") + (schema ? c10::toString(*schema) : jit::qualifiedKind(n));
+  bool describable = true;
+  for (const Arg& a : args) describable = describable && describeArg(a, exampleSizes, key);
+  if (!describable) return checkedRejection(n, args, exampleSizes, confirmAcceptance);
+  if (auto hit = verdicts.find(key); hit != verdicts.end()) return hit->second;
+  if (verdicts.size() > 100000) verdicts.clear();
+  return verdicts[key] = checkedRejection(n, args, exampleSizes, confirmAcceptance);
 }
 
 }  // namespace
 
 std::optional<std::string> pytorchRejection(const torch::jit::Node* n, const std::vector<Arg>& args,
                                             const ExampleDimSizes& exampleSizes) {
-  if (hasDataDependentOutputs(n) || representedDifferently(n, args)) return std::nullopt;
-  // Models repeat their layers: the verdict for arguments of the same shapes is asked once (per thread;
-  // a bounded cache, emptied when full).
-  thread_local std::unordered_map<std::string, std::optional<std::string>> verdicts;
-  const c10::FunctionSchema* schema = n->maybeSchema();
-  std::string key = schema ? c10::toString(*schema) : jit::qualifiedKind(n);
-  bool describable = true;
-  for (const Arg& a : args) describable = describable && describeArg(a, exampleSizes, key);
-  if (!describable) return checkedRejection(n, args, exampleSizes);
-  if (auto hit = verdicts.find(key); hit != verdicts.end()) return hit->second;
-  if (verdicts.size() > 100000) verdicts.clear();
-  return verdicts[key] = checkedRejection(n, args, exampleSizes);
+  return cachedRejection(n, args, exampleSizes, /*confirmAcceptance=*/false);
+}
+
+std::optional<std::string> pytorchRejectionOfRefusedNode(const torch::jit::Node* n, const std::vector<Arg>& args,
+                                                         const ExampleDimSizes& exampleSizes) {
+  return cachedRejection(n, args, exampleSizes, /*confirmAcceptance=*/true);
 }
 
 std::optional<std::string> pytorchRejectionOfTensorArgs(const torch::jit::Node* n, const std::vector<Arg>& args,
