@@ -10,6 +10,7 @@
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "cli/cli_main.h"
 #include "common/errors.h"
 #include "common/logging.h"
 #include "exporter/model_file.h"
@@ -266,6 +267,15 @@ py::object valueToPython(const runtime::Value& v) {
 
 PYBIND11_MODULE(_pt2onnx, m) {
   m.doc() = "pt2onnx C++ exporter";
+  // The `pt2onnx` command line inside this Python (python/pt2onnx_cli): argv as sys.argv has it; returns
+  // the exit status. The GIL is released: the CLI takes it where it runs Python (cli/commands/python_source.h).
+  m.def("cli_main", [](std::vector<std::string> args) {
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    py::gil_scoped_release release;
+    return cli::runCli(static_cast<int>(args.size()), argv.data());
+  });
   static py::exception<ExportError> exportError(m, "ExportError", PyExc_RuntimeError);
   static py::exception<InvalidArgumentError> invalidArgument(m, "InvalidArgumentError", exportError.ptr());
   // Local: torch's own bindings (torch.jit.trace, ...) keep raising their errors as they do without pt2onnx.

@@ -15,22 +15,7 @@ source "$(dirname "$0")/env.sh"
 cd "$ROOT"
 REQUIREMENTS=${PT2ONNX_REQUIREMENTS:-requirements/torch-2.14.1.txt}
 
-PACKAGES=(
-  build-essential ccache pkg-config
-  libprotobuf-dev protobuf-compiler
-  libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libonnx-testdata zlib1g-dev
-)
-missing=()
-for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "[setup] installing Debian packages: ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO=sudo
-  $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+bash "$ROOT/scripts/debian_packages.sh"
 
 if [ ! -x "$PYTHON" ]; then
   echo "[setup] creating the venv $VENV"

@@ -81,7 +81,7 @@ bool runFleet(const ConvertOptions& o) {
   std::vector<std::string> defaults;
   for (const auto& s : o.source.inputShapes) defaults.insert(defaults.end(), {"-i", s});
   for (const auto& d : o.source.dynamicAxes) defaults.insert(defaults.end(), {"-d", d});
-  std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::vector<std::string> self = selfCommand();
   return runWithPython([&](pybind11::module_) {
     pybind11::tuple result = pybind11::module_::import("pt2onnx.fleet").attr("cli_fleet")(
         self, inputs, o.output, o.manifest, defaults, fleetConvertFlags(o), o.workers, o.shard, o.force,

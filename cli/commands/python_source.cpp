@@ -16,7 +16,7 @@ namespace py = pybind11;
 
 namespace pt2onnx::cli {
 // The interpreter whose site-packages hold pt2onnx and its torch: the `python3` beside this
-// executable (pip installs the CLI into the venv's bin/), else the one the CLI was built for. Its
+// executable (the native CLI installed into a venv's bin/), else the one the CLI was built for. Its
 // path as program_name makes Python find the venv (pyvenv.cfg) whatever python3 is first on PATH.
 static std::string embeddedPythonExecutable() {
   std::error_code ec;
@@ -27,7 +27,12 @@ static std::string embeddedPythonExecutable() {
   return PT2ONNX_BUILD_PYTHON_EXECUTABLE;
 }
 
-std::unique_ptr<py::scoped_interpreter> startEmbeddedPython() {
+PythonScope::PythonScope() {
+  std::cout.flush();  // what the CLI printed comes before what Python prints
+  if (Py_IsInitialized()) {  // inside the console script's Python (or a scope already open): take the GIL
+    gil_ = std::make_unique<py::gil_scoped_acquire>();
+    return;
+  }
   std::string executable = embeddedPythonExecutable();
   PyConfig config;
   PyConfig_InitPythonConfig(&config);
@@ -37,12 +42,34 @@ std::unique_ptr<py::scoped_interpreter> startEmbeddedPython() {
     PyConfig_Clear(&config);
     throw ExportError("cannot configure the embedded Python (" + executable + ")");
   }
-  auto interpreter = std::make_unique<py::scoped_interpreter>(&config);  // clears config
-  return interpreter;
+  interpreter_ = std::make_unique<py::scoped_interpreter>(&config);  // clears config
+  embedded_ = true;
+}
+
+bool PythonScope::embedded_ = false;
+
+PythonScope::~PythonScope() {
+  if (interpreter_) {  // ending the interpreter flushes Python's streams
+    interpreter_.reset();
+    embedded_ = false;
+    return;
+  }
+  try {
+    for (const char* stream : {"stdout", "stderr"}) py::module_::import("sys").attr(stream).attr("flush")();
+  } catch (const py::error_already_set&) {  // a closed stream: nothing left to flush
+  }
+}
+
+std::vector<std::string> selfCommand() {
+  if (Py_IsInitialized() && !PythonScope::embedded_) {
+    py::gil_scoped_acquire gil;
+    return {py::module_::import("sys").attr("executable").cast<std::string>(), "-m", "pt2onnx_cli"};
+  }
+  return {std::filesystem::read_symlink("/proc/self/exe").string()};
 }
 
 bool runWithPython(const std::function<bool(py::module_)>& body) {
-  auto interpreter = startEmbeddedPython();
+  PythonScope python;
   try {
     // The extension's loggers at the CLI's level (-q, -v): the extension keeps its own level for the
     // loggers it creates in spdlog's one registry, which the CLI's warnings then go through.

@@ -1,5 +1,5 @@
 // Models defined in Python (`--python MODULE:FUNCTION`): autograd.Functions cannot be saved in a
-// TorchScript archive, so the CLI embeds Python, calls the function and exports in one process.
+// TorchScript archive, so the CLI runs Python, calls the function and exports in one process.
 #pragma once
 
 #include <functional>
@@ -37,9 +37,27 @@ struct PythonConvertRequest {
 
 // Runs the export in an embedded interpreter and prints its summary. Throws ExportError.
 void convertPythonModel(const PythonConvertRequest& request);
-// Starts the embedded interpreter of the Python pt2onnx is installed in (the venv's). Throws ExportError.
-std::unique_ptr<pybind11::scoped_interpreter> startEmbeddedPython();
-// Runs `body` in an embedded interpreter (the pt2onnx package importable); Python exceptions
+// Python for the CLI's Python work, held for a scope with the GIL taken. The native executable starts
+// an embedded interpreter of the Python pt2onnx is installed in (the venv's) and ends it with the
+// scope; the console script of a pip install (python/pt2onnx_cli) runs the CLI inside that Python,
+// whose interpreter it uses. Throws ExportError.
+class PythonScope {
+ public:
+  PythonScope();
+  ~PythonScope();
+  PythonScope(const PythonScope&) = delete;
+  PythonScope& operator=(const PythonScope&) = delete;
+
+ private:
+  friend std::vector<std::string> selfCommand();
+  static bool embedded_;  // an embedded interpreter is running
+  std::unique_ptr<pybind11::scoped_interpreter> interpreter_;
+  std::unique_ptr<pybind11::gil_scoped_acquire> gil_;
+};
+// The command line that runs this CLI again (the fleet's worker processes): the native executable,
+// or `python -m pt2onnx_cli` with the Python the CLI runs inside.
+std::vector<std::string> selfCommand();
+// Runs `body` with Python (a PythonScope; the pt2onnx package importable); Python exceptions
 // become one-line ExportErrors.
 bool runWithPython(const std::function<bool(pybind11::module_)>& body);
 // A JUnit test case from a Python dict (classname, name, seconds, failure, error, skipped, details).

@@ -65,10 +65,10 @@ void runModel(const RunOptions& o) {
     if (eq == std::string::npos || eq == 0) throw ExportError("bad --input '" + spec + "': expected NAME=FILE.npy");
     feeds[spec.substr(0, eq)] = runtime::readNpy(spec.substr(eq + 1));
   }
-  std::unique_ptr<py::scoped_interpreter> interpreter;
+  std::optional<PythonScope> python;
   std::optional<py::gil_scoped_release> release;
   if (needsPython(o.model)) {
-    interpreter = startEmbeddedPython();
+    python.emplace();
     // Models may name Functions and PyOp classes in modules of the current directory.
     py::module_::import("sys").attr("path").attr("insert")(0, std::filesystem::current_path().string());
     runtime::registerPythonKernels(runtime::defaultKernels());

@@ -144,12 +144,18 @@ def one_line(message, width=TABLE_ERROR_WIDTH):
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
+def _command(cli):
+    """The command line that runs the CLI: its path, or a list (`python -m pt2onnx_cli` when the CLI
+    runs inside Python, the console script of a pip install)."""
+    return list(cli) if isinstance(cli, (list, tuple)) else [cli]
+
+
 def _convert_one(cli, path, rel, out, args, source, base_dir, common, timeout):
     start = time.monotonic()
     result = {"archive": path, "name": rel, "output": out, "args": args, "args_from": source}
     try:
         if args is None:  # no spec anywhere: what inspect finds
-            proc = subprocess.run([cli, "inspect", path, "--format", "json"] + common.get("inspect", []),
+            proc = subprocess.run([*_command(cli), "inspect", path, "--format", "json"] + common.get("inspect", []),
                                   capture_output=True, text=True, timeout=timeout)
             if proc.returncode not in (0, 1):  # 2: an error; 3: an internal error; < 0: a crash
                 raise RuntimeError(_error_message(proc.stderr))
@@ -161,7 +167,7 @@ def _convert_one(cli, path, rel, out, args, source, base_dir, common, timeout):
             result["args"] = args
         os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
         # Run where the arguments' relative paths point (the archive's path is absolute already).
-        proc = subprocess.run([cli, "convert", path, "-o", os.path.abspath(out), "-q"] + args +
+        proc = subprocess.run([*_command(cli), "convert", path, "-o", os.path.abspath(out), "-q"] + args +
                               common.get("convert", []), capture_output=True, text=True, timeout=timeout, cwd=base_dir)
         if proc.returncode != 0:
             result.update(status="failed", error=_error_message(proc.stderr), exit_code=proc.returncode)

@@ -1,8 +1,9 @@
 """The installed pt2onnx beside the torch wheel: torch, onnx, onnxruntime and pt2onnx import in every
 order in one process and an export runs after each (two copies of the ONNX protobuf schema in one
 libprotobuf abort at import; a second oneDNN or pybind11 internals of another version break later);
-the binaries link torch's CPU libraries only, no second oneDNN, and find them through their RPATH;
-pt2onnx refuses to import under a torch minor version other than the one it was built for."""
+the extension links torch's CPU libraries only, no second oneDNN and no libpython, and finds them
+through its RPATH; the `pt2onnx` command is a console script that runs the CLI in the extension; both
+refuse a torch minor version other than the one they were built for."""
 import itertools
 import os
 import pathlib
@@ -60,24 +61,26 @@ def _needed(binary):
     return [line.split("[")[1].rstrip("]") for line in out.splitlines() if "(NEEDED)" in line]
 
 
-def _binaries():
-    extension = next(pathlib.Path(pt2onnx.__file__).parent.glob("_pt2onnx*.so"))
+def _extension():
+    return next(pathlib.Path(pt2onnx.__file__).parent.glob("_pt2onnx*.so"))
+
+
+def _cli():
     cli = pathlib.Path(sys.executable).parent / "pt2onnx"
     assert cli.exists(), f"the CLI is not installed beside {sys.executable}"
-    return [extension, cli]
+    return cli
 
 
-@pytest.mark.parametrize("which", [0, 1], ids=["extension", "cli"])
-def test_binaries_link_torch_cpu_libraries_and_no_second_onednn(which):
-    binary = _binaries()[which]
-    needed = _needed(binary)
+def test_extension_links_torch_cpu_libraries_and_no_second_onednn():
+    needed = _needed(_extension())
     assert "libtorch_cpu.so" in needed and "libc10.so" in needed, needed
     assert "libtorch_cuda.so" not in needed and "libtorch.so" not in needed, needed
     assert not any("dnnl" in n or "mkldnn" in n for n in needed), needed
-    # Every library resolves (RPATH to the wheel's torch/lib; libpython for the CLI), without
-    # LD_LIBRARY_PATH.
+    # No libpython: the CLI runs inside the Python that loads the extension (python/pt2onnx_cli).
+    assert not any(n.startswith("libpython") for n in needed), needed
+    # Every library resolves (RPATH to the wheel's torch/lib), without LD_LIBRARY_PATH.
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
-    ldd = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, env=env).stdout
+    ldd = subprocess.run(["ldd", str(_extension())], capture_output=True, text=True, env=env).stdout
     assert "not found" not in ldd, ldd
     resolved = {line.split("=>")[0].strip(): os.path.realpath(line.split("=>")[1].split("(")[0].strip())
                 for line in ldd.splitlines() if "=>" in line}
@@ -86,19 +89,23 @@ def test_binaries_link_torch_cpu_libraries_and_no_second_onednn(which):
     assert not any("dnnl" in name for name in resolved), ldd  # Debian's oneDNN 2.x never enters the process
     # ONNX is built from its source release and linked statically (cmake/OnnxLibrary.cmake): no libonnx.
     assert not any("libonnx" in name for name in resolved), ldd
-    # The CLI links protobuf statically: its embedded Python loads the extension, and two copies of
-    # ONNX's onnx-ml.proto in one shared libprotobuf abort the process (test_exit_codes runs both).
-    if which == 1:
-        assert not any("libprotobuf" in name for name in resolved), ldd
 
 
-@pytest.mark.parametrize("which", [0, 1], ids=["extension", "cli"])
-def test_binaries_check_with_the_onnx_they_were_built_with(which):
+def test_cli_is_the_console_script_of_this_python():
+    """pip installs `pt2onnx` as a console script (pyproject.toml) run by this venv's Python, not a
+    native executable that would need a libpython shared library."""
+    first_line = _cli().read_bytes().split(b"\n", 1)[0]
+    assert first_line.startswith(b"#!") and pathlib.Path(first_line[2:].decode().strip()).name.startswith("python"), \
+        first_line
+
+
+@pytest.mark.parametrize("which", ["extension", "cli"])
+def test_both_check_with_the_onnx_they_were_built_with(which):
     """--version names the ONNX release compiled in, which knows opsets past the newest pt2onnx writes."""
-    if which == 0:
+    if which == "extension":
         version = pt2onnx._pt2onnx.onnx_library_version()
     else:
-        out = subprocess.run([str(_binaries()[1]), "--version"], capture_output=True, text=True, check=True).stdout
+        out = subprocess.run([str(_cli()), "--version"], capture_output=True, text=True, check=True).stdout
         match = re.search(r"checks with ONNX (\S+) \(built from its source release; ai.onnx opsets up to (\d+)\)", out)
         assert match, out
         version = match.group(1)
@@ -108,8 +115,8 @@ def test_binaries_check_with_the_onnx_they_were_built_with(which):
 
 
 def test_cli_runs_outside_an_activated_venv(tmp_path):
-    # The embedded interpreter is the venv's python3 (beside the CLI), whatever python3 is on PATH.
-    cli = _binaries()[1]
+    # The console script runs the venv's Python (its shebang), whatever python3 is on PATH.
+    cli = _cli()
     env = dict(os.environ, PATH="/usr/bin:/bin")
     env.pop("VIRTUAL_ENV", None)
     (tmp_path / "mod.py").write_text(
@@ -125,6 +132,32 @@ def test_cli_runs_outside_an_activated_venv(tmp_path):
     assert lines[:2] == [f"pt2onnx {pt2onnx.__version__}", f"built against torch {torch.__version__.split('+')[0]}"]
     assert re.fullmatch(rf"writes ONNX opsets {pt2onnx.MIN_OPSET}-{pt2onnx.MAX_OPSET} \(IR versions \d+-\d+\)",
                         lines[2]), version
+
+
+def test_cli_converts_an_archive_without_importing_torchs_python_side(tmp_path):
+    """Commands that need no Python start like a native executable: the console script loads the
+    extension alone (torch's C++ libraries), not the pt2onnx package, which imports torch."""
+    torch.jit.trace(torch.nn.Linear(3, 2).eval(), torch.randn(1, 3)).save(str(tmp_path / "m.pt"))
+    script = ("import sys, pt2onnx_cli\n"
+              "status = pt2onnx_cli._load_extension().cli_main(['pt2onnx', 'convert', 'm.pt', '-o', 'm.onnx', '-i', 'input:1x3', '-q'])\n"
+              "print(status, 'torch' in sys.modules, 'pt2onnx' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["0", "False", "False"], proc.stdout + proc.stderr
+    assert (tmp_path / "m.onnx").exists()
+
+
+def test_cli_under_another_torch_minor_is_refused_in_one_line(tmp_path):
+    script = ("import importlib.metadata as m, sys\n"
+              "real = m.version\n"
+              "m.version = lambda name: '2.99.0' if name == 'torch' else real(name)\n"
+              "sys.argv = ['pt2onnx', '--version']\n"
+              "import pt2onnx_cli\n"
+              "pt2onnx_cli.main()\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stderr.startswith("pt2onnx: error: ") and "another torch" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
 def test_import_under_another_torch_minor_is_refused(monkeypatch):

@@ -1,10 +1,12 @@
 """scikit-build-core metadata provider: pt2onnx's wheel depends on exactly the torch minor version
-it is compiled against (its C++ ABI and TorchScript IR are those of that release)."""
+it is compiled against (its C++ ABI and TorchScript IR are those of that release), and its version
+names that torch in a local version label, as torch extension projects do: 0.1.0+torch2.14."""
 import importlib.metadata
 import pathlib
 import re
 
-TORCH_WHEEL_CMAKE = pathlib.Path(__file__).resolve().parents[2] / "cmake" / "TorchWheel.cmake"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TORCH_WHEEL_CMAKE = ROOT / "cmake" / "TorchWheel.cmake"
 
 
 def supported_range():
@@ -19,6 +21,13 @@ def supported_range():
     return tuple(bounds)
 
 
+def project_version():
+    """The version in CMakeLists.txt's project(), the one place that states it."""
+    found = re.search(r"^project\(pt2onnx VERSION (\d+\.\d+\.\d+)", (ROOT / "CMakeLists.txt").read_text(), re.MULTILINE)
+    assert found, "CMakeLists.txt's project() states no VERSION"
+    return found.group(1)
+
+
 def dynamic_metadata(settings, project):
     low, below = supported_range()
     wanted = f">= {low[0]}.{low[1]}, < {below[0]}.{below[1]}"
@@ -30,4 +39,4 @@ def dynamic_metadata(settings, project):
     major, minor = (int(p) for p in version.split("+")[0].split(".")[:2])
     if not low <= (major, minor) < below:
         raise RuntimeError(f"pt2onnx needs torch {wanted}; this Python has torch {version}")
-    return {"dependencies": [f"torch=={major}.{minor}.*"]}
+    return {"dependencies": [f"torch=={major}.{minor}.*"], "version": f"{project_version()}+torch{major}.{minor}"}

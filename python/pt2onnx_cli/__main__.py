@@ -1,0 +1,3 @@
+from pt2onnx_cli import main
+
+main()
