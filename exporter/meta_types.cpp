@@ -362,14 +362,20 @@ std::optional<std::string> checkedRejection(const torch::jit::Node* n, const std
   std::string error;
   runOnStandIns(n, args, StandIn::Meta, kProbes[0], &sawUnknown, true, &error, &exampleSizes);
   if (sawUnknown) return std::nullopt;  // with unknowns the stand-ins may be wrong
-  if (error.empty() && !confirmAcceptance) return std::nullopt;
   std::string cpuError;
+  if (error.empty()) {
+    if (!confirmAcceptance) return std::nullopt;
+    // Only a dtype the CPU kernel refuses is the inputs' fault: zeros also fail for what the data
+    // decides (a singular matrix for linalg.inv), which no meta kernel checks.
+    runOnStandIns(n, args, StandIn::CpuZeros, kProbes[0], nullptr, true, &cpuError, &exampleSizes);
+    if (cpuError.find("scalar type") == std::string::npos) return std::nullopt;
+    return cpuError;
+  }
   if (!runOnStandIns(n, args, StandIn::CpuZeros, kProbes[0], nullptr, true, &cpuError, &exampleSizes).empty())
     return std::nullopt;  // the CPU kernel takes them: a limit of the meta kernel, not of the inputs
   if (!runOnStandIns(n, args, StandIn::CpuOnes, kProbes[0], nullptr, true, nullptr, &exampleSizes).empty())
     return std::nullopt;  // zeros were the problem (a division by 0), not the shapes
-  if (!cpuError.empty()) return cpuError;
-  return error.empty() ? std::nullopt : std::optional<std::string>(error);
+  return cpuError.empty() ? error : cpuError;
 }
 
 std::optional<std::string> cachedRejection(const torch::jit::Node* n, const std::vector<Arg>& args,

@@ -38,9 +38,9 @@ using ExampleDimSizes = std::map<std::string, int64_t>;
 std::optional<std::string> pytorchRejection(const torch::jit::Node* n, const std::vector<symbolic::Arg>& args,
                                             const ExampleDimSizes& exampleSizes = {});
 
-// The same for a node its symbolic refused: a meta kernel's acceptance is then confirmed on CPU
-// stand-ins too, since some meta kernels check less than the CPU ones (torch 2.9's embedding takes
-// float indices), and the refusal may be PyTorch's.
+// The same for a node its symbolic refused: a meta kernel's acceptance is then checked on CPU zeros
+// for the dtypes too, since some meta kernels check fewer than the CPU ones (torch 2.9's embedding
+// takes float indices), and the refusal may be PyTorch's.
 std::optional<std::string> pytorchRejectionOfRefusedNode(const torch::jit::Node* n,
                                                          const std::vector<symbolic::Arg>& args,
                                                          const ExampleDimSizes& exampleSizes = {});
