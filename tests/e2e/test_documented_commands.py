@@ -269,6 +269,8 @@ NOT_HERE = "builds and reinstalls pt2onnx into the venv this suite runs from (mi
 FUZZ = "a clang libFuzzer build (~7 min) and minutes to hours of fuzzing; scripts/test.sh runs each target for 60 s"
 SANITIZE = "a clang ASan/TSan build of the whole GoogleTest suite (~1 h on 2 cores)"
 TIER = "downloads a 2.5-3 GB CUDA torch and builds and tests pt2onnx against it (30-60 min): the opt-in torch tier"
+WHEEL = ("builds or installs a binary wheel (scripts/build_wheel.sh: a venv of its own and a full build, 20-40 min; "
+         "scripts/test_wheel.sh installs and checks it in a clean Debian root): the opt-in wheel tier")
 TABLE = {
     # README.md
     "bash scripts/setup.sh && bash scripts/demo.sh": Unrun(NOT_HERE + "; test_readme_demo runs demo.sh"),
@@ -279,6 +281,19 @@ TABLE = {
     "pip install --no-build-isolation -v /path/to/pt2onnx": Unrun(
         "builds pt2onnx from a checkout (20-50 min on 2 cores); tests/slow/test_install_from_readme.py runs it "
         "in a fresh venv from a read-only copy"),
+    "pip install torch==2.14.1 dist/pt2onnx-0.1.0+torch2.14-cp311-cp311-manylinux_*_x86_64.whl": Unrun(
+        WHEEL + "; it installs into the venv this suite runs from"),
+    # docs/install.md
+    "pip install torch==2.14.1": Unrun("installs torch into the venv this suite runs from (it has that torch already)"),
+    "pip install dist/pt2onnx-0.1.0+torch2.14-cp311-cp311-manylinux_*_x86_64.whl": Unrun(
+        WHEEL + "; it installs into the venv this suite runs from"),
+    "bash scripts/build_wheel.sh 2.14.1": Unrun(WHEEL),
+    "bash scripts/build_wheel.sh --all": Unrun(WHEEL + ", once for each supported torch (several GB of downloads)"),
+    "bash scripts/test_wheel.sh --all": Unrun(WHEEL),
+    "pt2onnx convert model.pt -o model.onnx -i x:1x3x224x224": [Run(
+        0, files={"model.pt": "cnn_scripted.pt"},
+        check=lambda r, w, fx: assert_runs_like_torch(w / "model.onnx", fx.module("cnn_scripted.pt"), (
+            x := torch.randn(1, 3, 224, 224),), {"x": x.numpy()}))],
     "pt2onnx convert scripted.pt -o model.onnx -i x:1x3x224x224": [Run(
         0, files={"scripted.pt": "cnn_scripted.pt"},
         check=lambda r, w, fx: assert_runs_like_torch(w / "model.onnx", fx.module("cnn_scripted.pt"), (

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Builds pt2onnx's binary wheel against one torch release, or every supported one, repaired so that at
+# run time it needs only that torch and the base libraries of its manylinux platform (docs/install.md):
+#   bash scripts/build_wheel.sh 2.14.1       # -> dist/pt2onnx-0.1.0+torch2.14-cp311-cp311-manylinux_2_*.whl
+#   bash scripts/build_wheel.sh --all        # one wheel per requirements/torch-*.txt
+#   bash scripts/build_wheel.sh --keep 2.13.0   # keep the venv afterwards
+# Each torch gets its own venv (.venv-wheel-torch<V>, ~6 GB, removed afterwards unless --keep) and
+# build directory (build/wheel-torch<V>, kept: a second run is incremental). Torches that do not lie on
+# this machine's disk come from the shared wheelhouse of scripts/test_torch.sh ($PT2ONNX_WHEELHOUSE).
+# The repair is auditwheel's: ONNX is linked statically by the build; protobuf, spdlog and fmt are
+# copied into the wheel under private sonames (pt2onnx.libs/); torch's libraries are not, they are
+# the user's torch's (found through the RPATH $ORIGIN/../torch/lib). The platform tag is the lowest
+# manylinux that auditwheel finds every symbol version of the binaries in.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+keep=0 versions=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --keep) keep=1 ;;
+    --all) for f in "$ROOT"/requirements/torch-*.txt; do versions+=("$(basename "$f" .txt | sed 's/^torch-//')"); done ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "build_wheel.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) versions+=("$1") ;;
+  esac
+  shift
+done
+[ ${#versions[@]} -gt 0 ] || { echo "usage: scripts/build_wheel.sh [--keep] VERSION... | --all (VERSION: $(cd "$ROOT/requirements" && ls torch-*.txt | sed 's/torch-//; s/\.txt//' | sort -V | tr '\n' ' '))" >&2; exit 2; }
+
+bash "$ROOT/scripts/debian_packages.sh" || exit 1
+wheelhouse=${PT2ONNX_WHEELHOUSE:-$HOME/.cache/pt2onnx/wheels}
+dist=$ROOT/dist
+mkdir -p "$dist" "$wheelhouse" "$ROOT/build"
+table=$ROOT/build/wheels.log  # one line per wheel built (docs/install.md's table)
+
+build_one() {
+  local version=$1
+  local requirements=$ROOT/requirements/torch-$version.txt
+  [ -f "$requirements" ] || { echo "[wheel $version] no requirements/torch-$version.txt: not a supported torch" >&2; return 2; }
+  local venv=$ROOT/.venv-wheel-torch$version build=$ROOT/build/wheel-torch$version
+  local raw=$build/raw-wheel start=$(date +%s)
+  # Only torch's pin applies (the tier's domain libraries are not build dependencies); it replaces
+  # this machine's own cap on torch (a constraints file in pip's config).
+  local constraints=$build/constraints.txt
+  mkdir -p "$build"
+  grep -E '^torch==' "$requirements" > "$constraints"
+  export PIP_CONSTRAINT=$constraints PIP_FIND_LINKS="${PIP_FIND_LINKS:-} $wheelhouse"
+  if [ ! -x "$venv/bin/python" ]; then
+    echo "[wheel $version] creating $venv"
+    python3 -m venv "$venv" || return 1
+  fi
+  echo "[wheel $version] installing $(cat "$constraints") and the build tools"
+  "$venv/bin/python" -m pip install -q -r "$constraints" \
+    $(grep -E '^(numpy|scikit-build-core|cmake|ninja)==' "$ROOT/requirements/common.txt") \
+    -r "$ROOT/requirements/wheel.txt" || { echo "[wheel $version] pip install failed" >&2; return 1; }
+  echo "[wheel $version] building (build directory $build)"
+  rm -rf "$raw"
+  export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
+  local build_start=$(date +%s)
+  if ! (cd "$ROOT" && PATH="$venv/bin:$PATH" "$venv/bin/python" -m pip wheel --no-build-isolation --no-deps -v \
+          -Cbuild-dir="$build/cmake" -w "$raw" . > "$build/pip-wheel.log" 2>&1); then
+    grep -E "error|Error|FAILED" "$build/pip-wheel.log" | head -40 >&2
+    echo "[wheel $version] building failed: $build/pip-wheel.log" >&2
+    return 1
+  fi
+  local build_seconds=$(( $(date +%s) - build_start ))
+  local wheel
+  wheel=$(ls "$raw"/pt2onnx-*.whl) || return 1
+  echo "[wheel $version] repairing $(basename "$wheel")"
+  local torch_lib
+  torch_lib=$("$venv/bin/python" -c "import os, torch; print(os.path.join(os.path.dirname(torch.__file__), 'lib'))")
+  # torch's libraries and what they bring stay the user's torch's: every library in its lib/ directory.
+  local excludes=()
+  for lib in "$torch_lib"/*.so*; do excludes+=(--exclude "$(basename "$lib")"); done
+  PATH="$venv/bin:$PATH" "$venv/bin/python" "$ROOT/tools/build/repair_wheel.py" "$wheel" "$dist" "$torch_lib" "${excludes[@]}" \
+    > "$build/repair.log" 2>&1 || { cat "$build/repair.log" >&2; echo "[wheel $version] repair failed" >&2; return 1; }
+  local repaired
+  repaired=$(tail -1 "$build/repair.log")
+  local size_mb=$(( $(stat -c %s "$repaired") / 1048576 ))
+  echo "[wheel $version] $repaired: ${size_mb} MB, built in ${build_seconds} s ($(( $(date +%s) - start )) s with set-up)"
+  echo "torch $version | $(basename "$repaired") | ${size_mb} MB | build ${build_seconds} s | $(date -u +%F) $(git -C "$ROOT" rev-parse --short HEAD)" >> "$table"
+  if [ $keep = 0 ]; then rm -rf "$venv"; fi
+}
+
+status=0
+for v in "${versions[@]}"; do build_one "$v" || status=1; done
+exit $status

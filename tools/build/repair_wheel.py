@@ -1,0 +1,95 @@
+"""Repairs a freshly built pt2onnx wheel for scripts/build_wheel.sh and prints the repaired wheel's path
+(its last line of output).
+
+    python tools/build/repair_wheel.py RAW.whl OUT_DIR TORCH_LIB_DIR --exclude SONAME ...
+
+1. auditwheel repair: copies every shared library the binaries need that is neither the base system's
+   (the manylinux policy's) nor excluded, i.e. protobuf, spdlog, fmt, into pt2onnx.libs/ under
+   private sonames, and tags the wheel with the lowest manylinux platform its symbol versions allow.
+   torch's libraries are excluded (--exclude, one per library in torch/lib): they are the user's torch's.
+2. auditwheel keeps only RPATH entries inside the wheel, so it drops $ORIGIN/../torch/lib, where the
+   extension finds torch's libraries in site-packages; it is put back here. Without it the extension
+   loads only after `import torch` (the console script loads it without: python/pt2onnx_cli).
+3. Checks the result: no RPATH entry outside the installed site-packages, every DT_NEEDED library of
+   every binary either in the wheel, in torch's lib/ directory or in the policy's base system.
+"""
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+TORCH_RPATH = "$ORIGIN/../torch/lib"
+
+
+def run(*cmd, **kw):
+    return subprocess.run([str(c) for c in cmd], check=True, text=True, capture_output=True, **kw).stdout
+
+
+def elf_files(root):
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and path.read_bytes()[:4] == b"\x7fELF":
+            yield path
+
+
+def needed(binary):
+    return run("patchelf", "--print-needed", binary).split()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("wheel", type=pathlib.Path)
+    parser.add_argument("out_dir", type=pathlib.Path)
+    parser.add_argument("torch_lib", type=pathlib.Path)
+    parser.add_argument("--exclude", action="append", default=[])
+    args = parser.parse_args()
+    torch_libs = {p.name for p in args.torch_lib.iterdir()}
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        excludes = [a for name in args.exclude for a in ("--exclude", name)]
+        print(run(sys.executable, "-m", "auditwheel", "repair", *excludes, "-w", tmp / "repaired", args.wheel))
+        (repaired,) = (tmp / "repaired").glob("*.whl")
+
+        run(sys.executable, "-m", "wheel", "unpack", "-d", tmp / "tree", repaired)
+        (tree,) = (tmp / "tree").iterdir()
+        bundled = {p.name for d in tree.glob("*.libs") for p in d.iterdir()}
+        policy_libs = base_system_libraries(repaired) | {"ld-linux-x86-64.so.2"}  # the dynamic loader: libc's
+        problems = []
+        for binary in elf_files(tree):
+            names = needed(binary)
+            if any(n in torch_libs for n in names):
+                rpath = [e for e in run("patchelf", "--print-rpath", binary).strip().split(":") if e]
+                if TORCH_RPATH not in rpath:
+                    run("patchelf", "--set-rpath", ":".join(rpath + [TORCH_RPATH]), binary)
+            for entry in run("patchelf", "--print-rpath", binary).strip().split(":"):
+                if entry and not entry.startswith("$ORIGIN"):
+                    problems.append(f"{binary.relative_to(tree)}: RPATH entry {entry} outside the installed packages")
+            for n in names:
+                if n not in bundled and n not in torch_libs and n not in policy_libs:
+                    problems.append(f"{binary.relative_to(tree)} needs {n}: not in the wheel, torch or the base system")
+        if problems:
+            sys.exit("the repaired wheel is not self-contained:\n  " + "\n  ".join(problems))
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+        run(sys.executable, "-m", "wheel", "pack", "-d", args.out_dir, tree)
+        final = args.out_dir / repaired.name
+        assert final.exists(), f"wheel pack wrote no {final}"
+        print(f"bundled: {sorted(bundled)}")
+        print(final)
+
+
+def base_system_libraries(wheel):
+    """The libraries the manylinux policy of the wheel's platform tag lets it take from the system, as
+    the auditwheel that tagged it states them (its policy file)."""
+    import auditwheel
+    tag = wheel.name.rsplit("-", 1)[1].removesuffix(".whl").split(".")[0]  # manylinux_2_36_x86_64
+    policy_file = pathlib.Path(auditwheel.__file__).parent / "policy" / "manylinux-policy.json"
+    for policy in json.loads(policy_file.read_text()):
+        if tag.removesuffix("_x86_64") in [policy["name"], *policy["aliases"]]:
+            return set(policy["lib_whitelist"])
+    sys.exit(f"{policy_file} has no policy {tag}")
+
+
+if __name__ == "__main__":
+    main()
