@@ -269,7 +269,7 @@ NOT_HERE = "builds and reinstalls pt2onnx into the venv this suite runs from (mi
 FUZZ = "a clang libFuzzer build (~7 min) and minutes to hours of fuzzing; scripts/test.sh runs each target for 60 s"
 SANITIZE = "a clang ASan/TSan build of the whole GoogleTest suite (~1 h on 2 cores)"
 TIER = "downloads a 2.5-3 GB CUDA torch and builds and tests pt2onnx against it (30-60 min): the opt-in torch tier"
-WHEEL = ("builds or installs a binary wheel (scripts/build_wheel.sh: a venv of its own and a full build, 20-40 min; "
+WHEEL = ("builds or installs a binary wheel (scripts/build_wheel.sh: a venv of its own and a full build, 10-20 min; "
          "scripts/test_wheel.sh installs and checks it in a clean Debian root): the opt-in wheel tier")
 TABLE = {
     # README.md
@@ -279,7 +279,7 @@ TABLE = {
         "installs build tools into the venv this suite runs from; tests/slow/test_install_from_readme.py runs "
         "README's install lines in a fresh venv"),
     "pip install --no-build-isolation -v /path/to/pt2onnx": Unrun(
-        "builds pt2onnx from a checkout (20-50 min on 2 cores); tests/slow/test_install_from_readme.py runs it "
+        "builds pt2onnx from a checkout (~10 min on 2 cores); tests/slow/test_install_from_readme.py runs it "
         "in a fresh venv from a read-only copy"),
     "pip install torch==2.14.1 dist/pt2onnx-0.1.0+torch2.14-cp311-cp311-manylinux_*_x86_64.whl": Unrun(
         WHEEL + "; it installs into the venv this suite runs from"),
