@@ -5,8 +5,9 @@
 #   bash scripts/build_wheel.sh --all        # one wheel per requirements/torch-*.txt
 #   bash scripts/build_wheel.sh --keep 2.13.0   # keep the venv afterwards
 # Each torch gets its own venv (.venv-wheel-torch<V>, ~6 GB, removed afterwards unless --keep) and
-# build directory (build/wheel-torch<V>, kept: a second run is incremental). Torches that do not lie on
-# this machine's disk come from the shared wheelhouse of scripts/test_torch.sh ($PT2ONNX_WHEELHOUSE).
+# build directory (build/wheel-torch<V>, ~2 GB with its precompiled headers, kept: a second run is
+# incremental). Torches that do not lie on this machine's disk come from the shared wheelhouse of
+# scripts/test_torch.sh ($PT2ONNX_WHEELHOUSE).
 # The repair is auditwheel's: ONNX is linked statically by the build; protobuf, spdlog and fmt are
 # copied into the wheel under private sonames (pt2onnx.libs/); torch's libraries are not, they are
 # the user's torch's (found through the RPATH $ORIGIN/../torch/lib). The platform tag is the lowest
@@ -18,7 +19,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --keep) keep=1 ;;
     --all) for f in "$ROOT"/requirements/torch-*.txt; do versions+=("$(basename "$f" .txt | sed 's/^torch-//')"); done ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "build_wheel.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) versions+=("$1") ;;
   esac
@@ -75,7 +76,8 @@ build_one() {
     > "$build/repair.log" 2>&1 || { cat "$build/repair.log" >&2; echo "[wheel $version] repair failed" >&2; return 1; }
   local repaired
   repaired=$(tail -1 "$build/repair.log")
-  local size_mb=$(( $(stat -c %s "$repaired") / 1048576 ))
+  local size_mb
+  size_mb=$(awk -v b="$(stat -c %s "$repaired")" 'BEGIN { printf "%.1f", b / 1048576 }')
   echo "[wheel $version] $repaired: ${size_mb} MB, built in ${build_seconds} s ($(( $(date +%s) - start )) s with set-up)"
   echo "torch $version | $(basename "$repaired") | ${size_mb} MB | build ${build_seconds} s | $(date -u +%F) $(git -C "$ROOT" rev-parse --short HEAD)" >> "$table"
   if [ $keep = 0 ]; then rm -rf "$venv"; fi
