@@ -29,8 +29,10 @@ def run(*cmd, **kw):
 
 def elf_files(root):
     for path in sorted(root.rglob("*")):
-        if path.is_file() and path.read_bytes()[:4] == b"\x7fELF":
-            yield path
+        if path.is_file():
+            with path.open("rb") as f:
+                if f.read(4) == b"\x7fELF":  # the magic only: no need to read whole libraries
+                    yield path
 
 
 def needed(binary):
