@@ -112,6 +112,12 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
              else if (options.operatorExportType == OperatorExportType::Onnx)
                passes::inlineAutogradFunctions(*g, nullptr);
            }),
+      // Before any pass drops a detach() or the no_grad region around values (backward graphs only).
+      pass("mark_stop_gradients",
+           [&options](auto& g) {
+             if (options.gradients) passes::markStopGradients(*g);
+           }),
+      pass("drop_grad_mode_regions", [](auto& g) { passes::dropGradModeRegions(*g); }),
       pass("inline_fork_wait", [](auto& g) { torch::jit::InlineForkWait(g); }),
       // LowerAllTuples needs every indexed tuple to be built in sight, with a constant index; a
       // scripted nn.LSTM indexes its Optional state in a branch that is dead once `hx is None` is

@@ -74,9 +74,45 @@ struct Analysis {
   std::unordered_map<const ir::Node*, const GradientRegistry::Entry*> entries;
 };
 
-bool isDifferentiableInput(const GradientRegistry::Entry* e, size_t i) {
+// A stop-gradient of the model (detach(), a no_grad region: exporter/passes/mark_stop_gradients.cpp).
+bool stopsGradient(const ir::Node* n) { return n->gradientHints.count("stop_gradient") > 0; }
+
+bool isDifferentiableInput(const ir::Node* n, const GradientRegistry::Entry* e, size_t i) {
+  if (stopsGradient(n)) return false;
   if (!e || e->differentiableInputs.empty()) return true;
   return std::find(e->differentiableInputs.begin(), e->differentiableInputs.end(), i) != e->differentiableInputs.end();
+}
+
+bool subgraphCarries(const ir::Graph& body, std::unordered_set<const ir::Value*>& reached, int opset);
+
+// Whether a gradient can flow from a reached value through `n` to its outputs; `reached` gains the
+// values reached inside its subgraphs. A subgraph whose outputs read the reached values it captures
+// only through stop-gradients (an EMA target updated from `h.detach()` in a scripted loop) carries none.
+bool nodeCarries(const ir::Node* n, const GradientRegistry::Entry* e, std::unordered_set<const ir::Value*>& reached,
+                 int opset) {
+  for (size_t i = 0; i < n->inputs.size(); ++i)
+    if (n->inputs[i] && reached.count(n->inputs[i]) && isDifferentiableInput(n, e, i)) return true;
+  if (stopsGradient(n)) return false;
+  bool carries = false;
+  for (const ir::Attribute& attr : n->attributes) {
+    if (attr.kind != ir::Attribute::Kind::Graph) continue;
+    bool captures = false;
+    for (const ir::Value* c : attr.g->capturedValues()) captures = captures || reached.count(c);
+    if (captures) carries = subgraphCarries(*attr.g, reached, opset) || carries;
+  }
+  return carries;
+}
+
+bool subgraphCarries(const ir::Graph& body, std::unordered_set<const ir::Value*>& reached, int opset) {
+  const GradientRegistry& registry = defaultGradientRegistry();
+  for (const auto& node : body.nodes()) {
+    if (!nodeCarries(node.get(), registry.find(node->domain, node->opType, opset), reached, opset)) continue;
+    for (const ir::Value* o : node->outputs)
+      if (carriesGradient(o)) reached.insert(o);
+  }
+  for (const ir::Value* o : body.outputs())
+    if (reached.count(o)) return true;
+  return false;
 }
 
 Analysis analyze(const ir::Graph& graph, const GradientRequest& request, int opset) {
@@ -89,13 +125,7 @@ Analysis analyze(const ir::Graph& graph, const GradientRequest& request, int ops
     ir::Node* n = graph.nodes()[k].get();
     const GradientRegistry::Entry* e = registry.find(n->domain, n->opType, opset);
     a.entries[n] = e;
-    bool hit = false;
-    for (size_t i = 0; i < n->inputs.size(); ++i)
-      if (n->inputs[i] && a.reached.count(n->inputs[i]) && isDifferentiableInput(e, i)) hit = true;
-    for (const ir::Attribute& attr : n->attributes)  // subgraphs reading a reached tensor
-      if (attr.kind == ir::Attribute::Kind::Graph)
-        for (const ir::Value* c : attr.g->capturedValues()) hit = hit || a.reached.count(c);
-    if (!hit) continue;
+    if (!nodeCarries(n, e, a.reached, opset)) continue;
     reachedNode[k] = true;
     for (ir::Value* o : n->outputs)
       if (carriesGradient(o)) a.reached.insert(o);
@@ -114,7 +144,7 @@ Analysis analyze(const ir::Graph& graph, const GradientRequest& request, int ops
     if (!feedsOutput) continue;
     a.active.push_back(n);
     for (size_t i = 0; i < n->inputs.size(); ++i)
-      if (n->inputs[i] && a.reached.count(n->inputs[i]) && isDifferentiableInput(a.entries[n], i))
+      if (n->inputs[i] && a.reached.count(n->inputs[i]) && isDifferentiableInput(n, a.entries[n], i))
         live.insert(n->inputs[i]);
     for (const ir::Attribute& attr : n->attributes)
       if (attr.kind == ir::Attribute::Kind::Graph)
@@ -209,7 +239,7 @@ BackwardSummary buildBackward(ir::Graph& graph, const GradientRequest& request, 
     const GradientRegistry::Entry* e = a.entries.at(n);
     std::vector<bool> needs(n->inputs.size(), false);
     for (size_t i = 0; i < n->inputs.size(); ++i)
-      needs[i] = n->inputs[i] && a.reached.count(n->inputs[i]) && isDifferentiableInput(e, i);
+      needs[i] = n->inputs[i] && a.reached.count(n->inputs[i]) && isDifferentiableInput(n, e, i);
     std::vector<ir::Value*> outGrads;
     bool any = false;
     for (ir::Value* o : n->outputs) {

@@ -259,6 +259,14 @@ Outputs numpyTSymbolic(Context& ctx) {
 
 Outputs identitySymbolic(Context& ctx) { return {ctx.tensor(0)}; }
 
+// pt2onnx::stop_gradient (exporter/passes/mark_stop_gradients.cpp; training-graph exports only): an
+// Identity the backward does not cross.
+Outputs stopGradientSymbolic(Context& ctx) {
+  ir::Value* out = ctx.op("Identity", {ctx.tensor(0)});
+  out->producer->gradientHints["stop_gradient"] = 1;
+  return {out};
+}
+
 Outputs castToTorchDtype(Context& ctx, size_t dtypeArg) {
   if (ctx.isNone(dtypeArg)) return {ctx.tensor(0)};
   return {ctx.cast(ctx.tensor(0), onnxDType(ctx, ctx.int64(dtypeArg)))};
@@ -703,6 +711,7 @@ void registerShapeSymbolics(Registry& r) {
   for (const char* op : {"aten::contiguous", "aten::clone", "aten::detach", "aten::alias",
                          "aten::lift_fresh", "aten::detach_copy", "aten::cpu"})
     r.onOp(op, kMinOpset, identitySymbolic);
+  r.onOp("pt2onnx::stop_gradient", kMinOpset, stopGradientSymbolic);
   r.onOp("aten::type_as", kMinOpset, castLikeSymbolic);
   r.onOp("aten::to.other", kMinOpset, castLikeSymbolic);
   r.onOp("aten::to.dtype", kMinOpset, [](Context& ctx) { return castToTorchDtype(ctx, 1); });

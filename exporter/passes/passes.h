@@ -73,6 +73,20 @@ void dropDeadAutogradCalls(torch::jit::Graph& graph);
 void inlineAutogradFunctions(torch::jit::Graph& graph,
                              const std::function<bool(const torch::jit::Node*)>& shouldInline);
 
+// Training-graph export: makes every stop-gradient a `pt2onnx::stopGradientOp()` node (converted to an
+// Identity the backward does not cross): `detach()`, `detach_copy`, `.data`, `detach_()` and
+// `requires_grad_(False)` (later readers of the tensor read the stopped value), values a scripted
+// `with torch.no_grad()` / `torch.inference_mode()` region defines or writes in place and code after
+// it reads, and in traced graphs every op whose output does not require grad while an input does (the
+// tracer records requires_grad: no_grad regions, non-differentiable outputs).
+void markStopGradients(torch::jit::Graph& graph);
+// `pt2onnx::stop_gradient(Tensor(a) self) -> Tensor(a)`, registered on first use; its kernel is detach().
+c10::Symbol stopGradientOp();
+
+// Removes scripted grad-mode regions (`with torch.no_grad():`, inference_mode, enable_grad,
+// set_grad_enabled): their context object, prim::Enter and prim::Exit. Returns whether it changed the graph.
+bool dropGradModeRegions(torch::jit::Graph& graph);
+
 // Makes mutation functional (SSA over structured control flow, after torch.onnx's
 // RemoveInplaceOpsForONNX), so that the converter sees values, never updates:
 // * An in-place tensor op (`relu_`, `add_`, `clamp_`, `masked_fill_`, `index_put_`, `fill_`,

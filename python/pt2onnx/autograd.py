@@ -17,8 +17,10 @@ PythonOp attributes follow ONNX Runtime's schema (docs/autograd_functions.md). N
 arguments ONNX Runtime can only pass as in-process object addresses are also recorded in a
 portable JSON form in metadata_props under "pt2onnx.python_op:<node name>".
 """
+import contextlib
 import json
 import re
+import sys
 import threading
 import warnings
 
@@ -64,6 +66,10 @@ class ExportState:
         self.warn_replaced_backward = False
         self._backward_warned = set()
         self.python_ops = {}  # Function name -> [source locations] of its calls exported as PythonOp
+        # Function name -> (what the tracer said, "file:line") for Functions whose forward leaves torch
+        # while traced (recording_escapes): their traced ops hold the example's values as constants.
+        self.escapes = {}
+        self._escape_noted = set()
 
     def mode_for(self, cls, name):
         # Keys are fully qualified names (a class object is qualified when stored): two classes
@@ -166,7 +172,14 @@ def decide(node):
     cls = function_class(node)
     name = node_function_name(node)
     mode = state.mode_for(cls, name)
+    escape = state.escapes.get(name) or constant_output(node)
     if mode == "inline":
+        if escape:
+            raise _pt2onnx.ExportError(
+                f"{name} (called at {source_location(node) or 'an unknown line'}) cannot be exported inlined: its "
+                f"forward leaves torch ({escape_text(escape)}), so its traced ops would compute the example's values "
+                f"for every input; export it as com.microsoft::PythonOp (autograd_function_overrides={{'{name}': "
+                "'python_op'}, CLI --autograd-function-mode NAME=python_op) or give it a symbolic")
         decision = "inline"
     elif mode == "python_op":
         decision = "python_op"
@@ -180,6 +193,14 @@ def decide(node):
         decision = "registered"
     elif state.fallthrough:
         decision = "fallthrough"
+    elif escape:
+        decision = "python_op"
+        if name not in state._escape_noted:
+            state._escape_noted.add(name)
+            message = (f"{name} is exported as com.microsoft::PythonOp, not inlined: its forward leaves torch "
+                       f"({escape_text(escape)}), so its traced ops would compute the example's values for every input")
+            state.warnings.append(message)
+            warnings.warn(message)
     elif _pt2onnx.subgraph_converts(node, state.opset):
         decision = "inline"
     else:
@@ -194,6 +215,76 @@ def decide(node):
         state.warnings.append(message)
         warnings.warn(message)
     return decision
+
+
+def escape_text(escape):
+    what, where = escape
+    return f"{what}, at {where}" if where else what
+
+
+def constant_output(node):
+    """(why, where) when a float output of the Function's traced forward depends on none of its tensor
+    arguments although it takes some: the trace lost the data flow (a value through numpy or Python)."""
+    if not node.hasAttribute("Subgraph") or "d" not in node.cconv():
+        return None
+    body = node.g("Subgraph")
+    reached = {v.unique() for v in body.inputs()}
+    for n in body.nodes():
+        if any(i.unique() in reached for i in n.inputs()):
+            reached.update(o.unique() for o in n.outputs())
+    for k, out in enumerate(body.outputs()):
+        t = out.type()
+        if (isinstance(t, torch._C.TensorType) and t.scalarType() in ("Float", "Double", "Half", "BFloat16")
+                and out.unique() not in reached):
+            return (f"its output {k} depends on none of its tensor arguments in the trace", source_location(node))
+    return None
+
+
+def _function_running(frame):
+    """The autograd.Function class whose forward is the innermost on the stack from `frame`, or None.
+    (Function.apply is a C function in torch 2.14, so the forward's own frame is what tells.)"""
+    forwards = {}
+    pending = [torch.autograd.Function]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        code = getattr(getattr(cls, "forward", None), "__code__", None)
+        if code is not None and "forward" in cls.__dict__:
+            forwards.setdefault(code, cls)
+    while frame is not None:
+        if frame.f_code in forwards:
+            return forwards[frame.f_code]
+        frame = frame.f_back
+    return None
+
+
+@contextlib.contextmanager
+def recording_escapes(escapes):
+    """While tracing, records the tracer's own warnings (torch.jit.TracerWarning: a tensor turned
+    into a Python number, list or bool or a numpy array, a tensor made from Python data) raised inside
+    an autograd.Function's forward, as escapes[Function name] = (warning, "file:line"); the first one
+    raised elsewhere as escapes[""]. Those are shown once each, as before."""
+    shown = set()
+    with warnings.catch_warnings():
+        # Always delivered here: Python's once-per-location registry would hide them from a second export.
+        warnings.simplefilter("always", torch.jit.TracerWarning)
+        previous = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, torch.jit.TracerWarning):
+                cls = _function_running(sys._getframe(1))
+                text = (f"torch.jit says: {str(message).split('. ')[0].strip()}", f"{filename}:{lineno}")
+                if isinstance(cls, type):
+                    escapes.setdefault(qualified_name(cls), text)
+                    return
+                escapes.setdefault("", text)  # the model's own forward left torch
+                if (str(message), filename, lineno) in shown:
+                    return
+                shown.add((str(message), filename, lineno))
+            previous(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield escapes
 
 
 def defines_backward(cls):

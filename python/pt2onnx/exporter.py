@@ -144,17 +144,64 @@ def _output_key_paths(out):
     return paths
 
 
-def _trace(model, args):
+@contextlib.contextmanager
+def _data_traced_as_detach():
+    """While this thread traces, `t.data` is `t.detach()`: the tracer does not follow the tensor that
+    `.data` returns, so the example's values would be recorded as a constant (a model computing
+    `h.data * 2` would return the example's result for every input). Other threads, and this one
+    outside a trace, get `.data` as always."""
+    descriptor = torch._C.TensorBase.__dict__["data"]
+    own = torch.Tensor.__dict__.get("data")
+
+    def get(self):
+        if torch._C._get_tracing_state() is not None:
+            return self.detach()
+        return descriptor.__get__(self, type(self))
+
+    def set(self, value):
+        descriptor.__set__(self, value)
+
+    torch.Tensor.data = property(get, set, doc=descriptor.__doc__)
+    try:
+        yield
+    finally:
+        if own is None:
+            del torch.Tensor.data
+        else:
+            torch.Tensor.data = own
+
+
+def _requiring_grad(args):
+    """`args` with every floating-point tensor replaced by a copy that requires grad (a non-leaf, so
+    that the model may still write it in place): the trace then records which values a gradient
+    reaches from the inputs, so no_grad regions on the inputs' paths stop the backward too."""
+    if isinstance(args, torch.Tensor):
+        if args.is_floating_point() and not args.requires_grad:
+            return args.detach().requires_grad_(True).clone()
+        return args
+    if isinstance(args, tuple) and hasattr(args, "_fields"):  # a namedtuple
+        return type(args)(*(_requiring_grad(a) for a in args))
+    if isinstance(args, (tuple, list)):
+        return type(args)(_requiring_grad(a) for a in args)
+    if isinstance(args, dict):
+        return {k: _requiring_grad(v) for k, v in args.items()}
+    return args
+
+
+def _trace(model, args, escapes=None):
     """Returns (graph, param_names, param_values, trainable, output_key_paths): inputs = flattened
-    args + unique parameters; `trainable` names the parameters that require grad (buffers do not)."""
+    args + unique parameters; `trainable` names the parameters that require grad (buffers do not).
+    `escapes` gets where the trace left torch (autograd.recording_escapes)."""
+    escapes = {} if escapes is None else escapes
     if isinstance(model, torch.nn.Module):
-        with _module_scopes(model):
+        with _module_scopes(model), _data_traced_as_detach(), autograd.recording_escapes(escapes):
             graph, out = torch.jit._get_trace_graph(model, args)
         state = torch.jit._unique_state_dict(model, keep_vars=True)
         names, values = list(state.keys()), [v.detach() for v in state.values()]
         trainable = [n for n, v in state.items() if v.requires_grad]
     else:
-        graph, out = torch.jit._get_trace_graph(model, args)
+        with _data_traced_as_detach(), autograd.recording_escapes(escapes):
+            graph, out = torch.jit._get_trace_graph(model, args)
         names, values, trainable = [], [], []
     return graph, names, values, trainable, _output_key_paths(out)
 
@@ -179,13 +226,109 @@ def _with_traced_graph(model, args, options, autograd_functions, autograd_functi
     # PyTorch's tracer keeps the module of each traced call in process-wide state
     # (torch.jit._trace_module_map): traces from several threads at once would mix up their
     # module scopes, hence node names; one trace at a time keeps exports byte-identical.
+    # A backward of the inputs: traced on inputs that require grad, as torch.autograd would see them
+    # (the trace records requires_grad per value; exporter/passes/mark_stop_gradients.cpp reads it).
+    gradients = options.get("gradients")
+    traced_args = _requiring_grad(args) if gradients is not None and gradients["wrt"] != "parameters" else args
     with _TRACE_LOCK, _training_mode(model, options["training"]):
-        graph, names, values, trainable, output_paths = _trace(model, args)
+        graph, names, values, trainable, output_paths = _trace(model, traced_args, state.escapes)
     state.check_overrides(graph)
     options["trainable_parameters"] = trainable
     options["output_key_paths"] = output_paths
     with autograd.exporting(state):
+        with _training_mode(model, options["training"]):
+            _check_unread_inputs(model, args, graph, len(names), state)
         return call(graph, names, values), state
+
+
+def _reads(node, offset):
+    """Whether input `offset` of a traced node is read: a Function call that will be inlined reads it
+    only if its traced body does."""
+    if node.kind() == "prim::PythonOp" and node.hasAttribute("Subgraph") and autograd.should_inline(node):
+        body_inputs = list(node.g("Subgraph").inputs())
+        if offset < len(body_inputs):
+            return any(_reads(use.user, use.offset) for use in body_inputs[offset].uses())
+    return True
+
+
+def _with_tensor_replaced(value, k, replace, counter):
+    """`value` (nested tuples, lists, dicts) with its k-th tensor, in flattening order, replaced."""
+    if isinstance(value, torch.Tensor):
+        counter[0] += 1
+        return replace(value) if counter[0] - 1 == k else value
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*(_with_tensor_replaced(v, k, replace, counter) for v in value))
+    if isinstance(value, (tuple, list)):
+        return type(value)(_with_tensor_replaced(v, k, replace, counter) for v in value)
+    if isinstance(value, dict):
+        return {key: _with_tensor_replaced(v, k, replace, counter) for key, v in value.items()}
+    return value
+
+
+def _changed(t):
+    """Another value of the same shape and dtype, in the range the example's values span (token ids
+    stay ids): its elements in another order, or for floats shifted; None when none differs."""
+    if t.numel() == 0:
+        return None
+    if t.is_floating_point():
+        return t * 1.5 + 1
+    flat = t.flatten()
+    shifted = flat.roll(1).view_as(t)
+    return shifted if not torch.equal(shifted, t) else None
+
+
+def _flat_outputs(out):
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, dict):
+        out = list(out.values())
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _flat_outputs(o)]
+    return []
+
+
+def _output_changes_with(model, args, k, expected):
+    """Whether the eager model's outputs change when its k-th flattened tensor input changes (None:
+    cannot tell: no such tensor, no other value, or the model fails on it)."""
+    found = []
+    _with_tensor_replaced(args, k, lambda t: found.append(t) or t, [0])
+    if not found or list(found[0].shape) != expected:
+        return None
+    other = _changed(found[0])
+    if other is None:
+        return None
+    call_args = args if isinstance(args, tuple) else (args,)
+    changed_args = _with_tensor_replaced(call_args, k, lambda t: other, [0])
+    try:
+        with torch.no_grad(), torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            before = _flat_outputs(model(*call_args))
+            torch.manual_seed(0)
+            after = _flat_outputs(model(*changed_args))
+    except Exception:  # noqa: BLE001 - another value the model refuses tells nothing
+        return None
+    return len(before) != len(after) or any(
+        a.shape != b.shape or not torch.equal(a, b) for a, b in zip(before, after))
+
+
+def _check_unread_inputs(model, args, graph, num_params, state):
+    """An input the traced graph does not read although the eager model's output changes with it:
+    the trace lost its data flow (through numpy, `.item()`, Python control flow), and the export
+    would compute the example's result for every input. An ExportError, before anything is written."""
+    inputs = list(graph.inputs())
+    for k, value in enumerate(inputs[:len(inputs) - num_params]):
+        if any(_reads(use.user, use.offset) for use in value.uses()):
+            continue
+        expected = value.type().sizes() if isinstance(value.type(), torch._C.TensorType) else None
+        if expected is None or not _output_changes_with(model, args, k, expected):
+            continue
+        name = value.debugName()
+        why = autograd.escape_text(state.escapes[""]) if "" in state.escapes else "the tracer recorded no op reading it"
+        raise _pt2onnx.ExportError(
+            f"input {k} ('{name}') is not read by the traced graph, but the model's output changes with it: the "
+            f"trace lost its data flow ({why}); the export would compute the example's result for every input. "
+            "Keep the computation in torch ops, or move it into a torch.autograd.Function (exported as "
+            "com.microsoft::PythonOp)")
 
 
 def _gradients_option(gradients):
@@ -376,21 +519,29 @@ def unconvertible_ops(model, args, training=TrainingMode.EVAL, opset_version=Non
         return report["unsupported"]
     inputs = arguments.traced_inputs(model, args)
     mode = _enum_name(training, TrainingMode, "training") or "EVAL"
-    with _training_mode(model, mode):
-        graph, names, values, _, _ = _trace(model, inputs.args)
     state = autograd.ExportState(autograd_functions, autograd_function_overrides, opset, mode == "TRAINING", False)
+    with _training_mode(model, mode):
+        graph, names, values, _, _ = _trace(model, inputs.args, state.escapes)
     state.check_overrides(graph)
     with autograd.exporting(state):
+        with _training_mode(model, mode):
+            _check_unread_inputs(model, inputs.args, graph, len(names), state)
         report = json.loads(_pt2onnx.check_graph_support(graph, len(inputs.tensors), names, values, inputs.tensors,
                                                          opset))
         python_ops = {}  # the calls lowering did not inline and no symbolic converts
+        leaves_torch = {}  # ... because their forward leaves torch
         for node in _python_op_nodes(graph):
             if autograd.decide(node) == "python_op":
-                python_ops.setdefault(autograd.node_function_name(node), []).append(autograd.source_location(node))
+                name = autograd.node_function_name(node)
+                python_ops.setdefault(name, []).append(autograd.source_location(node))
+                escape = state.escapes.get(name) or autograd.constant_output(node)
+                if escape:
+                    leaves_torch.setdefault(name, autograd.escape_text(escape))
     return report["unsupported"] + [
         {"op": "prim::PythonOp", "function": name, "schema": "", "count": len(locations),
          "locations": sorted({loc for loc in locations if loc})[:5], "scopes": [], "supported_from_opset": None,
-         "exported_as": "com.microsoft::PythonOp", "runs_in": autograd.PYTHON_OP_RUNTIMES}
+         "exported_as": "com.microsoft::PythonOp", "runs_in": autograd.PYTHON_OP_RUNTIMES,
+         **({"leaves_torch": leaves_torch[name]} if name in leaves_torch else {})}
         for name, locations in sorted(python_ops.items())]
 
 

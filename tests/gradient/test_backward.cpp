@@ -129,6 +129,30 @@ TEST(GradientWalker, NodesOffThePathNeedNoBuilder) {
   EXPECT_NO_THROW(gradient::buildBackward(g, request, 17, {}));
 }
 
+// A stop-gradient of the model (detach(), no_grad: exporter/passes/mark_stop_gradients.cpp) is an
+// Identity the walk does not cross: what only feeds it needs no builder, and gets no gradient.
+TEST(GradientWalker, StopGradientIdentitiesAreNotCrossed) {
+  auto build = [](ir::Graph& g, bool stop) {
+    g.setNodeObserver([](ir::Node* n) { writer::inferNodeTypes(*n, 17, {}); });
+    ir::Value* x = g.addInput("x", floats({3}));
+    ir::Value* atan = g.addNode("Atan", {x}, 1)->outputs[0];  // Atan has no builder
+    ir::Node* identity = g.addNode("Identity", {atan}, 1);
+    if (stop) identity->gradientHints["stop_gradient"] = 1;
+    g.addOutput(g.addNode("Mul", {x, identity->outputs[0]}, 1)->outputs[0]);
+    g.setNodeObserver(nullptr);
+  };
+  gradient::GradientRequest request;
+  request.wrt = gradient::GradientRequest::Wrt::ParametersAndInputs;
+  ir::Graph stopped, plain;
+  build(stopped, true);
+  build(plain, false);
+  EXPECT_TRUE(gradient::findMissingGradients(stopped, request, 17).empty());
+  ASSERT_EQ(gradient::findMissingGradients(plain, request, 17).size(), 1u);  // the check can fail
+  gradient::BackwardSummary s = gradient::buildBackward(stopped, request, 17, {});
+  EXPECT_EQ(s.gradientOutputs, std::vector<std::string>{"x_grad"});
+  EXPECT_TRUE(s.warnings.empty());
+}
+
 TEST(GradientWalker, BadNamesAndIntegerTensorsAreErrors) {
   Mlp m;
   gradient::GradientRequest request;
