@@ -1,8 +1,10 @@
 """The interface of training-graph exports (docs/gradients.md), the same from every path: gradient
 outputs inputs first (graph-input order), then parameters in the module's parameter order
 (named_parameters), whether the model comes from Python (nn.Module, ScriptModule), from its traced or
-scripted archive through the CLI, or through the CLI's --python."""
+scripted archive through the CLI, or through the CLI's --python; and dynamic_axes / -d on the seed
+inputs (<y>_grad) and gradient outputs (<x>_grad), run at another batch size against torch.autograd."""
 import subprocess
+import warnings
 
 import numpy as np
 import onnx
@@ -104,3 +106,87 @@ def test_gradient_outputs_follow_parameter_order_from_every_path(tmp_path, cli, 
         for name, g in zip(expected[1:], grads):
             assert np.abs(got[name] - g.numpy()).max() <= TOLERANCE, (key, name)
 
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def _dims(value):
+    return [d.dim_param or (d.dim_value if d.HasField("dim_value") else None) for d in value.type.tensor_type.shape.dim]
+
+
+def test_dynamic_axes_name_seed_inputs_and_gradient_outputs(tmp_path):
+    torch.manual_seed(0)
+    model = Mlp()
+    x = torch.randn(3, 6)
+    path = tmp_path / "train.onnx"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pt2onnx.export(model, (x,), str(path), input_names=["x"], gradients="all",
+                       dynamic_axes={"x": {0: "batch"}, "output_0": {0: "batch"}, "output_0_grad": {0: "n"},
+                                     "x_grad": {0: "batch"}, "net.0.weight_grad": [1]})
+        warnings_seen = [str(w.message) for w in caught]
+    assert not any("dynamic_axes" in w for w in warnings_seen), warnings_seen
+    graph = onnx.load(str(path)).graph
+    inputs = {i.name: _dims(i) for i in graph.input}
+    outputs = {o.name: _dims(o) for o in graph.output}
+    assert inputs["x"] == ["batch", 6] and inputs["output_0_grad"] == ["n", 4]
+    assert outputs["output_0"] == ["batch", 4] and outputs["x_grad"] == ["batch", 6]
+    assert outputs["net.0.weight_grad"] == [16, "net.0.weight_grad_dynamic_axes_1"]
+
+    x5 = torch.randn(5, 6)
+    leaf = x5.clone().requires_grad_(True)
+    out = model(leaf)
+    seed = torch.randn_like(out)
+    names = ["x_grad"] + [f"{n}_grad" for n, _ in model.named_parameters()]
+    grads = dict(zip(names, torch.autograd.grad(out, [leaf] + list(model.parameters()), seed)))
+    feeds = {"x": x5.numpy(), "output_0_grad": seed.numpy()}
+    for where, got in (("ONNX Runtime", ort.run(path, feeds)),
+                       ("pt2onnx runtime", dict(zip(outputs, pt2onnx.InferenceSession(str(path)).run(None, feeds))))):
+        assert got["output_0"].shape == (5, 4), where
+        for name, g in grads.items():
+            assert np.abs(got[name] - g.numpy()).max() <= TOLERANCE, (where, name)
+
+
+def test_gradient_dynamic_axis_errors(tmp_path):
+    model, x = Mlp(), torch.randn(3, 6)
+    with pytest.raises(pt2onnx.ExportError, match=r"dynamic_axes\['output_0_grad'\] names axis 2, but input "
+                                                  r"'output_0_grad' has rank 2"):
+        pt2onnx.export(model, (x,), str(tmp_path / "a.onnx"), input_names=["x"], gradients="all",
+                       dynamic_axes={"output_0_grad": {2: "b"}})
+    with pytest.raises(pt2onnx.ExportError, match=r"dynamic_axes\['x_grad'\] names axis -3, but output 'x_grad'"):
+        pt2onnx.export(model, (x,), str(tmp_path / "a.onnx"), input_names=["x"], gradients="all",
+                       dynamic_axes={"x_grad": {-3: "b"}})
+    # A <name>_grad that is no seed nor gradient output: as for any unknown name (x_grad is none with
+    # gradients="parameters").
+    with pytest.raises(pt2onnx.ExportError, match="dynamic_axes names 'x_grad', which is not an input or output"):
+        pt2onnx.export(model, (x,), str(tmp_path / "a.onnx"), input_names=["x"], gradients="parameters",
+                       dynamic_axes={"x_grad": {0: "b"}}, strict_dynamic_axes=True)
+    with pytest.warns(UserWarning, match="dynamic_axes names 'y_grad'"):
+        pt2onnx.export(model, (x,), str(tmp_path / "a.onnx"), input_names=["x"], gradients="all",
+                       dynamic_axes={"y_grad": {0: "b"}})
+    # Without gradients, a seed name is unknown as before.
+    with pytest.warns(UserWarning, match="dynamic_axes names 'output_0_grad'"):
+        pt2onnx.export(model, (x,), str(tmp_path / "a.onnx"), input_names=["x"], dynamic_axes={"output_0_grad": [0]})
+
+
+def test_cli_dynamic_axis_on_seed_and_gradient_output(tmp_path, cli):
+    torch.manual_seed(0)
+    model, x = Mlp(), torch.randn(3, 6)
+    torch.jit.trace(model, (x,)).save(str(tmp_path / "mlp.pt"))
+    out = tmp_path / "train.onnx"
+    _cli(cli, "convert", tmp_path / "mlp.pt", "-i", "x:3x6", "--gradients", "all", "-d", "x:0=batch",
+         "-d", "output_0:0=batch", "-d", "output_0_grad:0=batch", "-d", "x_grad:0=batch", "-o", out, cwd=tmp_path)
+    graph = onnx.load(str(out)).graph
+    assert {i.name: _dims(i) for i in graph.input}["output_0_grad"] == ["batch", 4]
+    assert {o.name: _dims(o) for o in graph.output}["x_grad"] == ["batch", 6]
+    bad = subprocess.run([str(cli), "convert", str(tmp_path / "mlp.pt"), "-i", "x:3x6", "--gradients", "all",
+                          "-d", "output_1_grad:0=batch", "-o", str(tmp_path / "bad.onnx")],
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0 and "dynamic_axes names 'output_1_grad'" in bad.stderr
+    assert not (tmp_path / "bad.onnx").exists()
