@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -85,6 +86,19 @@ void encodeGraphBody(onnx::GraphProto* g, const ir::Graph& graph, const WriteOpt
   encodeNodes(g->mutable_node(), graph, options);
   for (const ir::Value* in : graph.inputs()) addValueInfo(g->mutable_input(), in);
   for (const ir::Value* o : graph.outputs()) addValueInfo(g->mutable_output(), o);
+  // Intermediate values get no value_info, except com.microsoft::PythonOp's outputs: its schema can
+  // infer only their ranks (ONNX Runtime's attributes say no more), so the sizes the exporter knows
+  // (python/pt2onnx/autograd.py: the traced sizes on the dims that do not vary) are written down.
+  std::unordered_set<const ir::Value*> declared(graph.outputs().begin(), graph.outputs().end());
+  for (const auto& n : graph.nodes()) {
+    if (n->domain != "com.microsoft" || n->opType != "PythonOp") continue;
+    for (size_t k = 1; k < n->outputs.size(); ++k) {
+      const ir::Value* o = n->outputs[k];
+      bool sized = o->type.hasRank() && std::any_of(o->type.shape->begin(), o->type.shape->end(),
+                                                    [](const ir::Dim& d) { return d.isStatic() || !d.param.empty(); });
+      if (sized && !declared.count(o)) addValueInfo(g->mutable_value_info(), o);
+    }
+  }
 }
 
 void collectDomains(const ir::Graph& graph, std::set<std::string>& domains) {

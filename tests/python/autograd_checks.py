@@ -102,9 +102,9 @@ def python_op_attrs(name, convention, in_types, in_ranks, out_types, out_ranks, 
 
 
 def value_types(proto):
-    """{value name: (elem_type, rank)} after ONNX shape inference (pt2onnx writes no value_info for
-    intermediate values; pt2onnx.check_model runs the PythonOp schema pt2onnx registers, which the
-    onnx package does not have)."""
+    """{value name: (elem_type, rank)} after ONNX shape inference (pt2onnx writes value_info only for
+    PythonOp outputs, their known sizes; pt2onnx.check_model runs the PythonOp schema pt2onnx
+    registers, which the onnx package does not have)."""
     inferred = pt2onnx.check_model(proto)
     out = {}
     for v in list(inferred.graph.value_info) + list(inferred.graph.output):
