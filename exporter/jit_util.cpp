@@ -12,9 +12,12 @@
 namespace pt2onnx::jit {
 
 namespace {
+// pt2onnx's own tracing hooks (python/pt2onnx/tracing_hooks.py: `.data` as detach(), no_grad
+// regions recorded as detach()) are plumbing like torch's.
 bool insideTorch(const std::string& file) {
   return file.find("site-packages/torch/") != std::string::npos ||
-         file.find("dist-packages/torch/") != std::string::npos;
+         file.find("dist-packages/torch/") != std::string::npos ||
+         file.find("pt2onnx/tracing_hooks.py") != std::string::npos;
 }
 
 // A traced node's source is the Python stack at the call, one "file(line): function" per frame,

@@ -2,7 +2,9 @@
 // `pt2onnx::stop_gradient` node, which converts to an Identity that the backward does not cross
 // (gradient/backward.cpp). Without it the backward differentiated through `detach()` (a
 // straight-through estimator's `(round(h) - h).detach()` got round's gradient) and no_grad regions.
-// Forward-only exports do not run this pass.
+// Traced graphs record no grad mode: pt2onnx.export records what a no_grad region computes as
+// detach() while it traces a training export (python/pt2onnx/exporter.py). Forward-only exports do
+// not run this pass.
 #include <set>
 
 #include <torch/csrc/jit/ir/constants.h>
@@ -43,6 +45,16 @@ void stopUsesAfter(Node* after, Value* v) {
   if (!usedAfter) return;
   Value* stopped = insertStopAfter(after, v);
   v->replaceAllUsesAfterNodeWith(stopped->node(), stopped);
+}
+
+// A value computed from stopped values and constants only: a stop on it would stop nothing.
+bool carriesNoGradient(const Value* v) {
+  const Node* producer = v->node();
+  if (producer->kind() == c10::prim::Param || !producer->blocks().empty()) return false;
+  for (const Value* in : producer->inputs())
+    if (mayCarryGradient(in) && in->node()->kind() != stopGradientOp() && in->node()->kind() != c10::prim::Constant)
+      return false;
+  return true;
 }
 
 bool isFalseConstant(const Value* v) {
@@ -114,30 +126,16 @@ void stopNoGradRegion(Node* enter) {
     if (mayCarryGradient(v) && seen.insert(v).second) stopUsesAfter(exit, v);
 }
 
-// Traced graphs record each value's requires_grad: an op whose output does not require grad although
-// one of its inputs does ran with grad disabled (a no_grad region) or is not differentiable there
-// (zeros_like, a Function's mark_non_differentiable output).
-void stopTracedNonDifferentiable(Node* n) {
-  if (!n->blocks().empty()) return;
-  bool inputRequiresGrad = false;
-  for (const Value* in : n->inputs()) {
-    auto t = in->type()->cast<c10::TensorType>();
-    inputRequiresGrad = inputRequiresGrad || (t && t->requiresGrad() == true);
-  }
-  if (!inputRequiresGrad) return;
-  for (Value* o : n->outputs()) {
-    auto t = o->type()->cast<c10::TensorType>();
-    if (t && t->requiresGrad() == false && mayCarryGradient(o) && o->hasUses()) stopUsesAfter(n, o);
-  }
-}
-
 void markBlock(Block* block) {
   for (auto it = block->nodes().begin(); it != block->nodes().end();) {
     Node* n = *it;
     ++it;
     for (Block* b : n->blocks()) markBlock(b);
     if (n->kind() == stopGradientOp()) continue;
-    if (isExplicitStop(n) && isTensor(n->output())) {
+    if (isExplicitStop(n) && isTensor(n->output()) && carriesNoGradient(n->input(0))) {
+      n->output()->replaceAllUsesWith(n->input(0));  // a traced no_grad region detaches every op's result
+      n->destroy();
+    } else if (isExplicitStop(n) && isTensor(n->output())) {
       Node* stop = n->owningGraph()->create(stopGradientOp(), {n->input(0)});
       stop->insertBefore(n);
       stop->copyMetadata(n);
@@ -153,8 +151,6 @@ void markBlock(Block* block) {
       n->destroy();
     } else if (entersNoGrad(n)) {
       stopNoGradRegion(n);
-    } else {
-      stopTracedNonDifferentiable(n);
     }
   }
 }

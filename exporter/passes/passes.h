@@ -77,8 +77,7 @@ void inlineAutogradFunctions(torch::jit::Graph& graph,
 // Identity the backward does not cross): `detach()`, `detach_copy`, `.data`, `detach_()` and
 // `requires_grad_(False)` (later readers of the tensor read the stopped value), values a scripted
 // `with torch.no_grad()` / `torch.inference_mode()` region defines or writes in place and code after
-// it reads, and in traced graphs every op whose output does not require grad while an input does (the
-// tracer records requires_grad: no_grad regions, non-differentiable outputs).
+// it reads (traces hold no region: pt2onnx.export traces one as detach()).
 void markStopGradients(torch::jit::Graph& graph);
 // `pt2onnx::stop_gradient(Tensor(a) self) -> Tensor(a)`, registered on first use; its kernel is detach().
 c10::Symbol stopGradientOp();

@@ -240,9 +240,8 @@ def constant_output(node):
     return None
 
 
-def _function_running(frame):
-    """The autograd.Function class whose forward is the innermost on the stack from `frame`, or None.
-    (Function.apply is a C function in torch 2.14, so the forward's own frame is what tells.)"""
+def function_forwards():
+    """{code object of forward: class} of every autograd.Function subclass defined in this process."""
     forwards = {}
     pending = [torch.autograd.Function]
     while pending:
@@ -251,6 +250,13 @@ def _function_running(frame):
         code = getattr(getattr(cls, "forward", None), "__code__", None)
         if code is not None and "forward" in cls.__dict__:
             forwards.setdefault(code, cls)
+    return forwards
+
+
+def function_running(frame, forwards=None):
+    """The autograd.Function class whose forward is the innermost on the stack from `frame`, or None.
+    (Function.apply is a C function in torch 2.14, so the forward's own frame is what tells.)"""
+    forwards = function_forwards() if forwards is None else forwards
     while frame is not None:
         if frame.f_code in forwards:
             return forwards[frame.f_code]
@@ -272,7 +278,7 @@ def recording_escapes(escapes):
 
         def show(message, category, filename, lineno, file=None, line=None):
             if issubclass(category, torch.jit.TracerWarning):
-                cls = _function_running(sys._getframe(1))
+                cls = function_running(sys._getframe(1))
                 text = (f"torch.jit says: {str(message).split('. ')[0].strip()}", f"{filename}:{lineno}")
                 if isinstance(cls, type):
                     escapes.setdefault(qualified_name(cls), text)

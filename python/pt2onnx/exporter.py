@@ -8,7 +8,7 @@ import warnings
 
 import torch
 
-from . import _pt2onnx, arguments, autograd
+from . import _pt2onnx, arguments, autograd, tracing_hooks
 
 
 class TrainingMode(enum.Enum):
@@ -144,33 +144,6 @@ def _output_key_paths(out):
     return paths
 
 
-@contextlib.contextmanager
-def _data_traced_as_detach():
-    """While this thread traces, `t.data` is `t.detach()`: the tracer does not follow the tensor that
-    `.data` returns, so the example's values would be recorded as a constant (a model computing
-    `h.data * 2` would return the example's result for every input). Other threads, and this one
-    outside a trace, get `.data` as always."""
-    descriptor = torch._C.TensorBase.__dict__["data"]
-    own = torch.Tensor.__dict__.get("data")
-
-    def get(self):
-        if torch._C._get_tracing_state() is not None:
-            return self.detach()
-        return descriptor.__get__(self, type(self))
-
-    def set(self, value):
-        descriptor.__set__(self, value)
-
-    torch.Tensor.data = property(get, set, doc=descriptor.__doc__)
-    try:
-        yield
-    finally:
-        if own is None:
-            del torch.Tensor.data
-        else:
-            torch.Tensor.data = own
-
-
 def _requiring_grad(args):
     """`args` with every floating-point tensor replaced by a copy that requires grad (a non-leaf, so
     that the model may still write it in place): the trace then records which values a gradient
@@ -188,19 +161,21 @@ def _requiring_grad(args):
     return args
 
 
-def _trace(model, args, escapes=None):
+def _trace(model, args, escapes=None, stop_gradients=False):
     """Returns (graph, param_names, param_values, trainable, output_key_paths): inputs = flattened
     args + unique parameters; `trainable` names the parameters that require grad (buffers do not).
-    `escapes` gets where the trace left torch (autograd.recording_escapes)."""
+    `escapes` gets where the trace left torch (autograd.recording_escapes); `stop_gradients` (training
+    exports): no_grad regions are recorded as detach()."""
     escapes = {} if escapes is None else escapes
+    no_grad_mode = tracing_hooks.NoGradRecordedAsDetached() if stop_gradients else contextlib.nullcontext()
     if isinstance(model, torch.nn.Module):
-        with _module_scopes(model), _data_traced_as_detach(), autograd.recording_escapes(escapes):
+        with _module_scopes(model), tracing_hooks.data_traced_as_detach(), autograd.recording_escapes(escapes), no_grad_mode:
             graph, out = torch.jit._get_trace_graph(model, args)
         state = torch.jit._unique_state_dict(model, keep_vars=True)
         names, values = list(state.keys()), [v.detach() for v in state.values()]
         trainable = [n for n, v in state.items() if v.requires_grad]
     else:
-        with _data_traced_as_detach(), autograd.recording_escapes(escapes):
+        with tracing_hooks.data_traced_as_detach(), autograd.recording_escapes(escapes), no_grad_mode:
             graph, out = torch.jit._get_trace_graph(model, args)
         names, values, trainable = [], [], []
     return graph, names, values, trainable, _output_key_paths(out)
@@ -231,7 +206,8 @@ def _with_traced_graph(model, args, options, autograd_functions, autograd_functi
     gradients = options.get("gradients")
     traced_args = _requiring_grad(args) if gradients is not None and gradients["wrt"] != "parameters" else args
     with _TRACE_LOCK, _training_mode(model, options["training"]):
-        graph, names, values, trainable, output_paths = _trace(model, traced_args, state.escapes)
+        graph, names, values, trainable, output_paths = _trace(model, traced_args, state.escapes,
+                                                               stop_gradients=gradients is not None)
     state.check_overrides(graph)
     options["trainable_parameters"] = trainable
     options["output_key_paths"] = output_paths

@@ -1,7 +1,6 @@
 // mark_stop_gradients: every stop-gradient becomes one pt2onnx::stop_gradient node (detach, .data,
-// detach_copy, in-place detach_ / requires_grad_(False) whose later readers read the stopped value,
-// traced values that stopped requiring grad), the graph computes what it computed before, and values
-// a gradient flows through are left alone. Scripted no_grad regions: tests/e2e/test_stop_gradients.py
+// detach_copy, in-place detach_ / requires_grad_(False) whose later readers read the stopped value),
+// the graph computes what it computed before, and values a gradient flows through are left alone. Scripted no_grad regions: tests/e2e/test_stop_gradients.py
 // (their prim::Enter needs Python's no_grad class).
 #include <gtest/gtest.h>
 
@@ -63,24 +62,6 @@ TEST(MarkStopGradients, InPlaceStopsStopLaterReadersOnly) {
     if (name.rfind("after", 0) == 0) EXPECT_TRUE(readThroughStop(n->input(0)));
     if (name.rfind("later", 0) == 0) EXPECT_TRUE(readThroughStop(n->input(0)));
   }
-}
-
-TEST(MarkStopGradients, TracedValuesThatStopRequiringGradAreStopped) {
-  // A trace of `h = lin(x); with no_grad: s = h.abs().max(); y = h * s`: abs ran with grad off.
-  const char* ir = R"IR(
-    graph(%x : Float(2, 3, strides=[3, 1], requires_grad=0, device=cpu),
-          %w : Float(3, 3, strides=[3, 1], requires_grad=1, device=cpu)):
-      %h : Float(2, 3, strides=[3, 1], requires_grad=1, device=cpu) = aten::matmul(%x, %w)
-      %a : Float(2, 3, strides=[3, 1], requires_grad=0, device=cpu) = aten::abs(%h)
-      %s : Float(requires_grad=0, device=cpu) = aten::max(%a)
-      %y : Float(2, 3, strides=[3, 1], requires_grad=1, device=cpu) = aten::mul(%h, %s)
-      %z : Float(2, 3, strides=[3, 1], requires_grad=0, device=cpu) = aten::mul(%x, %x)
-      return (%y, %z))IR";
-  auto g = expectPassPreservesResults(ir, run, {{at::randn({2, 3}), at::randn({3, 3})}});
-  // Only abs: max's input no longer requires grad, and x * x never did (no gradient to stop).
-  ASSERT_EQ(countNodes(*g, "pt2onnx::stop_gradient"), 1);
-  for (const torch::jit::Node* n : g->nodes())
-    if (n->kind() == c10::aten::max) EXPECT_TRUE(readThroughStop(n->input(0)));
 }
 
 }  // namespace
