@@ -456,6 +456,7 @@ def python_op(g, node, tensor_args, name, cls):
         _functions.setdefault(name, cls)
     state.python_ops.setdefault(name, []).append(source_location(node))
     values = g.op("com.microsoft::PythonOp", *tensor_args, outputs=1 + len(outputs), **attrs)
+    _type_python_op_outputs(g, node, tensor_args, cls, values[1:], attrs["output_tensor_types_i"])
     node_name = values[0].node_name()
     g.set_metadata(METADATA_PREFIX + node_name, json.dumps(
         {"function": name, "input_convention": cconv, "args": portable}, sort_keys=True))
@@ -465,6 +466,143 @@ def python_op(g, node, tensor_args, name, cls):
         state.warnings.append(message)
         warnings.warn(message)
     return list(values[1:])
+
+
+# Ops whose output sizes depend on the values they read, not only on their inputs' sizes.
+_DATA_DEPENDENT_SHAPE_OPS = frozenset(
+    f"aten::{op}" for op in ("nonzero", "nonzero_numpy", "argwhere", "masked_select", "unique", "_unique", "_unique2",
+                              "unique_dim", "unique_consecutive", "unique_dim_consecutive", "item",
+                              "_local_scalar_dense", "repeat_interleave", "bincount", "histc", "tolist"))
+# Factors the dims that vary with the dynamic axes are multiplied by when the Function is called to
+# tell which of its output dims follow them (multiples keep relations such as 2*B).
+_PROBE_FACTORS = (2, 3)
+
+
+def _type_python_op_outputs(g, node, tensor_args, cls, values, onnx_types):
+    """Gives the PythonOp outputs the traced sizes on the dims that do not vary with the model's
+    dynamic axes; the others stay unknown (the schema alone gives ranks). A dim is static when every
+    tensor input's dims are static at this point of the graph (no dynamic axis reaches the call) and
+    the traced forward computes no value-dependent sizes; otherwise when calling the Function on
+    stand-in inputs grown along their varying dims gives that size each time. A dim declared static
+    that varies would make runtimes reject the model at other sizes, so any doubt leaves it unknown."""
+    if not values or any(v.onnx_dtype == 0 for v in values):
+        return  # types captured by running the model (type_inference="run"): the converter sets them
+    traced = _traced_output_sizes(node, len(values))
+    if traced is None:
+        return
+    input_dims = [a.sizes() for a in tensor_args]  # None per dim that is not static (a dim_param or unknown)
+    static_inputs = all(d is not None and all(s is not None for s in d) for d in input_dims)
+    if static_inputs and not _leaves_static_shapes(node):
+        static = [[True] * len(sizes) for sizes in traced]
+    else:
+        static = _probe_static_dims(node, cls, tensor_args, input_dims, traced)
+    for v, dtype, sizes, keep in zip(values, onnx_types, traced, static):
+        g._ctx.set_output_type(v, dtype, [s if k else -1 for s, k in zip(sizes, keep)])
+
+
+def _traced_output_sizes(node, count):
+    """The sizes the trace recorded for each returned tensor (the call's own types, else those of its
+    traced forward's outputs), or None when some are not known."""
+    types = _output_types(node)
+    sizes = [t.sizes() if isinstance(t, torch._C.TensorType) else None for t in types]
+    if any(s is None for s in sizes) and node.hasAttribute("Subgraph"):
+        body = [o.type() for o in node.g("Subgraph").outputs()]
+        if len(body) == len(types):
+            sizes = [s if s is not None else (b.sizes() if isinstance(b, torch._C.TensorType) else None)
+                     for s, b in zip(sizes, body)]
+    if len(sizes) != count or any(s is None or None in s for s in sizes):
+        return None
+    ranks = [t.dim() for t in types]
+    if any(r is not None and r != len(s) for r, s in zip(ranks, sizes)):
+        return None
+    return [list(s) for s in sizes]
+
+
+def _leaves_static_shapes(node):
+    """Whether the Function's output sizes may depend on more than its inputs' sizes: its traced
+    forward is missing, holds an op with value-dependent output sizes, or left torch while traced
+    (numpy, Python numbers: the trace does not show what it computed)."""
+    if not node.hasAttribute("Subgraph"):
+        return True
+    state = getattr(_state, "current", None)
+    escapes = getattr(state, "escapes", None) or {}
+    if node_function_name(node) in escapes:
+        return True
+
+    def visit(block):
+        for n in block.nodes():
+            if n.kind() in _DATA_DEPENDENT_SHAPE_OPS or n.kind() == "prim::PythonOp" and not n.hasAttribute("Subgraph"):
+                return True
+            if n.kind() == "aten::index" and _indexes_with_masks(n):
+                return True
+            if any(visit(b) for b in n.blocks()):
+                return True
+            if n.kind() == "prim::PythonOp" and visit(n.g("Subgraph")):
+                return True
+        return False
+    return visit(node.g("Subgraph"))
+
+
+def _indexes_with_masks(node):
+    """Whether an aten::index may take a boolean mask (its output size counts the mask's True values)."""
+    indices = list(node.inputs())[1:]
+    if len(indices) == 1 and indices[0].node().kind() == "prim::ListConstruct":
+        indices = list(indices[0].node().inputs())
+    for i in indices:
+        t = i.type()
+        if not isinstance(t, torch._C.TensorType) or t.scalarType() not in ("Long", "Int"):
+            if not isinstance(t, torch._C.NoneType):
+                return True
+    return False
+
+
+def _probe_static_dims(node, cls, tensor_args, input_dims, traced):
+    """Per output dim, whether calling the Function on stand-in inputs (the traced sizes, the dims
+    that are not static multiplied by each of _PROBE_FACTORS; values drawn from a private generator)
+    returns the traced size every time. Any failure: every dim unknown."""
+    unknown = [[False] * len(sizes) for sizes in traced]
+    if cls is None or torch._C._get_tracing_state() is not None:
+        return unknown
+    inputs = list(node.inputs())
+    if len(inputs) != len(tensor_args):
+        return unknown
+    specs = []
+    for value, dims in zip(inputs, input_dims):
+        t = value.type()
+        sizes = t.sizes() if isinstance(t, torch._C.TensorType) else None
+        dtype = t.dtype() if isinstance(t, torch._C.TensorType) else None
+        if sizes is None or None in sizes or dtype is None or (dims is not None and len(dims) != len(sizes)):
+            return unknown
+        device = t.device() or torch.device("cpu")
+        varying = [dims is None or dims[k] is None for k in range(len(sizes))]
+        specs.append((list(sizes), varying, dtype, device))
+    static = [[True] * len(sizes) for sizes in traced]
+    generator = torch.Generator().manual_seed(0)
+    try:
+        with torch.random.fork_rng(devices=[]), torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for factor in _PROBE_FACTORS:
+                stand_ins = []
+                for sizes, varying, dtype, device in specs:
+                    shape = [max(s, 1) * factor if v else s for s, v in zip(sizes, varying)]
+                    if dtype.is_floating_point or dtype.is_complex:
+                        t = torch.rand(shape, generator=generator, dtype=dtype) + 0.5
+                    else:
+                        t = torch.zeros(shape, dtype=dtype)  # valid indices, False masks
+                    stand_ins.append(t.to(device))
+                result = cls.apply(*apply_arguments(node, stand_ins))
+                results = list(result) if isinstance(result, (tuple, list)) else [result]
+                results = [r for r in results if isinstance(r, torch.Tensor)]
+                if len(results) != len(traced):
+                    return unknown
+                for k, (r, sizes) in enumerate(zip(results, traced)):
+                    if r.dim() != len(sizes):
+                        return unknown
+                    for d, s in enumerate(sizes):
+                        static[k][d] = static[k][d] and r.shape[d] == s
+    except Exception:  # the Function does not take the stand-ins: nothing is known of how its sizes vary
+        return unknown
+    return static
 
 
 def source_location(node):
