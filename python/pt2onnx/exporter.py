@@ -275,6 +275,8 @@ def _output_changes_with(model, args, k, expected):
         return None
     call_args = args if isinstance(args, tuple) else (args,)
     changed_args = _with_tensor_replaced(call_args, k, lambda t: other, [0])
+    # The runs must leave the model as they found it (BatchNorm's running statistics in train mode).
+    buffers = [(b, b.detach().clone()) for b in model.buffers()] if isinstance(model, torch.nn.Module) else []
     try:
         with torch.no_grad(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
@@ -283,6 +285,10 @@ def _output_changes_with(model, args, k, expected):
             after = _flat_outputs(model(*changed_args))
     except Exception:  # noqa: BLE001 - another value the model refuses tells nothing
         return None
+    finally:
+        with torch.no_grad():
+            for buffer, saved in buffers:
+                buffer.copy_(saved)
     return len(before) != len(after) or any(
         a.shape != b.shape or not torch.equal(a, b) for a, b in zip(before, after))
 

@@ -178,5 +178,31 @@ def test_an_input_the_model_ignores_is_still_only_a_warning(tmp_path):
     assert any("not used" in str(w.message) for w in caught)
 
 
+
+def test_the_unread_input_check_leaves_the_model_as_the_trace_left_it(tmp_path):
+    """The check runs the eager model twice: BatchNorm's running statistics (train mode) must not
+    move more than the trace itself moves them."""
+    import copy
+
+    class BatchNormIgnoresMask(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bn = torch.nn.BatchNorm1d(4)
+
+        def forward(self, obs, mask):
+            return self.bn(obs)
+
+    model = BatchNormIgnoresMask().train()
+    obs, mask = torch.randn(3, 4), torch.ones(3, 4)
+    traced_once = copy.deepcopy(model)
+    with torch.no_grad():
+        traced_once(obs, mask)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pt2onnx.export(model, (obs, mask), str(tmp_path / "m.onnx"), training=pt2onnx.TrainingMode.TRAINING)
+    for key, value in traced_once.state_dict().items():
+        assert torch.equal(model.state_dict()[key], value), key
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))
