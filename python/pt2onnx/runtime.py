@@ -6,8 +6,11 @@
 Tensors are ATen tensors inside (numpy inputs are used without copying); models with
 com.microsoft::PythonOp / PythonOpGrad and the legacy PyOp run by calling back into Python.
 As in onnxruntime, a sequence is a list of arrays (in and out) and an optional is None or its value.
+Errors are onnxruntime's own exception classes when onnxruntime is installed (each also pt2onnx's class
+of that name, below), pt2onnx's classes otherwise (docs/runtime.md, "Exceptions").
 """
 import os
+import threading
 
 import numpy as np
 import torch
@@ -55,29 +58,117 @@ class NodeArg:
         return f"NodeArg(name={self.name!r}, type={self.type!r}, shape={self.shape})"
 
 
+# Error classes. With onnxruntime installed, a session raises onnxruntime's own class for each
+# mistake (measured against onnxruntime 1.32: tests/python/test_session_errors.py asks it live), so a
+# script written for onnxruntime catches our errors unchanged. The class raised is made at the first
+# error: a subclass of both the pt2onnx class below and onnxruntime's of the same name (for example
+# `class Fail(pt2onnx.runtime.Fail, onnxruntime...Fail)`), so `except pt2onnx.Fail` and `except
+# onnxruntime.capi.onnxruntime_pybind11_state.Fail` both catch it. Why not bind pt2onnx.Fail to
+# onnxruntime's class, or derive it from that class here: either needs onnxruntime imported when
+# pt2onnx is (0.25 s on every import, measured), and pt2onnx/__init__.py binds these names once at
+# import. Without onnxruntime (not installed, or not importable) the classes below are raised as they are.
+
 class Fail(RuntimeError):
-    """A model that cannot be loaded or whose run fails (onnxruntime's Fail): the message names the
-    node, op, domain and opset."""
+    """A run that fails (onnxruntime's Fail): the message names the node, op, domain and opset.
+    Also the base of the load errors below."""
+
+    def __reduce__(self):  # the raised class may be made at run time: pickle by our name
+        return _make_error, (_base_class(type(self)).__name__, self.args)
 
 
 class InvalidArgument(RuntimeError):
-    """A run whose arguments do not fit the model: an unknown, missing or mistyped input, an unknown
-    output name (onnxruntime's InvalidArgument)."""
+    """A run whose arguments do not fit the model: an unknown input name, a mistyped input or one of
+    the wrong rank or shape, an unknown output name (onnxruntime's InvalidArgument)."""
+
+    def __reduce__(self):
+        return _make_error, (_base_class(type(self)).__name__, self.args)
+
+
+class MissingInput(InvalidArgument, ValueError):
+    """A run that does not feed every input of the model: onnxruntime raises ValueError here (its
+    Python layer checks the feed), so this is one too, with or without onnxruntime."""
 
 
 class NoSuchFile(Fail):
-    """The model file does not exist or cannot be read."""
+    """The model file does not exist or cannot be read (onnxruntime's NoSuchFile)."""
 
 
 class InvalidGraph(Fail):
-    """The file is not a valid ONNX model, or uses an op the runtime does not implement."""
+    """The model is not valid ONNX: the checker refused it (onnxruntime's InvalidGraph)."""
+
+
+class InvalidProtobuf(InvalidGraph):
+    """The file or bytes are not an ONNX ModelProto at all (onnxruntime's InvalidProtobuf)."""
+
+
+class NotImplemented(InvalidGraph):  # noqa: A001 -- onnxruntime's name; the builtin is not used here
+    """A node the runtime has no kernel for (its op, domain or opset version): onnxruntime's
+    NotImplemented ("Could not find an implementation for ...")."""
+
+
+# pt2onnx class -> onnxruntime's class of the same mistake (by name in onnxruntime_pybind11_state);
+# MissingInput is onnxruntime's ValueError already.
+_ORT_NAMES = {Fail: "Fail", InvalidArgument: "InvalidArgument", NoSuchFile: "NoSuchFile",
+              InvalidGraph: "InvalidGraph", InvalidProtobuf: "InvalidProtobuf", NotImplemented: "NotImplemented"}
+_raised = {}  # pt2onnx class -> the class raised for it, resolved at the first error
+_raised_lock = threading.Lock()
+
+
+def _onnxruntime_state():
+    """onnxruntime's exception module, or None when onnxruntime does not import."""
+    try:
+        from onnxruntime.capi import onnxruntime_pybind11_state as state
+    except Exception:  # not installed, hidden (sys.modules['onnxruntime'] = None) or broken: ours are raised
+        return None
+    return state
+
+
+def _error_class(cls):
+    """The class a session raises for the pt2onnx class `cls` (see the comment above Fail)."""
+    raised = _raised.get(cls)
+    if raised is not None:
+        return raised
+    with _raised_lock:
+        if not _raised:
+            state = _onnxruntime_state()
+            for ours, name in _ORT_NAMES.items():
+                theirs = getattr(state, name, None)
+                _raised[ours] = ours if theirs is None else type(ours.__name__, (ours, theirs), {
+                    "__module__": ours.__module__, "__qualname__": ours.__qualname__, "__doc__": ours.__doc__})
+            _raised[MissingInput] = MissingInput
+        return _raised.get(cls, cls)
+
+
+def _base_class(t):
+    """The pt2onnx class of an error's class (itself, or the class it was made from)."""
+    return t if globals().get(t.__name__) is t else t.__bases__[0]
+
+
+def _make_error(name, args):
+    return _error_class(globals()[name])(*args)
+
+
+def _load_error(e):
+    """The session error for an extension error while the model loads (raised `from None`)."""
+    message = str(e)
+    if message.startswith("cannot open ONNX model"):
+        cls = NoSuchFile
+    elif "is not a valid ONNX model (protobuf parse failed)" in message or message.startswith(
+            "the bytes are not a valid ONNX model"):
+        cls = InvalidProtobuf
+    elif "is not supported by pt2onnx's runtime" in message:
+        cls = NotImplemented
+    else:
+        cls = InvalidGraph
+    return _error_class(cls)(message)
 
 
 def _runtime_error(e):
-    """The session error for an error of the extension (raised `from None`: one clear message)."""
+    """The session error for an extension error of a run (raised `from None`: one clear message)."""
+    message = str(e)
     if isinstance(e, _pt2onnx.InvalidArgumentError):
-        return InvalidArgument(str(e))
-    return Fail(str(e))
+        return _error_class(MissingInput if message.startswith("missing input '") else InvalidArgument)(message)
+    return _error_class(Fail)(message)
 
 
 PROVIDERS = ["CPUExecutionProvider"]  # what get_providers() reports: pt2onnx's runtime runs on the CPU
@@ -182,8 +273,7 @@ class InferenceSession:
             fuse = int(level) != GraphOptimizationLevel.ORT_DISABLE_ALL
             self._session = _pt2onnx.RuntimeSession(model, threads, fuse)
         except _pt2onnx.ExportError as e:
-            cls = NoSuchFile if str(e).startswith("cannot open ONNX model") else InvalidGraph
-            raise cls(str(e)) from None
+            raise _load_error(e) from None
 
     def get_inputs(self):
         return [NodeArg(i) for i in self._session.inputs]
