@@ -29,7 +29,7 @@ from .symbolic_registry import (register_custom_op_symbolic, unregister_custom_o
 from . import autograd as _autograd
 from .runtime import (InferenceSession, SessionOptions, RunOptions, GraphOptimizationLevel, ExecutionMode,
                       ModelMetadata, get_available_providers, Fail, InvalidArgument, NoSuchFile, InvalidGraph,
-                      MissingInput, InvalidProtobuf, NotImplemented)
+                      MissingInput, InvalidProtobuf, NotImplemented)  # not in __all__: a star import would hide the builtin
 
 
 def _convert_python_op(g, *tensor_args):
@@ -42,7 +42,7 @@ _pt2onnx.register_symbolic("prim::PythonOp", MIN_OPSET, _convert_python_op)
 __all__ = [
     "export", "unconvertible_ops", "missing_gradients", "InferenceSession", "SessionOptions", "RunOptions",
     "GraphOptimizationLevel", "ExecutionMode", "ModelMetadata", "get_available_providers", "Fail",
-    "InvalidArgument", "NoSuchFile", "InvalidGraph", "MissingInput", "InvalidProtobuf", "NotImplemented", "ExportError", "TrainingMode", "OperatorExportTypes",
+    "InvalidArgument", "NoSuchFile", "InvalidGraph", "MissingInput", "InvalidProtobuf", "ExportError", "TrainingMode", "OperatorExportTypes",
     "set_log_level", "check_model", "register_custom_op_symbolic", "unregister_custom_op_symbolic",
     "register_autograd_function_symbolic", "unregister_autograd_function_symbolic", "MIN_OPSET", "MAX_OPSET", "DEFAULT_OPSET", "__version__",
 ]
