@@ -434,10 +434,10 @@ std::string loadErrorMessage(const std::string& what, const std::string& provena
 }  // namespace
 
 namespace {
-ModelGraph loadArchiveStream(std::istream& in, const std::string& path);
+torch::jit::Module loadArchiveStream(std::istream& in, const std::string& path);
 }  // namespace
 
-ModelGraph loadTorchScript(const std::string& path) {
+torch::jit::Module loadScriptModule(const std::string& path) {
   if (ModelFile file = describeModelFile(path); file.kind == ModelFileKind::Missing ||
                                                 file.kind == ModelFileKind::NotARegularFile)
     throw ExportError(notATorchScriptArchive(file, path));
@@ -446,16 +446,16 @@ ModelGraph loadTorchScript(const std::string& path) {
   return loadArchiveStream(in, path);
 }
 
-ModelGraph loadTorchScript(std::istream& in) { return loadArchiveStream(in, ""); }
+ModelGraph loadTorchScript(const std::string& path) { return fromScriptModule(loadScriptModule(path)); }
+
+ModelGraph loadTorchScript(std::istream& in) { return fromScriptModule(loadArchiveStream(in, "")); }
 
 namespace {
 
 // `path` is what the messages name ("" for a stream).
-ModelGraph loadArchiveStream(std::istream& in, const std::string& path) {
-  // A damaged zip goes on to the archive checks below, whose messages name what is damaged.
-  if (ModelFile file = describeModelStream(in); file.kind != ModelFileKind::OtherZip)
-    if (std::string problem = notATorchScriptArchive(file, path); !problem.empty()) throw ExportError(problem);
-  ArchiveCheck archive = checkArchiveLimits(in);
+torch::jit::Module loadArchiveStream(std::istream& in, const std::string& path) {
+  // What the file is, and what LibTorch would read from it, checked first: one message for every command.
+  ArchiveCheck archive = checkTorchScriptArchive(in, path);
   for (const auto& [name, pickle] : archive.debugPickles) {
     if (!archive.damagedDebugInfo.empty()) break;
     if (std::string problem = debugInfoProblem(pickle); !problem.empty())
@@ -465,13 +465,11 @@ ModelGraph loadArchiveStream(std::istream& in, const std::string& path) {
     logger("exporter")->warn("the archive's debug info is damaged ({}): loaded without it, so messages name no source "
                              "location",
                              archive.damagedDebugInfo);
-  torch::jit::Module module;
   try {
-    module = torch::jit::load(in, std::nullopt, /*load_debug_files=*/archive.damagedDebugInfo.empty());
+    return torch::jit::load(in, std::nullopt, /*load_debug_files=*/archive.damagedDebugInfo.empty());
   } catch (const std::exception& e) {
     throw ExportError(loadErrorMessage(e.what(), archiveProvenance(in)));
   }
-  return fromScriptModule(std::move(module));
 }
 
 }  // namespace

@@ -153,6 +153,10 @@ struct ExportSummary {
 // inputs. The caller sets `exampleInputs` (one per name in `userInputNames`) before exporting.
 ModelGraph loadTorchScript(const std::string& path);
 ModelGraph loadTorchScript(std::istream& in);
+// The archive as LibTorch loads it, after the checks every command makes (checkTorchScriptArchive,
+// exporter/model_file.h): what loadTorchScript reads, and what Python's pt2onnx._compat.load_archive
+// returns (inspect, verify), so a file gets one message whichever command reads it.
+torch::jit::Module loadScriptModule(const std::string& path);
 // The same from a module already in memory (a ScriptModule passed from Python): its parameters are
 // used in place, not copied. Puts the module in eval mode; callers that lent it restore its mode.
 ModelGraph fromScriptModule(torch::jit::Module module);

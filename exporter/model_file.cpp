@@ -6,6 +6,8 @@
 
 #include <caffe2/serialize/inline_container.h>
 
+#include "common/errors.h"
+
 namespace pt2onnx {
 namespace {
 
@@ -112,7 +114,7 @@ ModelFile describeZip(std::istream& in) {
     // The reader's first sentence ("... failed finding central directory"), without miniz's advice.
     std::string what = e.what();
     what = what.substr(0, std::min(what.find('\n'), what.find(". ")));
-    return {ModelFileKind::OtherZip, "a damaged or truncated zip file (" + what + ")"};
+    return {ModelFileKind::DamagedZip, "a damaged or truncated zip file (" + what + ")"};
   }
 }
 
@@ -173,6 +175,12 @@ std::string notATorchScriptArchive(const ModelFile& file, const std::string& pat
       return subject + " is " + file.description +
              ", not a TorchScript archive: it is already converted; run it with `pt2onnx run " +
              (path.empty() ? "MODEL.onnx" : path) + " --input NAME=FILE.npy` or compare it with `pt2onnx diff`";
+    case ModelFileKind::NotARegularFile:
+      return subject + " is " + file.description + (file.description == "a directory" ? ", not a file" : "") +
+             ": give a TorchScript archive (torch.jit.save of a traced or scripted module)";
+    case ModelFileKind::DamagedZip:
+      return subject + " is " + file.description +
+             ", not a readable TorchScript archive: copy it again whole, or save it again with torch.jit.save";
     default:
       return subject + " is " + file.description + ", not a TorchScript archive (torch.jit.save of a traced or "
                                                       "scripted module)";
@@ -189,6 +197,35 @@ std::string notAnOnnxModel(const ModelFile& file, const std::string& path) {
              (path.empty() ? "MODEL.pt" : path) + " -o MODEL.onnx -i ...` (`pt2onnx inspect` prints a line that works)";
     default: return subject + " is not a valid ONNX model: it is " + file.description;
   }
+}
+
+ArchiveCheck checkTorchScriptArchive(std::istream& in, const std::string& path) {
+  ModelFile file = describeModelStream(in);
+  if (file.kind == ModelFileKind::TorchScriptArchive || file.kind == ModelFileKind::DamagedZip) {
+    // A damaged zip is checked as LibTorch's reader would read it first: those messages say what is
+    // damaged (the zip directory, a pickle record), where the zip reader only says it gave up.
+    ArchiveCheck check;
+    try {
+      check = checkArchiveLimits(in);
+    } catch (const ExportError& e) {
+      throw ExportError(path.empty() ? std::string(e.what()) : "'" + path + "': " + e.what());
+    }
+    if (file.kind == ModelFileKind::TorchScriptArchive) return check;
+  }
+  throw ExportError(notATorchScriptArchive(file, path));
+}
+
+std::string torchScriptArchiveProblem(const std::string& path) {
+  ModelFile file = describeModelFile(path);
+  if (file.kind == ModelFileKind::Missing || file.kind == ModelFileKind::NotARegularFile)
+    return notATorchScriptArchive(file, path);
+  std::ifstream in(path, std::ios::binary);
+  try {
+    checkTorchScriptArchive(in, path);
+  } catch (const ExportError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace pt2onnx

@@ -263,6 +263,38 @@ py::object valueToPython(const runtime::Value& v) {
   }
 }
 
+// The TorchScript type an -i spec is read against for a --python model's example value: a tensor
+// (any shape and dtype), bool, int, float, str, and tuples and lists of them; nullptr for what no
+// spec describes (None: the argument's type is not known). (torch::jit::tryToInferType is not exported by libtorch_python.)
+c10::TypePtr specTypeOf(const py::handle& value) {
+  static py::handle tensorClass = py::object(py::module_::import("torch").attr("Tensor")).release();  // kept
+  if (py::isinstance(value, tensorClass)) return c10::TensorType::get();
+  if (py::isinstance<py::bool_>(value)) return c10::BoolType::get();
+  if (py::isinstance<py::int_>(value)) return c10::IntType::get();
+  if (py::isinstance<py::float_>(value)) return c10::FloatType::get();
+  if (py::isinstance<py::str>(value)) return c10::StringType::get();
+  if (py::isinstance<py::tuple>(value)) {
+    std::vector<c10::TypePtr> elements;
+    for (const py::handle& e : value.cast<py::tuple>()) {
+      c10::TypePtr t = specTypeOf(e);
+      if (!t) return nullptr;
+      elements.push_back(t);
+    }
+    return c10::TupleType::create(elements);
+  }
+  if (py::isinstance<py::list>(value)) {
+    py::list list = value.cast<py::list>();
+    if (list.empty()) return nullptr;
+    c10::TypePtr element = specTypeOf(list[0]);
+    for (const py::handle& e : list) {
+      c10::TypePtr t = specTypeOf(e);
+      if (!t || !element || *t != *element) return nullptr;
+    }
+    return c10::ListType::create(element);
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_pt2onnx, m) {
@@ -305,12 +337,18 @@ PYBIND11_MODULE(_pt2onnx, m) {
 
   m.def("model_file_problem",
         [](const std::string& path, const std::string& expected) {
-          ModelFile file = describeModelFile(path);
-          return expected == "onnx" ? notAnOnnxModel(file, path) : notATorchScriptArchive(file, path);
+          if (expected == "onnx") return notAnOnnxModel(describeModelFile(path), path);
+          return torchScriptArchiveProblem(path);
         },
         py::arg("path"), py::arg("expected"),
         "Why `path` is not what a command reads (expected: \"torchscript\" or \"onnx\"), or \"\" when it is: "
-        "the one classifier of model files the CLI uses (exporter/model_file.h).");
+        "the one classifier of model files the CLI uses (exporter/model_file.h; for an archive, its zip "
+        "directory and pickles too).");
+
+  // A TorchScript archive loaded as every command loads one (exporter/export.h loadScriptModule: the
+  // classifier, the zip and pickle checks, LibTorch's load error in one line); Python wraps the
+  // C++ module (pt2onnx._compat.load_archive).
+  m.def("load_archive", [](const std::string& path) { return loadScriptModule(path); }, py::arg("path"));
 
   m.def("check_model", [](const py::bytes& model) { return py::bytes(writer::checkModelBytes(std::string(model))); },
         "onnx::checker + strict shape inference with the com.microsoft schemas pt2onnx writes (serialized in and out).");
@@ -350,6 +388,41 @@ PYBIND11_MODULE(_pt2onnx, m) {
           return out;
         },
         py::arg("module"), py::arg("specs"), py::arg("seed") = 0);
+
+  // The same specs read against a --python model's example arguments: each argument's type is its
+  // example value's (tensors of any shape and dtype), so `-i x:5x4` gives x a new shape and `-i n=3`
+  // an int argument a new value. Returns one value per name: the spec's, or None for an argument no
+  // spec names (it keeps the example's).
+  m.def("example_arguments_like",
+        [](const std::vector<std::string>& names, const py::list& example, const std::vector<std::string>& specs,
+           uint64_t seed) {
+          std::vector<ArgumentSpec> parsed;
+          for (const auto& s : specs) parsed.push_back(parseArgumentSpec(s));
+          std::set<std::string> given;
+          for (const auto& p : parsed) given.insert(p.name);
+          std::vector<c10::Argument> arguments;
+          for (size_t k = 0; k < names.size(); ++k) {
+            c10::TypePtr type = c10::AnyType::get();
+            if (k < example.size()) {
+              if (c10::TypePtr inferred = specTypeOf(example[k])) {
+                type = inferred;
+              } else if (given.count(names[k])) {
+                std::string kind = py::str(py::type::of(example[k]).attr("__name__"));
+                throw ExportError("-i gives '" + names[k] + "', whose example value is a " + kind +
+                                  ", which no argument spec describes (tensors, numbers, bools, strings, lists and "
+                                  "tuples of them: docs/cli.md); leave it to the function's example");
+              }
+            }
+            // Not given: the example's value, kept by the caller (a default stands in for it here).
+            arguments.emplace_back(names[k], type, std::nullopt, c10::IValue());
+          }
+          std::vector<c10::IValue> values = exampleArguments(arguments, parsed, seed);
+          py::tuple out(values.size());
+          for (size_t k = 0; k < values.size(); ++k)
+            out[k] = given.count(names[k]) ? torch::jit::toPyObject(values[k]) : py::none();
+          return out;
+        },
+        py::arg("names"), py::arg("example"), py::arg("specs"), py::arg("seed") = 0);
 
   m.def("check_graph_support",
         [](std::shared_ptr<torch::jit::Graph> graph, size_t numUserInputs, std::vector<std::string> paramNames,

@@ -176,6 +176,8 @@ void runPythonConvert(const ConvertOptions& o) {
   r.externalDataThreshold = o.externalDataThreshold;
   r.typeInference = o.typeInference;
   r.gradients = o.gradients;
+  r.inputSpecs = o.source.inputShapes;
+  r.runOnExample = !o.noExampleRun;
   if (!o.modulesAsFunctions.empty()) {
     onnx_passes::ModuleFunctionOptions f = parseModulesAsFunctions(o.modulesAsFunctions);
     r.modulesAsFunctions = f.allTypes ? std::vector<std::string>{} : std::vector<std::string>(f.typeNames.begin(), f.typeNames.end());
@@ -213,12 +215,8 @@ void runConvert(ConvertOptions o) {
   try {
     summary = exportToFile(model, options, o.output);
   } catch (const ExportError& e) {
-    std::string what = e.what();
-    bool madeUp = std::any_of(o.source.inputShapes.begin(), o.source.inputShapes.end(),
-                              [](const std::string& s) { return parseArgumentSpec(s).separator == ':'; });
-    if (what.rfind("the exported model does not run on the example", 0) == 0 && madeUp)
-      throw ExportError(what + " (the example tensors given by shape are made up: random floats, integer and bool "
-                               "zeros; give real ones with -i NAME=FILE.npy, or skip this run with --no-example-run)");
+    if (std::string what = withMadeUpExampleHint(e.what(), o.source.inputShapes); what != e.what())
+      throw ExportError(what);
     throw;
   }
   auto end = std::chrono::steady_clock::now();
@@ -235,8 +233,7 @@ void runConvert(ConvertOptions o) {
     first = false;
   }
   out << ")\n";
-  if (summary.ranOnExample) out << "  ran once on the example inputs in pt2onnx's runtime: outputs of the declared shapes\n";
-  else if (!summary.exampleRunSkipped.empty()) out << "  not run on the example: " << summary.exampleRunSkipped << "\n";
+  printExampleRun(summary.ranOnExample, summary.exampleRunSkipped);
   if (options.gradients) printGradientInterface(summary.gradientSeeds, summary.gradientOutputs);
 }
 

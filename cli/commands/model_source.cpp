@@ -1,5 +1,6 @@
 #include "cli/commands/model_source.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -22,7 +23,8 @@ void addModelSourceOptions(CLI::App& cmd, ModelSourceOptions& opts) {
                  "Tensors: NAME:1x3x224x224[:float32] (floats seeded random normals, integers and bools zeros) or "
                  "NAME=FILE.npy; numbers and bools: n=3, scale=0.5, flag=true; lists and tuples: sizes=[2,3], "
                  "xs:[2x3,2x3], state:(1x4,1x4); Optional: omit it (or NAME=none) for None. Arguments with a "
-                 "default may be omitted. `pt2onnx convert MODEL.pt` without -i lists what forward() takes.")
+                 "default may be omitted. `pt2onnx convert MODEL.pt` without -i lists what forward() takes. With "
+                 "--python: replaces the example arguments it names, read against the example value's type.")
       ->take_all();
   cmd.add_option("--dynamic-axis,-d", opts.dynamicAxes,
                  "Mark an axis of an input or output as dynamic: NAME:AXIS=DIM_NAME, e.g. x:0=batch; repeatable")
@@ -37,16 +39,12 @@ void addModelSourceOptions(CLI::App& cmd, ModelSourceOptions& opts) {
 bool validateModelSource(const ModelSourceOptions& opts) {
   if (opts.modelPath.empty() == opts.python.empty())
     throw ExportError("give either a TorchScript archive or --python MODULE:FUNCTION (exactly one)");
-  if (!opts.python.empty() && !opts.inputShapes.empty())
-    throw ExportError("--input-shape applies to archives; with --python the function returns the example inputs");
   return !opts.python.empty();
 }
 
 ModelGraph loadModel(const ModelSourceOptions& opts) {
-  if (!std::filesystem::is_regular_file(opts.modelPath))
-    throw ExportError("model file '" + opts.modelPath + "' does not exist or is not a file");
   logger("cli")->info("loading {}", opts.modelPath);
-  ModelGraph model = loadTorchScript(opts.modelPath);
+  ModelGraph model = loadTorchScript(opts.modelPath);  // the one classifier: missing, not an archive, damaged
   std::vector<ArgumentSpec> specs;
   for (const auto& s : opts.inputShapes) specs.push_back(parseArgumentSpec(s));
   std::vector<bool> omitted;
@@ -83,6 +81,19 @@ void printGradientInterface(const std::vector<std::string>& seeds, const std::ve
   out << "; gradient outputs";
   for (const auto& n : gradients) out << " " << n;
   out << "\n";
+}
+
+void printExampleRun(bool ran, const std::string& skipped) {
+  if (ran) statusOut() << "  ran once on the example inputs in pt2onnx's runtime: outputs of the declared shapes\n";
+  else if (!skipped.empty()) statusOut() << "  not run on the example: " << skipped << "\n";
+}
+
+std::string withMadeUpExampleHint(const std::string& what, const std::vector<std::string>& inputShapes) {
+  bool madeUp = std::any_of(inputShapes.begin(), inputShapes.end(),
+                            [](const std::string& s) { return parseArgumentSpec(s).separator == ':'; });
+  if (what.rfind("the exported model does not run on the example", 0) != 0 || !madeUp) return what;
+  return what + " (the example tensors given by shape are made up: random floats, integer and bool zeros; give real "
+                "ones with -i NAME=FILE.npy, or skip this run with --no-example-run)";
 }
 
 std::map<std::string, std::string> AutogradFunctionOptions::overrideMap() const {

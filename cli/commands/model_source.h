@@ -22,8 +22,8 @@ struct ModelSourceOptions {
 };
 
 void addModelSourceOptions(CLI::App& cmd, ModelSourceOptions& opts);
-// Checks that exactly one of the archive and --python is given (and --input-shape only with an
-// archive); returns true for --python.
+// Checks that exactly one of the archive and --python is given; returns true for --python. -i and -d
+// apply to both: with --python, -i replaces the example arguments it names (cli_entry.py).
 bool validateModelSource(const ModelSourceOptions& opts);
 // Loads the archive and builds example inputs from --input-shape.
 ModelGraph loadModel(const ModelSourceOptions& opts);
@@ -47,6 +47,12 @@ bool isQuiet();
 
 // --gradients: parameters | all | a comma-separated list of input and parameter names.
 GradientExport parseGradients(const std::string& spec);
+// The last line of convert's summary, archives and --python alike: "  ran once on the example inputs
+// ..." or "  not run on the example: WHY" (nothing when --no-example-run).
+void printExampleRun(bool ran, const std::string& skipped);
+// An export error `what`, with a hint when the written model did not run on an example some of whose
+// tensors were given by shape (made up).
+std::string withMadeUpExampleHint(const std::string& what, const std::vector<std::string>& inputShapes);
 // The "  training graph: seed inputs ...; gradient outputs ..." line of convert's summary.
 void printGradientInterface(const std::vector<std::string>& seeds, const std::vector<std::string>& gradients);
 

@@ -109,6 +109,7 @@ void convertPythonModel(const PythonConvertRequest& r) {
     if (!r.dynamicAxes.empty()) options["dynamic_axes"] = r.dynamicAxes;
     options["strict_dynamic_axes"] = true;  // as for archives: a -d typo is an error, not a static model
     options["export_params"] = r.exportParams;
+    options["run_on_example"] = r.runOnExample;
     options["show_progress"] = !isQuiet();
     if (r.keepInitializersAsInputs) options["keep_initializers_as_inputs"] = true;
     if (r.fallthrough) options["operator_export_type"] = exporter.attr("OperatorExportTypes").attr("ONNX_FALLTHROUGH");
@@ -118,11 +119,23 @@ void convertPythonModel(const PythonConvertRequest& r) {
     if (r.externalDataThreshold) options["external_data_threshold"] = r.externalDataThreshold;
     if (r.allModulesAsFunctions) options["export_modules_as_functions"] = true;
     else if (!r.modulesAsFunctions.empty()) options["export_modules_as_functions"] = py::set(py::cast(r.modulesAsFunctions));
-    py::dict summary = entry.attr("convert")(r.spec, r.output, options);
+    py::dict summary;
+    try {
+      summary = entry.attr("convert")(r.spec, r.output, options, r.inputSpecs);
+    } catch (py::error_already_set& e) {
+      std::string type = py::str(e.type().attr("__name__"));
+      std::string what = py::str(e.value());
+      if (type == "ExportError" && withMadeUpExampleHint(what, r.inputSpecs) != what)
+        throw ExportError(withMadeUpExampleHint(what, r.inputSpecs));
+      throw;
+    }
     for (const auto& w : summary["warnings"].cast<std::vector<std::string>>()) logger("exporter")->warn("{}", w);
     statusOut() << "wrote " << r.output << ": opset " << r.opset << ", " << summary["onnx_nodes"].cast<size_t>()
                 << " nodes, " << summary["initializers"].cast<size_t>() << " initializers, "
                 << summary["model_bytes"].cast<uint64_t>() << " bytes\n";
+    // The example run's line, as convert of an archive prints it.
+    printExampleRun(summary.contains("ran_on_example") && summary["ran_on_example"].cast<bool>(),
+                    summary.contains("example_run_skipped") ? summary["example_run_skipped"].cast<std::string>() : "");
     auto seeds = summary["gradient_seeds"].cast<std::vector<std::string>>();
     auto grads = summary["gradient_outputs"].cast<std::vector<std::string>>();
     if (!grads.empty()) printGradientInterface(seeds, grads);
@@ -131,13 +144,14 @@ void convertPythonModel(const PythonConvertRequest& r) {
 }
 
 bool reportPythonModel(const std::string& spec, int opset, const std::string& format, const std::string& training,
-                       const std::string& gradients, const AutogradFunctionOptions& autograd) {
+                       const std::string& gradients, const AutogradFunctionOptions& autograd,
+                       const std::vector<std::string>& inputSpecs) {
   auto overrides = autograd.overrideMap();
   return runWithPython([&](py::module_ entry) {
     py::tuple result = gradients.empty() ? entry.attr("report")(spec, opset, format, training, autograd.mode,
-                                                                overrides)
+                                                                overrides, inputSpecs)
                                          : entry.attr("report_gradients")(spec, opset, format, training,
-                                                                          gradientsOption(gradients));
+                                                                          gradientsOption(gradients), inputSpecs);
     std::cout << result[0].cast<std::string>();
     if (format == "json") std::cout << "\n";
     return result[1].cast<bool>();

@@ -33,6 +33,8 @@ struct PythonConvertRequest {
   std::string gradients;                 // --gradients: "", parameters, all or NAME,NAME,...
   bool allModulesAsFunctions = false;    // --modules-as-functions all
   std::vector<std::string> modulesAsFunctions;  // --modules-as-functions TYPE,TYPE,...
+  std::vector<std::string> inputSpecs;   // -i: replace the example arguments they name
+  bool runOnExample = true;              // false: --no-example-run
 };
 
 // Runs the export in an embedded interpreter and prints its summary. Throws ExportError.
@@ -64,7 +66,9 @@ bool runWithPython(const std::function<bool(pybind11::module_)>& body);
 JUnitCase junitCaseFromDict(const pybind11::handle& d);
 // Prints the unconvertible-op report; returns whether everything converts. Throws ExportError.
 // With `gradients` non-empty: the ops on the differentiable path without a gradient instead.
+// `inputSpecs`: -i, replacing the example arguments they name.
 bool reportPythonModel(const std::string& spec, int opset, const std::string& format, const std::string& training,
-                       const std::string& gradients, const AutogradFunctionOptions& autograd);
+                       const std::string& gradients, const AutogradFunctionOptions& autograd,
+                       const std::vector<std::string>& inputSpecs);
 
 }  // namespace pt2onnx::cli

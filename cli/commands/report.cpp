@@ -40,7 +40,8 @@ std::vector<JUnitCase> runReport(ReportOptions& o, int& exitCode) {
   std::string classname = "pt2onnx.report." + (source.python.empty() ? source.modelPath : source.python);
   JUnitCase whole{classname, "every op converts at opset " + std::to_string(source.opset)};
   if (validateModelSource(source)) {
-    bool ok = reportPythonModel(source.python, source.opset, o.format, "EVAL", o.gradients, o.autograd);
+    bool ok = reportPythonModel(source.python, source.opset, o.format, "EVAL", o.gradients, o.autograd,
+                                source.inputShapes);
     if (!ok) whole.failure = "some ops do not convert at opset " + std::to_string(source.opset) + " (see the report)";
     exitCode = ok ? 0 : kExitFindings;
     return {whole};

@@ -61,8 +61,7 @@ std::map<std::string, std::pair<double, double>> parseTolerances(const std::vect
 }
 
 bool runVerify(const VerifyOptions& o) {
-  if (o.source.modelPath.empty() == o.source.python.empty())
-    throw ExportError("give either a TorchScript archive or --python MODULE:FUNCTION (exactly one)");
+  validateModelSource(o.source);  // -i and -d apply to --python models too (cli_entry.load_model)
   std::map<std::string, std::string> files = parseFiles("--input", o.inputs);
   std::vector<std::map<std::string, std::string>> sets;
   for (const auto& set : o.inputSets) {

@@ -17,13 +17,12 @@ def torchscript_deprecation_silenced():
 
 
 def load_archive(path):
-    """torch.jit.load, without torch's deprecation warning. A file that is no TorchScript archive (a
-    torch.save() pickle, an ONNX model, an empty file) raises pt2onnx's ExportError saying what it is
-    (the CLI's one classifier), not torch's loader error."""
+    """A TorchScript archive as torch.jit.load gives it, loaded by the C++ loader every command uses
+    (exporter/export.h loadScriptModule), without torch's deprecation warning. A file that is no
+    TorchScript archive (a torch.save() pickle, an ONNX model, an empty or truncated file), or one
+    whose zip directory or pickles are damaged, raises pt2onnx's ExportError with the message
+    `pt2onnx convert` prints for it: the CLI's one classifier."""
     import torch
     from . import _pt2onnx
-    problem = _pt2onnx.model_file_problem(str(path), "torchscript")
-    if problem:
-        raise _pt2onnx.ExportError(problem)
     with torchscript_deprecation_silenced():
-        return torch.jit.load(path)
+        return torch.jit._recursive.wrap_cpp_module(_pt2onnx.load_archive(str(path)))

@@ -371,14 +371,9 @@ def _search(module, schema_args, candidates, given):
 def inspect_archive(path, opset=None, input_specs=()):
     """Everything `inspect` reports, as a dict (the JSON format)."""
     opset = opset or _pt2onnx.DEFAULT_OPSET
-    if not os.path.isfile(path):
-        raise ValueError(f"model file '{path}' does not exist or is not a file")
-    try:
-        module = _compat.load_archive(path).eval()
-    except _pt2onnx.ExportError:
-        raise  # not an archive at all: the classifier's message says what the file is
-    except Exception as e:
-        raise ValueError(f"not a readable TorchScript archive: {str(e).strip().splitlines()[0]}") from e
+    # The loader every command uses: a file that is not an archive LibTorch can load (missing, a
+    # torch.save() pickle, truncated, a damaged pickle) gets the message convert gives it.
+    module = _compat.load_archive(path).eval()
     if not module._c._has_method("forward"):
         raise ValueError("the TorchScript archive has no forward() method")
     schema = module.forward.schema

@@ -13,6 +13,7 @@ import onnx
 import torch
 
 from . import _pt2onnx, exporter, onnxruntime_oracle
+from ._text import shortened
 from .runtime import InferenceSession
 
 # Sizes the axes are run at (the example has batch 2, sequence 8): shorter and longer sequences.
@@ -133,7 +134,7 @@ def _mismatch(expected, actual):
 
 def _first_line(e):
     text = str(e).strip()
-    return text.splitlines()[0][:300] if text else type(e).__name__
+    return shortened(text.splitlines()[0], 300) if text else type(e).__name__
 
 
 def _run_at(model, exported, names, args, defaulted, tensors, sizes, example_sequence, generator):
@@ -147,7 +148,7 @@ def _run_at(model, exported, names, args, defaulted, tensors, sizes, example_seq
         with torch.no_grad():
             expected = _flatten(model(*trial))
     except Exception as e:  # PyTorch refusing the size: the model does not take it
-        last = str(e).strip().splitlines()[-1][:300] if str(e).strip() else type(e).__name__  # the kernel's own words
+        last = shortened(str(e).strip().splitlines()[-1], 300) if str(e).strip() else type(e).__name__  # the kernel's own words
         return False, None, f"{where}: PyTorch does not run forward() ({last})"
     try:
         actual = exported.run(_feeds(names, trial, defaulted, exported.input_names))

@@ -22,6 +22,8 @@ import shlex
 import subprocess
 import time
 
+from ._text import shortened
+
 ARCHIVE_SUFFIXES = (".pt", ".pth", ".ptl", ".torchscript")
 RECORD = ".pt2onnx-fleet.json"  # in OUTDIR: the arguments each output was made with
 TABLE_ERROR_WIDTH = 300  # characters of an error the table shows (the summary JSON and JUnit keep it whole)
@@ -136,12 +138,13 @@ def _error_message(stderr):
 
 
 def one_line(message, width=TABLE_ERROR_WIDTH):
-    """A multi-line message on one line (its lines joined with "; "), cut at `width` with "..."."""
+    """A multi-line message on one line (its lines joined with "; "), cut at a word boundary within `width`
+    characters with " ..."."""
     parts = [" ".join(line.split()) for line in message.splitlines() if line.strip()]
     text = ""
     for part in parts:
         text += part if not text else (" " if text.endswith(":") else "; ") + part
-    return text if len(text) <= width else text[:width - 3] + "..."
+    return shortened(text, width)
 
 
 def _command(cli):

@@ -11,6 +11,7 @@ import torch
 
 from . import _compat, _pt2onnx, arguments, exporter, onnxruntime_oracle
 from . import bisect as _bisect
+from ._text import shortened
 from .runtime import InferenceSession
 
 STANDARD_DOMAINS = ("", "ai.onnx")
@@ -232,7 +233,8 @@ def _check_input_set(model, args, onnx_path, proto, rtol, atol, runtime="both", 
         try:
             actual = run()
         except Exception as e:  # a runtime refusing the model is a verification failure
-            result["runtimes"][runtime_name] = {"error": str(e).splitlines()[0][:500], "pass": False}
+            result["runtimes"][runtime_name] = {"error": shortened(str(e).splitlines()[0], 500) if str(e) else type(e).__name__,
+                                                  "pass": False}
             continue
         results = {}
         for k, (name, e) in enumerate(zip(names, expected)):
@@ -434,7 +436,11 @@ def cli_verify(archive, python_spec, onnx_path, input_specs, input_files, opset,
     from . import cli_entry
     more = []
     if python_spec:
-        model, args = cli_entry.load_model(python_spec)
+        # -i replaces the example arguments it names, read as convert --python reads it (cli_entry).
+        twice = sorted({_spec_name(s) for s in input_specs} & set(input_files))
+        if twice:
+            raise ValueError(f"'{twice[0]}' is given by -i and by --input: give it once")
+        model, args = cli_entry.load_model(python_spec, input_specs, seed)
         args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
         names = arguments.input_names_of(model, len(args))
         by_name = dict(zip(names, args))

@@ -100,3 +100,70 @@ def test_real_files_still_load(cli, files, tmp_path):
     assert proc.returncode == 0, proc.stderr
     proc = run(cli, "diff", files / "model.onnx", tmp_path / "m.onnx")
     assert proc.returncode in (0, 1), proc.stderr
+
+
+def zero_record(archive, suffix, out):
+    """A copy of `archive` whose record ending in `suffix` has every byte set to 0, in place: the zip's
+    layout and directory are kept, only the record's content is gone."""
+    import struct
+    import zipfile
+    raw = bytearray(archive.read_bytes())
+    with zipfile.ZipFile(archive) as z:
+        (info,) = [i for i in z.infolist() if i.filename.endswith(suffix)]
+    name_len, extra_len = struct.unpack_from("<HH", raw, info.header_offset + 26)
+    start = info.header_offset + 30 + name_len + extra_len
+    assert info.compress_size > 0
+    raw[start:start + info.compress_size] = bytes(info.compress_size)
+    out.write_bytes(bytes(raw))
+    return out
+
+
+def balanced(line):
+    """No bracket or quote left open: what a message cut in the middle of a token leaves behind."""
+    return all(line.count(a) == line.count(b) for a, b in ("()", "[]", "{}")) and line.count("`") % 2 == 0
+
+
+# The same verdict from every command that reads an archive (issue 61): each of these, built from a
+# real archive, gets one first error line, the classifier's, from convert, report, inspect and verify.
+DAMAGED = ["truncated.pt", "zeroed_pickle.pt", "empty.pt", "pickled.pt", "legacy.pt", "model_onnx_renamed.pt"]
+
+
+@pytest.fixture(scope="module")
+def damaged(files):
+    zero_record(files / "archive.pt", "/data.pkl", files / "zeroed_pickle.pt")
+    return files
+
+
+@pytest.mark.parametrize("name", DAMAGED)
+def test_one_verdict_per_file_from_every_command(cli, damaged, tmp_path, name):
+    path = damaged / name
+    expected = pt2onnx._pt2onnx.model_file_problem(str(path), "torchscript")
+    assert expected, f"the classifier takes {name} for an archive"
+    first_lines = {}
+    for command in ("convert", "report", "inspect", "verify"):
+        argv = [cli, command, path] + ([] if command == "inspect" else ["-i", "x:2x4"])
+        if command == "convert":
+            argv += ["-o", tmp_path / "out.onnx"]
+        proc = run(*argv)
+        assert proc.returncode == 2, (command, proc.returncode, proc.stdout, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert lines, (command, proc.stdout)
+        for line in lines:
+            assert balanced(line), f"{command}: a message cut mid-token: {line!r}"
+        first_lines[command] = lines[0]
+    assert len(set(first_lines.values())) == 1, first_lines
+    assert first_lines["convert"] == f"pt2onnx: error: {expected}", first_lines["convert"]
+    assert not os.listdir(tmp_path)
+
+
+def test_the_verdicts_name_what_is_wrong(damaged):
+    problem = lambda name: pt2onnx._pt2onnx.model_file_problem(str(damaged / name), "torchscript")
+    assert "is a damaged or truncated zip file" in problem("truncated.pt")
+    assert "data.pkl' is a damaged pickle (unknown opcode 0 at byte 0)" in problem("zeroed_pickle.pt")
+    assert problem("zeroed_pickle.pt").startswith(f"'{damaged / 'zeroed_pickle.pt'}': ")
+    assert "is an empty file (0 bytes)" in problem("empty.pt")
+    assert problem("archive.pt") == ""
+    # Python's loader (inspect, verify) raises the same message.
+    with pytest.raises(pt2onnx.ExportError) as caught:
+        _compat.load_archive(str(damaged / "zeroed_pickle.pt"))
+    assert str(caught.value) == problem("zeroed_pickle.pt")

@@ -226,3 +226,69 @@ def test_missing_npy_says_so(cli, tmp_path):
     proc = run(cli, "verify", archive, *SPECS[2:], "-i", "x=nope.npy")
     assert proc.returncode == 2
     assert "nope.npy: no such file (resolved to " in proc.stderr and "not a regular" not in proc.stderr, proc.stderr
+
+
+SHAPES = """
+import torch
+class Shapes(torch.nn.Module):
+    def forward(self, x, scale: float):
+        if not torch.jit.is_tracing():  # what PyTorch runs, not the export's trace
+            print(f"forward ran on x of shape {tuple(x.shape)}, scale {scale}", flush=True)
+        return torch.tanh(x) * scale
+def make():
+    return Shapes().eval(), (torch.randn(3, 4), 2.0)
+"""
+
+
+def run_python_model(cli, tmp_path, *argv):
+    (tmp_path / "shapes.py").write_text(SHAPES)
+    return subprocess.run([str(a) for a in (cli, *argv)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("spec", ["garbage", "x:5xA", "y:5x4", "x=3"])
+def test_python_model_refuses_a_bad_input_spec(cli, tmp_path, spec):
+    # -i was ignored with --python (PASS on the function's example): now read as for an archive.
+    proc = run_python_model(cli, tmp_path, "verify", "--python", "shapes:make", "-i", spec)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pt2onnx: error: ") and spec in lines[0], proc.stderr
+    assert "PASS" not in proc.stdout
+
+
+def test_python_model_runs_on_the_input_specs_given(cli, tmp_path):
+    proc = run_python_model(cli, tmp_path, "verify", "--python", "shapes:make", "-i", "x:5x4", "-i", "scale=0.5")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ran = set(re.findall(r"forward ran on x of shape (\(.*?\)), scale ([0-9.]+)", proc.stdout))
+    assert ran == {("(5, 4)", "0.5")}, proc.stdout  # never on the function's (3, 4) and 2.0
+    assert proc.stdout.rstrip().endswith("PASS"), proc.stdout
+    # Arguments no -i names keep the function's example.
+    proc = run_python_model(cli, tmp_path, "verify", "--python", "shapes:make", "-i", "x:1x4")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert set(re.findall(r"of shape (\(.*?\)), scale ([0-9.]+)", proc.stdout)) == {("(1, 4)", "2.0")}, proc.stdout
+
+
+def test_python_model_honours_the_dynamic_axes(cli, tmp_path):
+    proc = run_python_model(cli, tmp_path, "verify", "--python", "shapes:make", "-d", "nosuch:0=batch")
+    assert proc.returncode == 2 and "nosuch" in proc.stderr, proc.stdout + proc.stderr
+    proc = run_python_model(cli, tmp_path, "verify", "--python", "shapes:make", "-i", "x:2x4", "-d", "x:0=batch",
+                            "--random", "2", "--format", "json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout[proc.stdout.index("{"):])
+    assert all(any(v.startswith("batch: size") for v in r["varied"]) for r in report["input_sets"][1:]), report
+
+
+def test_convert_of_a_python_model_says_it_ran_on_the_example(cli, tmp_path):
+    # The line convert of an archive prints after running the written model on the example.
+    line = "  ran once on the example inputs in pt2onnx's runtime: outputs of the declared shapes"
+    archive = save(Repeat(), tmp_path / "m.pt")
+    proc = run(cli, "convert", archive, "-o", tmp_path / "a.onnx", "-i", "x:2x3", "-i", "n=2")
+    assert proc.returncode == 0 and line in proc.stdout.splitlines(), proc.stdout + proc.stderr
+    proc = run_python_model(cli, tmp_path, "convert", "--python", "shapes:make", "-o", tmp_path / "p.onnx",
+                            "-i", "x:5x4")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert line in proc.stdout.splitlines(), proc.stdout
+    assert [d.dim_value for d in onnx.load(str(tmp_path / "p.onnx")).graph.input[0].type.tensor_type.shape.dim] == [5, 4]
+    proc = run_python_model(cli, tmp_path, "convert", "--python", "shapes:make", "-o", tmp_path / "q.onnx",
+                            "--no-example-run")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ran once on the example" not in proc.stdout, proc.stdout
