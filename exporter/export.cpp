@@ -216,12 +216,69 @@ gradient::GradientRequest gradientRequest(const ModelGraph& model, const Gradien
                 : g.wrt == GradientExport::Wrt::ParametersAndInputs ? gradient::GradientRequest::Wrt::ParametersAndInputs
                                                                      : gradient::GradientRequest::Wrt::Named;
   request.names = g.names;
-  for (size_t p = 0; p < model.paramNames.size(); ++p) {
+  // Parameter order (docs/gradients.md), whatever order the graph's inputs have: a stable sort by the
+  // module's parameter order, tensors that are no parameter after them in graph order.
+  std::vector<size_t> order(model.paramNames.size());
+  for (size_t p = 0; p < order.size(); ++p) order[p] = p;
+  if (model.paramOrder.size() == model.paramNames.size())
+    std::stable_sort(order.begin(), order.end(),
+                     [&model](size_t a, size_t b) { return model.paramOrder[a] < model.paramOrder[b]; });
+  for (size_t p : order) {
     bool trainable = p < model.paramRequiresGrad.size() ? model.paramRequiresGrad[p]
                                                         : model.paramValues.at(p).requires_grad();
     if (trainable) request.parameters.push_back(model.paramNames[p]);
   }
   return request;
+}
+
+bool isGradientName(const std::string& name) {
+  static const std::string suffix = "_grad";
+  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// dynamic_axes of a training export's seed inputs (<y>_grad) and gradient outputs (<x>_grad), which
+// exist only once the backward is built: their dims become dim_params as the forward's inputs and
+// outputs do. Other names the forward did not know are reported as it reports them.
+void applyGradientDynamicAxes(ir::Graph& out, const ModelGraph& model, const ExportOptions& options,
+                              const gradient::BackwardSummary& backward, ExportSummary& summary) {
+  std::set<std::string> seeds(backward.seedInputs.begin(), backward.seedInputs.end());
+  std::set<std::string> grads(backward.gradientOutputs.begin(), backward.gradientOutputs.end());
+  for (const auto& [name, axes] : options.dynamicAxes) {
+    if (!isGradientName(name)) continue;
+    ir::Value* value = nullptr;
+    const char* what = nullptr;
+    if (seeds.count(name)) {
+      for (ir::Value* in : out.inputs())
+        if (in->name == name) value = in;
+      what = "input";
+    } else if (grads.count(name)) {
+      for (ir::Value* o : out.outputs())
+        if (o->name == name) value = o;
+      what = "output";
+    } else {
+      bool forwardName = false;  // a forward input or output named <...>_grad: the converter applied it
+      for (const std::string& n : finalInputNames(model, options)) forwardName = forwardName || n == name;
+      for (const ir::Value* o : out.outputs()) forwardName = forwardName || o->name == name;
+      if (forwardName) continue;
+      std::string all;
+      for (const std::string& n : finalInputNames(model, options)) all += (all.empty() ? "" : ", ") + n;
+      for (const ir::Value* o : out.outputs()) all += (all.empty() ? "" : ", ") + o->name;
+      for (const std::string& n : backward.seedInputs) all += (all.empty() ? "" : ", ") + n;
+      std::string message = "dynamic_axes names '" + name + "', which is not an input or output of the model (" + all + ")";
+      if (options.unknownDynamicAxisIsError) throw ExportError(message);
+      summary.warnings.push_back(message);
+      continue;
+    }
+    if (!value || !value->type.shape) continue;
+    for (const auto& [axis, dim] : axes) {
+      int64_t rank = value->type.rank();
+      int64_t a = axis < 0 ? axis + rank : axis;
+      if (a < 0 || a >= rank)
+        throw ExportError("dynamic_axes['" + name + "'] names axis " + std::to_string(axis) + ", but " + what + " '" +
+                          name + "' has rank " + std::to_string(rank));
+      (*value->type.shape)[a] = ir::Dim::symbol(dim);
+    }
+  }
 }
 
 // Lowering, typing and conversion: everything before writing. Graphs are typed statically while
@@ -270,6 +327,9 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
       known.insert(outputName(model, i, k++, options));
   std::vector<std::set<int64_t>> dynamicAxes(model.numUserInputs);
   for (const auto& [name, axes] : options.dynamicAxes) {
+    // A training export's seed inputs and gradient outputs (<y>_grad, <x>_grad) exist once the
+    // backward is built: applyGradientDynamicAxes checks and applies those names.
+    if (!known.count(name) && options.gradients && isGradientName(name)) continue;
     if (!known.count(name)) {
       std::string all;
       for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
@@ -340,6 +400,7 @@ void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& 
     progress::phase("building the backward graph");
     gradient::BackwardSummary backward =
         gradient::buildBackward(out, gradientRequest(model, *options.gradients), options.opset, options.customOpsets);
+    applyGradientDynamicAxes(out, model, options, backward, summary);
     summary.gradientSeeds = std::move(backward.seedInputs);
     summary.gradientOutputs = std::move(backward.gradientOutputs);
     summary.warnings.insert(summary.warnings.end(), backward.warnings.begin(), backward.warnings.end());
@@ -377,6 +438,14 @@ ModelGraph fromScriptModule(torch::jit::Module module) {
   model.numUserInputs = model.graph->inputs().size() - lifted.names.size();
   model.paramNames = std::move(lifted.names);
   model.paramValues = std::move(lifted.values);
+  // Gradient outputs list parameters in the module's order (named_parameters: a module's own in
+  // registration order, then its submodules', depth first), not in the order the graph reads them.
+  std::map<std::string, size_t> position;
+  for (const auto& p : module.named_parameters(/*recurse=*/true)) position.emplace(p.name, position.size());
+  for (const std::string& name : model.paramNames) {
+    auto it = position.find(name);
+    model.paramOrder.push_back(it != position.end() ? it->second : SIZE_MAX);
+  }
   model.rootModuleType = jit::pythonTypeName(module.type());
   return model;
 }

@@ -90,6 +90,11 @@ struct ModelGraph {
   // Which parameters are trainable (requires_grad; buffers are not), one per paramNames entry.
   // Empty: taken from paramValues' requires_grad.
   std::vector<bool> paramRequiresGrad;
+  // Per paramNames entry: its position in the module's parameters (named_parameters order, as the
+  // state_dict lists them), SIZE_MAX for a buffer or another tensor attribute. Gradient outputs follow
+  // it. Empty: paramNames are already in that order (a trace's state_dict order). An archive's
+  // parameters are lifted in the order its graph reads them, so fromScriptModule fills it.
+  std::vector<size_t> paramOrder;
   // Parameters whose bytes are computed while writing (folded convolution weights), by index into
   // paramValues: fills bytes [offset, offset + n) of the tensor.
   std::map<size_t, std::function<void(size_t offset, size_t n, void* out)>> computedParams;
