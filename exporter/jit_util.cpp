@@ -4,12 +4,30 @@
 #include <ATen/ops/view_as_real.h>
 
 #include <algorithm>
+#include <memory>
+#include <mutex>
 #include <regex>
 #include <sstream>
+
+#include <torch/csrc/jit/runtime/custom_operator.h>
+#include <torch/csrc/jit/runtime/operator.h>
 
 #include "symbolic/dtype.h"
 
 namespace pt2onnx::jit {
+
+c10::Symbol registerOwnOperator(const char* qualifiedName, const char* schema, torch::jit::Operation operation) {
+  static std::mutex mutex;  // two of the ops may be registered first by two exporting threads
+  std::lock_guard<std::mutex> lock(mutex);
+  const c10::Symbol symbol = c10::Symbol::fromQualString(qualifiedName);
+  if (torch::jit::getAllOperatorsFor(symbol).empty()) {
+    static std::vector<std::unique_ptr<torch::jit::RegisterOperators>> registrations;  // live as long as the process
+    std::vector<std::optional<torch::jit::Operator>> ops;
+    ops.emplace_back(torch::jit::Operator(schema, std::move(operation), c10::AliasAnalysisKind::FROM_SCHEMA));
+    registrations.push_back(std::make_unique<torch::jit::RegisterOperators>(std::move(ops)));
+  }
+  return symbol;
+}
 
 namespace {
 // pt2onnx's own tracing hooks (python/pt2onnx/tracing_hooks.py: `.data` as detach(), no_grad

@@ -36,6 +36,12 @@ std::string nodeSummary(const torch::jit::Node* node);
 // "node aten::relu (%y = aten::relu(%x)) at model.py:12 in module layer1.0.conv1".
 std::string describeNode(const torch::jit::Node* node);
 
+// Registers pt2onnx's own TorchScript operator `schema` (named `qualifiedName`) once per process, so
+// that graphs holding it still run in the interpreter; returns its symbol. The CLI embedding Python
+// holds two copies of this code (its own and the extension's): the first registration serves both,
+// which is why the ops must be stateless.
+c10::Symbol registerOwnOperator(const char* qualifiedName, const char* schema, torch::jit::Operation operation);
+
 // A value's debug name without TorchScript's ".N" suffix ("x.1" -> "x"), or `fallback` if it has none.
 std::string cleanName(const torch::jit::Value* v, const std::string& fallback);
 

@@ -2,9 +2,9 @@
 // ONNX DFT, symbolic/spectral.cpp). Its kernel is ATen's FFT, so a lowered graph still runs in the
 // TorchScript interpreter (bisect, static typing on meta tensors) with PyTorch's numbers.
 #include <ATen/ATen.h>
-#include <torch/csrc/jit/runtime/custom_operator.h>
 #include <torch/csrc/jit/runtime/operator.h>
 
+#include "exporter/jit_util.h"
 #include "exporter/passes/passes.h"
 
 namespace pt2onnx::passes {
@@ -21,25 +21,15 @@ at::Tensor dft(const at::Tensor& self, bool inverse, bool onesided, bool complex
 }  // namespace
 
 c10::Symbol dftOp() {
-  static const c10::Symbol symbol = [] {
-    const c10::Symbol s = c10::Symbol::fromQualString("pt2onnx::dft");
-    // The CLI embedding Python holds two copies of this code (its own and the extension's): the op is
-    // stateless, so the first registration serves both.
-    if (torch::jit::getAllOperatorsFor(s).empty()) {
-      static auto* registration = new torch::jit::RegisterOperators({torch::jit::Operator(
-          "pt2onnx::dft(Tensor self, bool inverse, bool onesided, bool complex_input) -> Tensor",
-          [](torch::jit::Stack& stack) {
-            bool complexInput = torch::jit::pop(stack).toBool();
-            bool onesided = torch::jit::pop(stack).toBool();
-            bool inverse = torch::jit::pop(stack).toBool();
-            at::Tensor self = torch::jit::pop(stack).toTensor();
-            torch::jit::push(stack, dft(self, inverse, onesided, complexInput));
-          },
-          c10::AliasAnalysisKind::FROM_SCHEMA)});
-      (void)registration;
-    }
-    return s;
-  }();
+  static const c10::Symbol symbol = jit::registerOwnOperator(
+      "pt2onnx::dft", "pt2onnx::dft(Tensor self, bool inverse, bool onesided, bool complex_input) -> Tensor",
+      [](torch::jit::Stack& stack) {
+        bool complexInput = torch::jit::pop(stack).toBool();
+        bool onesided = torch::jit::pop(stack).toBool();
+        bool inverse = torch::jit::pop(stack).toBool();
+        at::Tensor self = torch::jit::pop(stack).toTensor();
+        torch::jit::push(stack, dft(self, inverse, onesided, complexInput));
+      });
   return symbol;
 }
 

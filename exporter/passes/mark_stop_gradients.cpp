@@ -8,9 +8,8 @@
 #include <set>
 
 #include <torch/csrc/jit/ir/constants.h>
-#include <torch/csrc/jit/runtime/custom_operator.h>
-#include <torch/csrc/jit/runtime/operator.h>
 
+#include "exporter/jit_util.h"
 #include "exporter/passes/passes.h"
 
 namespace pt2onnx::passes {
@@ -158,19 +157,12 @@ void markBlock(Block* block) {
 }  // namespace
 
 c10::Symbol stopGradientOp() {
-  static const c10::Symbol symbol = [] {
-    const c10::Symbol s = c10::Symbol::fromQualString("pt2onnx::stop_gradient");
-    // Registered once per process (the CLI embedding Python holds two copies of this code). Its
-    // kernel is detach(), so a marked graph still runs in the TorchScript interpreter.
-    if (torch::jit::getAllOperatorsFor(s).empty()) {
-      static auto* registration = new torch::jit::RegisterOperators({torch::jit::Operator(
-          "pt2onnx::stop_gradient(Tensor(a) self) -> Tensor(a)",
-          [](torch::jit::Stack& stack) { torch::jit::push(stack, torch::jit::pop(stack).toTensor().detach()); },
-          c10::AliasAnalysisKind::FROM_SCHEMA)});
-      (void)registration;
-    }
-    return s;
-  }();
+  // Its kernel is detach(), so a marked graph still runs in the TorchScript interpreter.
+  static const c10::Symbol symbol =
+      jit::registerOwnOperator("pt2onnx::stop_gradient", "pt2onnx::stop_gradient(Tensor(a) self) -> Tensor(a)",
+                               [](torch::jit::Stack& stack) {
+                                 torch::jit::push(stack, torch::jit::pop(stack).toTensor().detach());
+                               });
   return symbol;
 }
 
