@@ -502,7 +502,7 @@ def unconvertible_ops(model, args, training=TrainingMode.EVAL, opset_version=Non
     inputs = arguments.traced_inputs(model, args)
     mode = _enum_name(training, TrainingMode, "training") or "EVAL"
     state = autograd.ExportState(autograd_functions, autograd_function_overrides, opset, mode == "TRAINING", False)
-    with _training_mode(model, mode):
+    with _TRACE_LOCK, _training_mode(model, mode):  # one trace at a time, as export() traces
         graph, names, values, _, _ = _trace(model, inputs.args, state.escapes)
     state.check_overrides(graph)
     with autograd.exporting(state):

@@ -13,7 +13,8 @@ def data_traced_as_detach():
     """While this thread traces, `t.data` is `t.detach()`: the tracer does not follow the tensor that
     `.data` returns, so the example's values would be recorded as a constant (a model computing
     `h.data * 2` would return the example's result for every input). Other threads, and this one
-    outside a trace, get `.data` as always."""
+    outside a trace, get `.data` as always. Callers trace one at a time (exporter._TRACE_LOCK): the
+    property is installed and removed around each trace."""
     descriptor = torch._C.TensorBase.__dict__["data"]
     own = torch.Tensor.__dict__.get("data")
 
