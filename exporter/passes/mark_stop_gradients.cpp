@@ -9,6 +9,7 @@
 
 #include <torch/csrc/jit/ir/constants.h>
 
+#include "common/errors.h"
 #include "exporter/jit_util.h"
 #include "exporter/passes/passes.h"
 
@@ -27,6 +28,14 @@ bool mayCarryGradient(const Value* v) {
   if (!t) return false;
   auto dtype = t->scalarType();
   return !dtype || c10::isFloatingType(*dtype) || c10::isComplexType(*dtype);
+}
+
+// A list, tuple or optional that may hold tensors (`torch.cat([h, h])` reads h through a list).
+bool holdsTensors(const c10::TypePtr& type) {
+  if (type->cast<c10::TensorType>()) return true;
+  for (const c10::TypePtr& contained : type->containedTypes())
+    if (holdsTensors(contained)) return true;
+  return false;
 }
 
 Value* insertStopAfter(Node* after, Value* v) {
@@ -50,9 +59,11 @@ void stopUsesAfter(Node* after, Value* v) {
 bool carriesNoGradient(const Value* v) {
   const Node* producer = v->node();
   if (producer->kind() == c10::prim::Param || !producer->blocks().empty()) return false;
-  for (const Value* in : producer->inputs())
+  for (const Value* in : producer->inputs()) {
+    if (!isTensor(in) && holdsTensors(in->type())) return false;  // a list's elements are not looked into
     if (mayCarryGradient(in) && in->node()->kind() != stopGradientOp() && in->node()->kind() != c10::prim::Constant)
       return false;
+  }
   return true;
 }
 
@@ -121,8 +132,19 @@ void stopNoGradRegion(Node* enter) {
   std::vector<Value*> values = defined;
   values.insert(values.end(), written.begin(), written.end());
   std::set<Value*> seen;
-  for (Value* v : values)
-    if (mayCarryGradient(v) && seen.insert(v).second) stopUsesAfter(exit, v);
+  for (Value* v : values) {
+    if (!seen.insert(v).second) continue;
+    if (mayCarryGradient(v)) {
+      stopUsesAfter(exit, v);
+    } else if (!isTensor(v) && holdsTensors(v->type())) {
+      for (const torch::jit::Use& u : v->uses())
+        if (u.user->isAfter(exit))  // a list of tensors cannot be stopped as a whole
+          throw ExportError("gradients: " + jit::describeNode(v->node()) + " builds a " + v->type()->repr_str() +
+                            " under torch.no_grad() that is read after the region (" + jit::describeNode(u.user) +
+                            "); a training export stops tensors there, not lists: detach its tensors inside the "
+                            "region, or build the list after it");
+    }
+  }
 }
 
 void markBlock(Block* block) {

@@ -211,3 +211,27 @@ def test_a_parameter_read_only_under_no_grad_gets_zeros_and_a_warning(tmp_path):
 
     with pytest.warns(UserWarning, match="observer"):
         _export(OnlyUnderNoGrad(), tmp_path / "train.onnx")
+
+
+class ListUnderNoGrad(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(6, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        with torch.no_grad():
+            parts = [h * 2, h * 3]
+        return h + torch.cat(parts, 1).sum(1, keepdim=True)
+
+
+def test_a_list_built_under_no_grad(tmp_path):
+    """Traced: its tensors are detached as they are made. Scripted: a list cannot be stopped as a whole,
+    so reading it after the region is an error naming it, never a gradient through it."""
+    torch.manual_seed(0)
+    model = ListUnderNoGrad()
+    _export(model, tmp_path / "traced.onnx")
+    _check_on_other_inputs(model, tmp_path / "traced.onnx", "y_grad")
+    with pytest.raises(pt2onnx.ExportError, match="under torch.no_grad.*read after the region"):
+        pt2onnx.export(torch.jit.script(model), (torch.randn(3, 6),), str(tmp_path / "scripted.onnx"), gradients="all")
+    assert not (tmp_path / "scripted.onnx").exists()

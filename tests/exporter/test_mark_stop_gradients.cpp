@@ -36,6 +36,28 @@ TEST(MarkStopGradients, ExplicitStopsBecomeStopNodes) {
   for (const char* kind : {"aten::detach", "prim::data", "aten::detach_copy"}) EXPECT_EQ(countNodes(*g, kind), 0) << kind;
 }
 
+// A detach of a value computed from stopped values only is redundant and dropped (a traced no_grad
+// region detaches every result), but a list's elements are not looked into: the stop stays.
+TEST(MarkStopGradients, RedundantStopsGoButNotThroughLists) {
+  const char* ir = R"IR(
+    graph(%x : Tensor):
+      %zero : int = prim::Constant[value=0]()
+      %a : Tensor = aten::detach(%x)
+      %b : Tensor = aten::exp(%a)
+      %c : Tensor = aten::detach(%b)
+      %list : Tensor[] = prim::ListConstruct(%x, %x)
+      %cat : Tensor = aten::cat(%list, %zero)
+      %d : Tensor = aten::detach(%cat)
+      %y : Tensor = aten::mul(%c, %x)
+      %z : Tensor = aten::mul(%d, %d)
+      return (%y, %z))IR";
+  auto g = expectPassPreservesResults(ir, run, {{at::randn({2, 3})}});
+  EXPECT_EQ(countNodes(*g, "pt2onnx::stop_gradient"), 2);  // on x, and on cat: not on exp(detached x)
+  for (const torch::jit::Node* n : g->nodes())
+    if (n->kind() == c10::aten::mul && n->output()->debugName().rfind("z", 0) == 0)
+      EXPECT_TRUE(readThroughStop(n->input(0)));
+}
+
 TEST(MarkStopGradients, InPlaceStopsStopLaterReadersOnly) {
   const char* ir = R"IR(
     graph(%x : Tensor):
