@@ -42,20 +42,31 @@ class NoGradRecordedAsDetached(torch.overrides.TorchFunctionMode):
     where torch.autograd stops. The trace records no grad mode, and the requires_grad it types values
     with is not the one autograd sees (ops nested in composite ones, such as conv2d's _convolution, are
     typed before autograd wraps them). Not inside an autograd.Function's forward (autograd runs it
-    with grad off; its own backward or its inlined ops decide its gradient), and not for an in-place
-    op's result (a detached alias would take the trace's later writes away from the tensor)."""
+    with grad off; its own backward or its inlined ops decide its gradient). An in-place op (`add_`,
+    `copy_`, `+=`, `t[i] = v`) reads its other arguments detached instead: its result is the tensor it
+    writes, and a detached alias of it would take the trace's later writes away from the tensor
+    (`ema.add_(h)` under no_grad must give h no gradient)."""
+
+    IN_PLACE_OPERATORS = frozenset(f"__i{op}__" for op in (
+        "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift",
+        "matmul")) | {"__setitem__"}
 
     def __init__(self):
         super().__init__()
         self.forwards = autograd.function_forwards()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
         if torch.is_grad_enabled() or torch._C._get_tracing_state() is None:
-            return out
+            return func(*args, **kwargs)
         if autograd.function_running(sys._getframe(1), self.forwards) is not None:
-            return out
-        inputs = [a for a in list(args) + list((kwargs or {}).values()) if isinstance(a, torch.Tensor)]
+            return func(*args, **kwargs)
+        name = getattr(func, "__name__", "")
+        if args and ((name.endswith("_") and not name.startswith("_")) or name in self.IN_PLACE_OPERATORS):
+            return func(args[0], *(_detached_floats(a) for a in args[1:]),
+                        **{k: _detached_floats(v) for k, v in kwargs.items()})
+        out = func(*args, **kwargs)
+        inputs = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
         return self._detached(out, inputs)
 
     def _detached(self, out, inputs):
@@ -68,3 +79,12 @@ class NoGradRecordedAsDetached(torch.overrides.TorchFunctionMode):
         if isinstance(out, (tuple, list)):
             return type(out)(self._detached(o, inputs) for o in out)
         return out
+
+
+def _detached_floats(value):
+    """`value` with its floating-point tensors detached (lists and tuples of them too)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach() if value.is_floating_point() else value
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_detached_floats(v) for v in value)
+    return value

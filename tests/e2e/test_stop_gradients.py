@@ -235,3 +235,36 @@ def test_a_list_built_under_no_grad(tmp_path):
     with pytest.raises(pt2onnx.ExportError, match="under torch.no_grad.*read after the region"):
         pt2onnx.export(torch.jit.script(model), (torch.randn(3, 6),), str(tmp_path / "scripted.onnx"), gradients="all")
     assert not (tmp_path / "scripted.onnx").exists()
+
+
+class InPlaceUnderNoGrad(torch.nn.Module):
+    """A buffer updated in place from a differentiable tensor under no_grad, then read."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(6, 4)
+        self.register_buffer("ema", torch.zeros(4))
+
+    def forward(self, x):
+        h = self.fc(x)
+        mean, top = h.mean(0), h.amax(0)  # made with grad on: only the in-place ops below see them
+        with torch.no_grad():
+            self.ema.mul_(0.5)
+            self.ema.add_(mean)
+            self.ema += top
+        return h * self.ema
+
+
+def test_in_place_updates_under_no_grad_stop_the_gradient(tmp_path):
+    torch.manual_seed(0)
+    model = InPlaceUnderNoGrad()
+    _export(model, tmp_path / "train.onnx")
+    from onnx import numpy_helper
+    start = {i.name: numpy_helper.to_array(i) for i in onnx.load(str(tmp_path / "train.onnx")).graph.initializer}["ema"]
+    for batch in (1, 5):
+        model.ema.copy_(torch.from_numpy(start.copy()))  # the exported graph starts from the buffer as exported
+        x = torch.randn(batch, 6) * 2
+        out, seed, expected = _eager_gradients(model, (x,))
+        feeds = {"x": x.numpy(), "y_grad": seed.numpy()}
+        _compare(expected, ort.run(tmp_path / "train.onnx", feeds), f"ONNX Runtime, batch {batch}")
+
