@@ -1,0 +1,100 @@
+// libpt2onnx_onnxruntime_bridge.so's entry point, called by the loader (loader.cpp) from ORT's
+// RegisterCustomOps: checks the ORT version, makes sure Python and pt2onnx are there, and adds the
+// domains: com.microsoft (PythonOp, PythonOpGrad) and each legacy PyOp domain the session options
+// name (pt2onnx.register_onnxruntime_ops reads them from the model: PyOp nodes live in domains of
+// the model's own choosing, one per node).
+#include <cstdio>
+#include <mutex>
+#include <sstream>
+#include <vector>
+
+#include "onnxruntime_ops/embedded_python.h"
+#include "onnxruntime_ops/op_definitions.h"
+
+namespace pt2onnx::onnxruntime_ops {
+namespace {
+
+const OrtApi* api = nullptr;
+
+// Session config entries set by pt2onnx.register_onnxruntime_ops (or a C++ host, by hand).
+constexpr const char* kConfigEntry = "pt2onnx.python_ops";     // JSON: metadata and PyOp attributes
+constexpr const char* kPyOpDomainsEntry = "pt2onnx.pyop_domains";  // comma-separated
+
+std::string configEntry(const OrtSessionOptions* options, const char* key) {
+  int has = 0;
+  if (OrtStatus* s = ort().HasSessionConfigEntry(options, key, &has)) return takeMessage(s), "";
+  if (!has) return "";
+  size_t size = 0;
+  if (OrtStatus* s = ort().GetSessionConfigEntry(options, key, nullptr, &size)) ort().ReleaseStatus(s);
+  std::string value(size, '\0');
+  if (OrtStatus* s = ort().GetSessionConfigEntry(options, key, value.data(), &size)) return takeMessage(s), "";
+  value.resize(size ? size - 1 : 0);
+  return value;
+}
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, ',');)
+    if (!part.empty()) parts.push_back(part);
+  return parts;
+}
+
+// ORT 1.19-1.23 crash creating a session when a node of an op with InferOutputShapeFn has an
+// absent optional input (measured: a PythonOpGrad without some gradient), so there the library
+// leaves PythonOpGrad out and such models fail at load, naming the op, instead of crashing.
+bool gradientsSupported(const char* version) {
+  int major = 0, minor = 0;
+  return std::sscanf(version, "%d.%d", &major, &minor) == 2 && (major > 1 || minor >= 24);
+}
+
+OrtStatus* addDomain(OrtSessionOptions* options, const std::string& name,
+                     std::vector<std::unique_ptr<OpDefinition>> ops) {
+  // Neither the domain nor its ops are owned by ORT, and sessions use them after the options are
+  // gone: they live as long as the process (a few hundred bytes per registration).
+  static std::mutex mutex;
+  static auto* kept = new std::vector<std::unique_ptr<OpDefinition>>();
+  OrtCustomOpDomain* domain = nullptr;
+  if (OrtStatus* s = ort().CreateCustomOpDomain(name.c_str(), &domain)) return s;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (auto& op : ops) {
+    if (OrtStatus* s = ort().CustomOpDomain_Add(domain, op.get())) return s;
+    kept->push_back(std::move(op));
+  }
+  return ort().AddCustomOpDomain(options, domain);
+}
+
+}  // namespace
+
+const OrtApi& ort() { return *api; }
+void setOrt(const OrtApi* table) { api = table; }
+
+}  // namespace pt2onnx::onnxruntime_ops
+
+using namespace pt2onnx::onnxruntime_ops;
+
+extern "C" __attribute__((visibility("default"))) OrtStatus* ORT_API_CALL
+pt2onnx_register_onnxruntime_ops(OrtSessionOptions* options, const OrtApiBase* base) {
+  const char* version = base->GetVersionString();
+  const OrtApi* table = base->GetApi(kOrtApiVersion);
+  if (!table) {
+    std::string message = std::string("pt2onnx's onnxruntime ops need onnxruntime >= 1.17 (ORT API ") +
+                          std::to_string(kOrtApiVersion) + "); this is onnxruntime " + version;
+    return base->GetApi(1)->CreateStatus(ORT_FAIL, message.c_str());
+  }
+  setOrt(table);
+  std::string error;
+  if (!startPython(&error)) return failure(error);
+  auto registration = std::make_shared<Registration>();
+  registration->config = configEntry(options, kConfigEntry);
+  std::vector<std::unique_ptr<OpDefinition>> microsoft;
+  microsoft.push_back(makeDefinition(OpKind::PythonOp, "com.microsoft", registration));
+  if (gradientsSupported(version)) microsoft.push_back(makeDefinition(OpKind::PythonOpGrad, "com.microsoft", registration));
+  if (OrtStatus* s = addDomain(options, "com.microsoft", std::move(microsoft))) return s;
+  for (const std::string& domain : split(configEntry(options, kPyOpDomainsEntry))) {
+    std::vector<std::unique_ptr<OpDefinition>> pyop;
+    pyop.push_back(makeDefinition(OpKind::PyOp, domain, registration));
+    if (OrtStatus* s = addDomain(options, domain, std::move(pyop))) return s;
+  }
+  return nullptr;
+}
