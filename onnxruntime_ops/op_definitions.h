@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "onnxruntime_ops/ort_api.h"
 
@@ -26,6 +27,9 @@ struct OpDefinition : OrtCustomOp {
   OpKind kind;
   std::string domain;
   std::shared_ptr<const Registration> registration;
+  // PyOp: the signature of its domain's node (input_types, output_types): the legacy PyOp has one
+  // node per domain, so its inputs and outputs are typed exactly, and their ranks stay unknown.
+  std::vector<ONNXTensorElementDataType> inputTypes, outputTypes;
 };
 
 const OpDefinition& definitionOf(const OrtCustomOp* op);

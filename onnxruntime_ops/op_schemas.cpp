@@ -2,7 +2,7 @@
 // types only their attributes know. Measured layout (docs/design/onnxruntime_ops_groundwork.md):
 // every slot OPTIONAL and of UNDEFINED type (a VARIADIC slot refuses an absent gradient at load),
 // the context an INT64 REQUIRED slot, and InferOutputShapeFn typing each output from
-// output_tensor_types / output_tensor_ranks (PyOp: output_types).
+// output_tensor_types / output_tensor_ranks. PyOp keeps one exact signature per domain.
 #include <atomic>
 #include <vector>
 
@@ -22,20 +22,30 @@ bool hasContextOutput(OpKind kind) { return kind == OpKind::PythonOp; }
 const char* ORT_API_CALL name(const OrtCustomOp* op) { return opName(definitionOf(op).kind); }
 const char* ORT_API_CALL provider(const OrtCustomOp*) { return nullptr; }  // the CPU provider
 
-size_t ORT_API_CALL inputCount(const OrtCustomOp* op) { return kSlots + hasContextInput(definitionOf(op).kind); }
-size_t ORT_API_CALL outputCount(const OrtCustomOp* op) { return kSlots + hasContextOutput(definitionOf(op).kind); }
+bool isPyOp(const OrtCustomOp* op) { return definitionOf(op).kind == OpKind::PyOp; }
+
+size_t ORT_API_CALL inputCount(const OrtCustomOp* op) {
+  const OpDefinition& def = definitionOf(op);
+  return isPyOp(op) ? def.inputTypes.size() : kSlots + hasContextInput(def.kind);
+}
+size_t ORT_API_CALL outputCount(const OrtCustomOp* op) {
+  const OpDefinition& def = definitionOf(op);
+  return isPyOp(op) ? def.outputTypes.size() : kSlots + hasContextOutput(def.kind);
+}
 
 ONNXTensorElementDataType ORT_API_CALL inputType(const OrtCustomOp* op, size_t i) {
+  if (isPyOp(op)) return definitionOf(op).inputTypes[i];
   return i == 0 && hasContextInput(definitionOf(op).kind) ? ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 : kAnyType;
 }
 ONNXTensorElementDataType ORT_API_CALL outputType(const OrtCustomOp* op, size_t i) {
+  if (isPyOp(op)) return definitionOf(op).outputTypes[i];
   return i == 0 && hasContextOutput(definitionOf(op).kind) ? ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 : kAnyType;
 }
 OrtCustomOpInputOutputCharacteristic ORT_API_CALL inputCharacteristic(const OrtCustomOp* op, size_t i) {
-  return i == 0 && hasContextInput(definitionOf(op).kind) ? kRequired : kOptional;
+  return isPyOp(op) || (i == 0 && hasContextInput(definitionOf(op).kind)) ? kRequired : kOptional;
 }
 OrtCustomOpInputOutputCharacteristic ORT_API_CALL outputCharacteristic(const OrtCustomOp* op, size_t i) {
-  return i == 0 && hasContextOutput(definitionOf(op).kind) ? kRequired : kOptional;
+  return isPyOp(op) || (i == 0 && hasContextOutput(definitionOf(op).kind)) ? kRequired : kOptional;
 }
 OrtMemType ORT_API_CALL inputMemoryType(const OrtCustomOp*, size_t) { return OrtMemTypeDefault; }
 int ORT_API_CALL variadicMinArity(const OrtCustomOp*) { return 1; }
@@ -93,8 +103,8 @@ OrtStatus* ORT_API_CALL inferOutputs(const OrtCustomOp* op, OrtShapeInferContext
     setOutput(context, 0, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, 0);
     first = 1;
   }
-  std::vector<int64_t> types = intsAttribute(context, kind == OpKind::PyOp ? "output_types" : "output_tensor_types");
-  std::vector<int64_t> ranks = kind == OpKind::PyOp ? std::vector<int64_t>{} : intsAttribute(context, "output_tensor_ranks");
+  std::vector<int64_t> types = intsAttribute(context, "output_tensor_types");
+  std::vector<int64_t> ranks = intsAttribute(context, "output_tensor_ranks");
   for (size_t k = 0; k < types.size() && k < kSlots; ++k)
     setOutput(context, first + k, types[k], k < ranks.size() ? ranks[k] : -1);
   return nullptr;  // ORT ignores the status; a node it cannot type fails at load with ORT's message
@@ -134,7 +144,7 @@ std::unique_ptr<OpDefinition> makeDefinition(OpKind kind, std::string domain, st
   op.CreateKernelV2 = createKernel;
   op.KernelComputeV2 = computeKernel;
   op.KernelDestroy = destroyKernel;
-  op.InferOutputShapeFn = inferOutputs;
+  if (kind != OpKind::PyOp) op.InferOutputShapeFn = inferOutputs;  // PyOp's types are its domain's signature
   op.GetStartVersion = startVersion;
   op.GetEndVersion = endVersion;
   def->kind = kind;

@@ -4,6 +4,7 @@
 // name (pt2onnx.register_onnxruntime_ops reads them from the model: PyOp nodes live in domains of
 // the model's own choosing, one per node).
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <sstream>
 #include <vector>
@@ -18,7 +19,8 @@ const OrtApi* api = nullptr;
 
 // Session config entries set by pt2onnx.register_onnxruntime_ops (or a C++ host, by hand).
 constexpr const char* kConfigEntry = "pt2onnx.python_ops";     // JSON: metadata and PyOp attributes
-constexpr const char* kPyOpDomainsEntry = "pt2onnx.pyop_domains";  // comma-separated
+// "domain:1.1:1.1.1,...": each PyOp domain with its node's input_types and output_types.
+constexpr const char* kPyOpDomainsEntry = "pt2onnx.pyop_domains";
 
 std::string configEntry(const OrtSessionOptions* options, const char* key) {
   int has = 0;
@@ -32,12 +34,22 @@ std::string configEntry(const OrtSessionOptions* options, const char* key) {
   return value;
 }
 
-std::vector<std::string> split(const std::string& text) {
+std::vector<std::string> split(const std::string& text, char separator) {
   std::vector<std::string> parts;
   std::stringstream in(text);
-  for (std::string part; std::getline(in, part, ',');)
-    if (!part.empty()) parts.push_back(part);
+  for (std::string part; std::getline(in, part, separator);) parts.push_back(part);
   return parts;
+}
+
+std::vector<ONNXTensorElementDataType> elementTypes(const std::string& text, bool* ok) {
+  std::vector<ONNXTensorElementDataType> types;
+  for (const std::string& t : split(text, '.')) {
+    char* end = nullptr;
+    long value = std::strtol(t.c_str(), &end, 10);
+    *ok = *ok && !t.empty() && *end == '\0' && value > 0;
+    types.push_back(static_cast<ONNXTensorElementDataType>(value));
+  }
+  return types;
 }
 
 // ORT 1.19-1.23 crash creating a session when a node of an op with InferOutputShapeFn has an
@@ -91,10 +103,16 @@ pt2onnx_register_onnxruntime_ops(OrtSessionOptions* options, const OrtApiBase* b
   microsoft.push_back(makeDefinition(OpKind::PythonOp, "com.microsoft", registration));
   if (gradientsSupported(version)) microsoft.push_back(makeDefinition(OpKind::PythonOpGrad, "com.microsoft", registration));
   if (OrtStatus* s = addDomain(options, "com.microsoft", std::move(microsoft))) return s;
-  for (const std::string& domain : split(configEntry(options, kPyOpDomainsEntry))) {
+  std::string pyopDomains = configEntry(options, kPyOpDomainsEntry);
+  for (const std::string& entry : split(pyopDomains, ',')) {
+    std::vector<std::string> fields = split(entry, ':');
+    bool ok = fields.size() == 3 && !fields[0].empty();
     std::vector<std::unique_ptr<OpDefinition>> pyop;
-    pyop.push_back(makeDefinition(OpKind::PyOp, domain, registration));
-    if (OrtStatus* s = addDomain(options, domain, std::move(pyop))) return s;
+    pyop.push_back(makeDefinition(OpKind::PyOp, ok ? fields[0] : "", registration));
+    if (ok) pyop.back()->inputTypes = elementTypes(fields[1], &ok);
+    if (ok) pyop.back()->outputTypes = elementTypes(fields[2], &ok);
+    if (!ok) return failure(std::string("session config entry ") + kPyOpDomainsEntry + " is not domain:types:types,...: " + pyopDomains);
+    if (OrtStatus* s = addDomain(options, fields[0], std::move(pyop))) return s;
   }
   return nullptr;
 }
