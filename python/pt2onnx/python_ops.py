@@ -22,6 +22,46 @@ _FIRST_HANDLE = 0x1000001
 _next_handle = _FIRST_HANDLE
 _lock = threading.Lock()
 
+# ONNX element types (TensorProto.DataType): ONNX's name and the torch dtype. The one table every
+# check of a tensor against a declared type uses; a type this torch lacks (uint16/32/64 before 2.3)
+# is left out, and a tensor can never match it.
+_ONNX_ELEMENT_TYPES = ((1, "float", "float32"), (2, "uint8", "uint8"), (3, "int8", "int8"), (4, "uint16", "uint16"),
+                       (5, "int16", "int16"), (6, "int32", "int32"), (7, "int64", "int64"), (9, "bool", "bool"),
+                       (10, "float16", "float16"), (11, "double", "float64"), (12, "uint32", "uint32"),
+                       (13, "uint64", "uint64"), (14, "complex64", "complex64"), (15, "complex128", "complex128"),
+                       (16, "bfloat16", "bfloat16"))
+TORCH_DTYPES = {code: getattr(torch, attr) for code, _, attr in _ONNX_ELEMENT_TYPES
+                if isinstance(getattr(torch, attr, None), torch.dtype)}
+ONNX_TYPES = {dtype: code for code, dtype in TORCH_DTYPES.items()}
+_ONNX_TYPE_NAMES = {code: name for code, name, _ in _ONNX_ELEMENT_TYPES if code in TORCH_DTYPES}
+
+# Every attribute the plans below read, with its ONNX kind, for hosts that fetch attributes by name
+# and kind and cannot enumerate them (ONNX Runtime's C API); a host passes those the node has.
+# __metadata is pt2onnx's portable argument record, which a host takes from the model's
+# metadata_props ("pt2onnx.python_op:<node name>"). PyOp's other string attributes are its class's
+# keyword arguments, free-form: a host must enumerate them its own way.
+NODE_ATTRIBUTES = {
+    "PythonOp": (
+        ("name", "str"), ("input_convention", "str"), ("training_mode", "int"), ("inplace", "int"),
+        ("input_requires_grads", "ints"),
+        ("input_bool_scalar_positions", "ints"), ("input_bool_scalars", "ints"),
+        ("input_int_scalar_positions", "ints"), ("input_int_scalars", "ints"),
+        ("input_float_scalar_positions", "ints"), ("input_float_scalars", "floats"),
+        ("input_bool_tuples", "ints"), ("input_bool_tuple_positions", "ints"), ("input_bool_tuple_begins", "ints"),
+        ("input_int_tuples", "ints"), ("input_int_tuple_positions", "ints"), ("input_int_tuple_begins", "ints"),
+        ("input_float_tuples", "floats"), ("input_float_tuple_positions", "ints"), ("input_float_tuple_begins", "ints"),
+        ("input_pointer_scalar_positions", "ints"), ("input_pointer_scalars", "ints"),
+        ("__metadata", "str"), ("output_tensor_types", "ints"), ("output_tensor_ranks", "ints"),
+    ),
+    "PythonOpGrad": (
+        ("name", "str"), ("output_convention", "str"), ("output_tensor_requires_grads", "ints"),
+        ("output_tensor_types", "ints"), ("output_tensor_ranks", "ints"),
+    ),
+    "PyOp": (
+        ("module", "str"), ("class_name", "str"), ("compute", "str"), ("input_types", "ints"), ("output_types", "ints"),
+    ),
+}
+
 
 def live_contexts():
     """Number of autograd contexts waiting for their backward."""
@@ -94,6 +134,10 @@ class _Attributes:
             raise self.error(f"attribute '{name}' must be of kind {kind}, got {type(value).__name__}")
         return value
 
+    def optional(self, name, kind):
+        """The attribute, or None when the node does not have it."""
+        return self.get(name, kind) if name in self.attrs else None
+
     def pairs(self, positions_name, values_name, kind, arity):
         """(position, value) from two parallel list attributes; positions must index the arguments."""
         positions = self.get(positions_name, "ints", [])
@@ -121,6 +165,49 @@ class _Attributes:
         bad = [p for p in positions if not 0 <= p < arity]
         if bad:
             raise self.error(f"'{name}' holds {bad[0]}, not an argument position (the Function takes {arity})")
+
+
+def _type_text(code):
+    """An ONNX element type for messages: "float (ONNX type 1)"."""
+    name = _ONNX_TYPE_NAMES.get(code)
+    return f"{name} (ONNX type {code})" if name else f"ONNX type {code} (no torch dtype)"
+
+
+class _DeclaredResults:
+    """The element types and ranks a node declares for the tensors its Function gives back
+    (output_tensor_types, output_tensor_ranks): each optional, checked when present."""
+
+    def __init__(self, attrs, count=None, what="returned tensors"):
+        self.types = attrs.optional("output_tensor_types", "ints")
+        self.ranks = attrs.optional("output_tensor_ranks", "ints")
+        for name, values in (("output_tensor_types", self.types), ("output_tensor_ranks", self.ranks)):
+            if values is not None and count is not None and len(values) != count:
+                raise attrs.error(f"'{name}' has {len(values)} entries for {count} {what}")
+        if self.types is not None and self.ranks is not None and len(self.types) != len(self.ranks):
+            raise attrs.error(f"'output_tensor_types' has {len(self.types)} entries, 'output_tensor_ranks' "
+                              f"{len(self.ranks)}")
+
+    def check_count(self, where, count):
+        """ValueError unless `count` tensors is what the node declares."""
+        for name, values in (("output_tensor_types", self.types), ("output_tensor_ranks", self.ranks)):
+            if values is not None and len(values) != count:
+                raise ValueError(f"{where}: the Function returned {count} tensors, the node declares {len(values)} "
+                                 f"({name})")
+
+    def check(self, where, tensors):
+        """TypeError naming the first tensor of another dtype or rank than declared; None (no
+        gradient) is not checked."""
+        for k, t in enumerate(tensors):
+            if t is None:
+                continue
+            type_ok = self.types is None or TORCH_DTYPES.get(self.types[k]) == t.dtype
+            rank_ok = self.ranks is None or self.ranks[k] == t.dim()
+            if type_ok and rank_ok:
+                continue
+            declared = [] if self.types is None else [_type_text(self.types[k])]
+            declared += [] if self.ranks is None else [f"rank {self.ranks[k]}"]
+            raise TypeError(f"{where}: output {k} is {t.dtype} of rank {t.dim()}, the node declares "
+                            f"{' of '.join(declared)}")
 
 
 _PORTABLE_SCALARS = {"bool": bool, "int": int, "str": str}
@@ -212,6 +299,7 @@ class PythonOpPlan:
                 value = self._pointer(pos, value[1])
             self.slots.append(("const", value))
         self.num_tensors = tensor_index
+        self.declared = _DeclaredResults(attrs)
 
     def _pointer(self, pos, address):
         for obj in autograd._keep_alive:
@@ -241,10 +329,13 @@ class PythonOpPlan:
         with torch.set_grad_enabled(self.training):
             result = self.cls.apply(*args)
         outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+        where = f"PythonOp {self.node_name} ({self.name})"
         for k, o in enumerate(outputs):
             if not isinstance(o, torch.Tensor):
-                raise TypeError(f"PythonOp {self.node_name} ({self.name}): output {k} is a {type(o).__name__}, "
-                                "not a tensor")
+                raise TypeError(f"{where}: output {k} is a {type(o).__name__}, not a tensor")
+        # Before a context is kept: a rejected call leaves none behind.
+        self.declared.check_count(where, len(outputs))
+        self.declared.check(where, outputs)
         handle = 0
         if self.training and any(o.grad_fn is not None for o in outputs):
             global _next_handle
@@ -270,6 +361,9 @@ class PythonOpGradPlan:
         if len(self.wanted) != self.convention.count("d"):
             raise ValueError(f"PythonOpGrad {node_name}: output_tensor_requires_grads has {len(self.wanted)} entries "
                              f"for {self.convention.count('d')} tensor arguments")
+        # One entry per forward tensor input (gradient/python_op.cpp copies the forward's input
+        # types and ranks), including those whose gradient is not wanted: their output is None.
+        self.declared = _DeclaredResults(attrs, len(self.wanted), "forward tensor inputs")
 
     def backward(self, handle, *grads):
         handle = int(handle)
@@ -313,43 +407,44 @@ class PythonOpGradPlan:
                                        "the forward did not mark as requiring grad (input_requires_grads)")
                 g = torch.zeros_like(leaf)
             out.append(g.detach().contiguous())
+        self.declared.check(f"PythonOpGrad {self.node_name} ({self.name})", out)
         return out
-
-
-_NUMPY_TYPES = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64,
-                9: np.bool_, 11: np.float64, 12: np.uint32, 13: np.uint64}
 
 
 class PyOpPlan:
     """The legacy PyOp: an instance of module.class_name built with the string attributes as
     keyword arguments; its `compute` method gets numpy copies of the inputs."""
 
-    RESERVED = {"module", "class_name", "compute", "input_types", "output_types", "__metadata", "__node_id"}
+    # Not keyword arguments: the declared attributes, and what the builtin host adds.
+    RESERVED = {name for name, _ in NODE_ATTRIBUTES["PyOp"]} | {"__metadata", "__node_id"}
 
     def __init__(self, node_name, attrs):
         self.node_name = node_name
-        for required in ("module", "class_name", "input_types", "output_types"):
-            if required not in attrs:
-                raise ValueError(f"PyOp {node_name}: attribute '{required}' is missing")
-        module = importlib.import_module(attrs["module"])
-        cls = getattr(module, attrs["class_name"], None)
+        decoded = _Attributes("PyOp", node_name, attrs)
+        module_name, class_name = decoded.get("module", "str"), decoded.get("class_name", "str")
+        compute = decoded.get("compute", "str", "compute")
+        self.input_types = list(decoded.get("input_types", "ints"))
+        self.output_types = list(decoded.get("output_types", "ints"))
+        module = importlib.import_module(module_name)
+        cls = getattr(module, class_name, None)
         if cls is None:
-            raise LookupError(f"PyOp {node_name}: module {attrs['module']} has no class {attrs['class_name']}")
+            raise LookupError(f"PyOp {node_name}: module {module_name} has no class {class_name}")
         kwargs = {k: v for k, v in attrs.items() if k not in self.RESERVED and isinstance(v, str)}
         self.instance = cls(**kwargs)
-        self.compute = getattr(self.instance, attrs.get("compute", "compute"))
-        self.input_types = list(attrs["input_types"])
-        self.output_types = list(attrs["output_types"])
+        self.compute = getattr(self.instance, compute)
 
     def run(self, *tensors):
         if len(tensors) != len(self.input_types):
             raise ValueError(f"PyOp {self.node_name}: {len(tensors)} inputs, input_types declares {len(self.input_types)}")
         arrays = []
         for k, (t, declared) in enumerate(zip(tensors, self.input_types)):
-            array = t.numpy().copy()
-            if array.dtype != _NUMPY_TYPES.get(declared):
-                raise TypeError(f"PyOp {self.node_name}: input {k} is {array.dtype}, input_types declares ONNX type {declared}")
-            arrays.append(array)
+            if t.dtype != TORCH_DTYPES.get(declared):
+                raise TypeError(f"PyOp {self.node_name}: input {k} is {t.dtype}, input_types declares "
+                                f"{_type_text(declared)}")
+            try:
+                arrays.append(t.numpy().copy())
+            except TypeError:  # bfloat16
+                raise TypeError(f"PyOp {self.node_name}: input {k} is {t.dtype}, which numpy cannot hold") from None
         result = self.compute(*arrays)
         results = list(result) if isinstance(result, (tuple, list)) else [result]
         if len(results) != len(self.output_types):
@@ -357,8 +452,13 @@ class PyOpPlan:
                              f"{len(self.output_types)}")
         out = []
         for k, (r, declared) in enumerate(zip(results, self.output_types)):
-            r = np.asarray(r)
-            if r.dtype != _NUMPY_TYPES.get(declared):
-                raise TypeError(f"PyOp {self.node_name}: output {k} is {r.dtype}, output_types declares ONNX type {declared}")
-            out.append(torch.from_numpy(np.asarray(r, order="C")))
+            array = np.asarray(r, order="C")
+            try:  # the dtype torch gives the array is compared, so numpy's needs no table of its own
+                tensor = torch.from_numpy(array)
+            except (TypeError, ValueError):  # object, str, float128, another byte order
+                tensor = None
+            if tensor is None or tensor.dtype != TORCH_DTYPES.get(declared):
+                raise TypeError(f"PyOp {self.node_name}: output {k} is {array.dtype}, output_types declares "
+                                f"{_type_text(declared)}")
+            out.append(tensor)
         return out
