@@ -10,6 +10,12 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+# The suites under tests/python and tests/e2e check pt2onnx's builtin runtime (its kernels, errors,
+# contexts, fusions): their sessions run in it, as runtime="builtin" would ask. The default session
+# (onnxruntime with pt2onnx's ops, when installed) is tested in tests/onnxruntime_ops, which sets the
+# runtime it means on each session.
+os.environ.setdefault("PT2ONNX_RUNTIME", "builtin")
+
 
 @pytest.fixture(scope="session")
 def cli():

@@ -27,6 +27,7 @@ from .exporter import (TrainingMode, OperatorExportTypes, export, unconvertible_
 from .symbolic_registry import (register_custom_op_symbolic, unregister_custom_op_symbolic,
                                 register_autograd_function_symbolic, unregister_autograd_function_symbolic)
 from . import autograd as _autograd
+from .onnxruntime_ops import onnxruntime_ops_library, register_onnxruntime_ops
 from .runtime import (InferenceSession, SessionOptions, RunOptions, GraphOptimizationLevel, ExecutionMode,
                       ModelMetadata, get_available_providers, Fail, InvalidArgument, NoSuchFile, InvalidGraph,
                       MissingInput, InvalidProtobuf, NotImplemented)  # not in __all__: a star import would hide the builtin
@@ -44,5 +45,6 @@ __all__ = [
     "GraphOptimizationLevel", "ExecutionMode", "ModelMetadata", "get_available_providers", "Fail",
     "InvalidArgument", "NoSuchFile", "InvalidGraph", "MissingInput", "InvalidProtobuf", "ExportError", "TrainingMode", "OperatorExportTypes",
     "set_log_level", "check_model", "register_custom_op_symbolic", "unregister_custom_op_symbolic",
-    "register_autograd_function_symbolic", "unregister_autograd_function_symbolic", "MIN_OPSET", "MAX_OPSET", "DEFAULT_OPSET", "__version__",
+    "register_autograd_function_symbolic", "unregister_autograd_function_symbolic", "onnxruntime_ops_library",
+    "register_onnxruntime_ops", "MIN_OPSET", "MAX_OPSET", "DEFAULT_OPSET", "__version__",
 ]

@@ -102,8 +102,9 @@ class ExportState:
         return out
 
 
-PYTHON_OP_RUNTIMES = ("the model runs in pt2onnx's runtime (pt2onnx.InferenceSession, `pt2onnx run`) and in ONNX Runtime "
-                      "builds with torch interop (--enable_training_torch_interop), not in standard ONNX Runtime")
+PYTHON_OP_RUNTIMES = ("the model runs in pt2onnx's runtime (pt2onnx.InferenceSession, `pt2onnx run`) and in stock ONNX "
+                      "Runtime with pt2onnx's custom-op library registered (pt2onnx.register_onnxruntime_ops(session_options, "
+                      "model)), where the Function's class imports; not in standard ONNX Runtime alone")
 
 
 def functions_called(graph):

@@ -111,7 +111,7 @@ class _ExportedModel:
     def run(self, feeds):
         if self._session is None:
             self._session = onnxruntime_oracle.session(self.path) if self.runtime == "onnxruntime" \
-                else InferenceSession(self.path)
+                else InferenceSession(self.path, runtime="builtin")
         if self.runtime == "onnxruntime":
             outputs = [o.name for o in self._session.get_outputs() if o.type.startswith("tensor(")]
             return self._session.run(outputs, {n: np.ascontiguousarray(a) for n, a in feeds.items()})

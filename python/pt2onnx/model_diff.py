@@ -188,7 +188,7 @@ def _run(path, feeds, runtime):
         from . import onnxruntime_oracle
         return list(onnxruntime_oracle.run(path, feeds).values())
     from .runtime import InferenceSession
-    return InferenceSession(path).run(None, feeds)
+    return InferenceSession(path, runtime="builtin").run(None, feeds)
 
 
 def _compare_numbers(path_a, path_b, model_a, model_b, input_files, random, seed, dims, runtime):

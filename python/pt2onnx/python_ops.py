@@ -68,6 +68,12 @@ def live_contexts():
     return len(_contexts)
 
 
+def waiting_contexts():
+    """The handles of the contexts waiting for their backward (a snapshot)."""
+    with _lock:
+        return set(_contexts)
+
+
 def release_contexts(handles):
     """Drops the contexts of `handles` still waiting (a training-graph run that failed before their
     PythonOpGrad); the others were consumed already."""

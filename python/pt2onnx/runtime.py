@@ -15,7 +15,7 @@ import threading
 import numpy as np
 import torch
 
-from . import _pt2onnx
+from . import _pt2onnx, onnxruntime_session
 
 
 def _to_torch(value):
@@ -252,21 +252,46 @@ def _provider_names(providers, provider_options):
     return names, options
 
 
+def _onnxruntime_error(e):
+    """The session error for onnxruntime's error of a run: pt2onnx's class of that name (also
+    onnxruntime's), so `except pt2onnx.Fail` and `except onnxruntime...Fail` both catch it."""
+    name = type(e).__name__
+    if name in _ORT_NAMES.values():
+        return _make_error(name, (str(e),))
+    if isinstance(e, ValueError) and "are missing from input feed" in str(e):
+        return _error_class(MissingInput)(str(e))
+    return e
+
+
 class InferenceSession:
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, threads=None,
-                 **kwargs):
+                 runtime=None, **kwargs):
         """Loads and checks a model (a path, or the serialized bytes), as onnxruntime.InferenceSession.
-        `sess_options.intra_op_num_threads` (or `threads`) is ATen's intra-op thread count during
-        each run (the caller's comes back after it; 0 leaves it); `providers` may name
+        `runtime`: "auto" (the default, or $PT2ONNX_RUNTIME): ONNX Runtime with pt2onnx's ops when
+        onnxruntime is installed and runs the model, else pt2onnx's builtin runtime; "onnxruntime"
+        or "builtin" insists (docs/onnxruntime.md). `self.runtime` says which one runs it.
+        `sess_options.intra_op_num_threads` (or `threads`) is the intra-op thread count (the
+        builtin runtime sets ATen's during each run; 0 leaves it); `providers` may name
         CPUExecutionProvider only."""
         if not isinstance(path_or_bytes, (str, bytes, os.PathLike)):
             raise TypeError(f"InferenceSession: path_or_bytes must be a path or the model's bytes, got "
                             f"{type(path_or_bytes).__name__}")
+        runtime = onnxruntime_session.default_runtime() if runtime is None else runtime
+        if runtime not in onnxruntime_session.RUNTIMES:
+            raise ValueError(f"InferenceSession: runtime={runtime!r}: expected one of "
+                             f"{', '.join(onnxruntime_session.RUNTIMES)}")
         self._options = sess_options if sess_options is not None else SessionOptions()
         self._providers, self._provider_options = _provider_names(providers, provider_options)
         if threads is None:
             threads = int(getattr(self._options, "intra_op_num_threads", 0) or 0)
         model = path_or_bytes if isinstance(path_or_bytes, bytes) else os.fspath(path_or_bytes)
+        self._ort, self.fallback_reason = None, None
+        if runtime != "builtin":
+            self._ort, self.fallback_reason = onnxruntime_session.open_session(
+                model, self._options, threads, self._providers, self._provider_options, runtime == "onnxruntime")
+        self.runtime = "onnxruntime" if self._ort is not None else "builtin"
+        if self._ort is not None:
+            return
         try:
             # ORT_DISABLE_ALL keeps every node as the model has it (no session-time fusion).
             level = getattr(self._options, "graph_optimization_level", GraphOptimizationLevel.ORT_ENABLE_ALL)
@@ -276,9 +301,13 @@ class InferenceSession:
             raise _load_error(e) from None
 
     def get_inputs(self):
+        if self._ort is not None:
+            return self._ort.get_inputs()
         return [NodeArg(i) for i in self._session.inputs]
 
     def get_outputs(self):
+        if self._ort is not None:
+            return self._ort.get_outputs()
         return [NodeArg(o) for o in self._session.outputs]
 
     def get_overridable_initializers(self):
@@ -294,10 +323,14 @@ class InferenceSession:
         return self._options
 
     def get_modelmeta(self):
+        if self._ort is not None:
+            return self._ort.get_modelmeta()
         return ModelMetadata(self._session.model_info, self._session.metadata)
 
     def get_metadata(self):
         """The model's metadata_props as a dict (get_modelmeta().custom_metadata_map)."""
+        if self._ort is not None:
+            return dict(self._ort.get_modelmeta().custom_metadata_map)
         return dict(self._session.metadata)
 
     def end_profiling(self):
@@ -310,6 +343,12 @@ class InferenceSession:
         None or the value for an optional one."""
         if not isinstance(input_feed, dict):
             raise TypeError(f"run: input_feed must be a dict of input name -> array, got {type(input_feed).__name__}")
+        if self._ort is not None:
+            feeds = {name: onnxruntime_session.feed(value) for name, value in input_feed.items()}
+            try:
+                return self._ort.run(output_names, feeds, onnxruntime_session.run_options(run_options))
+            except Exception as e:  # noqa: BLE001 - re-raised as pt2onnx's class of the same name
+                raise _onnxruntime_error(e) from None
         feeds = {name: _to_torch(value) for name, value in input_feed.items()}
         try:
             outputs = self._session.run(feeds, list(output_names or []))
@@ -319,6 +358,8 @@ class InferenceSession:
 
     def run_tensors(self, output_names, input_feed):
         """Like run, with torch tensors in and out (no conversion; sequences are lists of tensors)."""
+        if self._ort is not None:
+            return [onnxruntime_session.as_tensor(o) for o in self.run(output_names, input_feed)]
         try:
             return self._session.run(dict(input_feed), list(output_names or []))
         except _pt2onnx.ExportError as e:

@@ -1,0 +1,96 @@
+"""pt2onnx.InferenceSession on ONNX Runtime: by default (runtime="auto") a session runs in stock
+onnxruntime with pt2onnx's ops when onnxruntime runs the model, else in the builtin runtime; either
+can be asked for; errors keep pt2onnx's classes (also onnxruntime's)."""
+import numpy as np
+import onnx
+import onnx.helper as oh
+import pytest
+import torch
+
+import pt2onnx
+from ort_helpers import export
+from samples import autograd_functions as af
+
+
+@pytest.fixture(autouse=True)
+def default_runtime(monkeypatch):
+    monkeypatch.delenv("PT2ONNX_RUNTIME", raising=False)  # the suite's conftest pins the builtin one
+
+
+def _model(tmp_path):
+    model, args = af.build_mixed()
+    path = tmp_path / "m.onnx"
+    names = [f"in{k}" for k in range(len(args))]
+    export(model, args, path, input_names=names, dynamic_axes={n: {0: "b"} for n in names})
+    return model, args, names, path
+
+
+@pytest.mark.parametrize("runtime", [None, "auto", "onnxruntime", "builtin"])
+def test_runtimes_match_torch(runtime, tmp_path):
+    model, args, names, path = _model(tmp_path)
+    session = pt2onnx.InferenceSession(str(path), runtime=runtime)
+    assert session.runtime == ("builtin" if runtime == "builtin" else "onnxruntime")
+    for batch in (2, 6):
+        inputs = tuple(torch.randn(batch, *a.shape[1:]) for a in args)
+        with torch.no_grad():
+            want = model(*inputs)
+        want = want if isinstance(want, (tuple, list)) else (want,)
+        got = session.run(None, {n: t.numpy() for n, t in zip(names, inputs)})
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5)
+        tensors = session.run_tensors(None, dict(zip(names, inputs)))
+        assert all(isinstance(t, torch.Tensor) for t in tensors)
+        np.testing.assert_allclose(tensors[0].numpy(), got[0])
+    assert [i.name for i in session.get_inputs()] == names
+    assert "pt2onnx.python_op:" in " ".join(session.get_metadata()) or session.get_metadata() is not None
+
+
+def test_environment_chooses(tmp_path, monkeypatch):
+    _, _, _, path = _model(tmp_path)
+    monkeypatch.setenv("PT2ONNX_RUNTIME", "builtin")
+    assert pt2onnx.InferenceSession(str(path)).runtime == "builtin"
+    monkeypatch.setenv("PT2ONNX_RUNTIME", "nonsense")
+    with pytest.raises(ValueError, match="PT2ONNX_RUNTIME='nonsense'"):
+        pt2onnx.InferenceSession(str(path))
+    with pytest.raises(ValueError, match="runtime='fast'"):
+        pt2onnx.InferenceSession(str(path), runtime="fast")
+
+
+def _model_onnxruntime_refuses(tmp_path):
+    """Erf on doubles: onnxruntime's CPU provider has no such kernel (checked below), pt2onnx's runtime has."""
+    x = oh.make_tensor_value_info("x", onnx.TensorProto.DOUBLE, [3])
+    y = oh.make_tensor_value_info("y", onnx.TensorProto.DOUBLE, [3])
+    model = oh.make_model(oh.make_graph([oh.make_node("Erf", ["x"], ["y"])], "g", [x], [y]),
+                          opset_imports=[oh.make_opsetid("", 17)])
+    path = tmp_path / "erf64.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def test_falls_back_to_builtin(tmp_path):
+    import onnxruntime
+    path = _model_onnxruntime_refuses(tmp_path)
+    with pytest.raises(Exception, match="Erf"):
+        onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    session = pt2onnx.InferenceSession(str(path))
+    assert session.runtime == "builtin" and "Erf" in session.fallback_reason
+    x = np.array([-1.5, 0.25, 2.0])
+    np.testing.assert_allclose(session.run(None, {"x": x})[0], torch.erf(torch.from_numpy(x)).numpy(), rtol=1e-12)
+    with pytest.raises(Exception, match="Erf"):
+        pt2onnx.InferenceSession(str(path), runtime="onnxruntime")
+
+
+def test_errors_keep_pt2onnx_classes(tmp_path):
+    import onnxruntime
+    model, args = af.build_two_outputs()
+    path = tmp_path / "two.onnx"
+    export(model, args, path, input_names=["a", "b"])
+    session = pt2onnx.InferenceSession(str(path))
+    assert session.runtime == "onnxruntime"
+    with pytest.raises(pt2onnx.MissingInput, match="b"):
+        session.run(None, {"a": args[0].numpy()})
+    with pytest.raises(pt2onnx.InvalidArgument) as info:
+        session.run(None, {"a": args[0].numpy().astype(np.float64), "b": args[1].numpy()})
+    assert isinstance(info.value, onnxruntime.capi.onnxruntime_pybind11_state.InvalidArgument)
+    np.testing.assert_allclose(session.run(None, {"a": args[0].numpy(), "b": args[1].numpy()})[0],
+                               (args[0] * args[1]).numpy(), rtol=1e-6)
