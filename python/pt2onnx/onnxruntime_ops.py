@@ -222,6 +222,7 @@ class Kernel:
             grads = self._planned().backward(handle, *map(_tensor, capsules))
             return [None if g is None else g.__dlpack__() for g in grads]
         except Exception as e:  # noqa: BLE001
+            python_ops.release_contexts([handle])  # its one backward failed: nothing will use the context
             raise self._located(e) from None
 
     def run(self, *capsules):

@@ -94,3 +94,23 @@ def test_forward_outputs_only(tmp_path):
         np.testing.assert_allclose(got, (args[0] * args[1]).numpy(), rtol=1e-6)
     del session
     assert python_ops.live_contexts() == 0
+
+
+def test_failed_backward_releases_its_context(tmp_path):
+    """A PythonOpGrad that cannot run (a damaged attribute) fails each run, naming the node, and leaves
+    no context behind while the session lives."""
+    model, args = af.build_two_outputs()
+    path = tmp_path / "train.onnx"
+    summary = export(model, args, path, input_names=["a", "b"], gradients="all")
+    proto = onnx.load(str(path))
+    grad = next(n for n in proto.graph.node if n.op_type == "PythonOpGrad")
+    attr = next(a for a in grad.attribute if a.name == "output_tensor_requires_grads")
+    attr.ints.append(1)
+    onnx.save(proto, str(path))
+    session = ort_session(path)
+    feeds = {"a": args[0].numpy(), "b": args[1].numpy()}
+    feeds.update({s: np.ones(args[0].shape, np.float32) for s in summary["gradient_seeds"]})
+    for _ in range(2):
+        with pytest.raises(Exception, match=rf"PythonOpGrad {grad.name} .*output_tensor_requires_grads"):
+            session.run(None, feeds)
+        assert python_ops.live_contexts() == 0
