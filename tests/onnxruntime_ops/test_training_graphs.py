@@ -107,6 +107,8 @@ def test_failed_backward_releases_its_context(tmp_path):
     attr = next(a for a in grad.attribute if a.name == "output_tensor_requires_grads")
     attr.ints.append(1)
     onnx.save(proto, str(path))
+    if ORT_VERSION < GRADIENTS_SINCE:
+        return _refused(path)
     session = ort_session(path)
     feeds = {"a": args[0].numpy(), "b": args[1].numpy()}
     feeds.update({s: np.ones(args[0].shape, np.float32) for s in summary["gradient_seeds"]})
