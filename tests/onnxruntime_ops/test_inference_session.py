@@ -61,7 +61,7 @@ def _model_onnxruntime_refuses(tmp_path):
     x = oh.make_tensor_value_info("x", onnx.TensorProto.DOUBLE, [3])
     y = oh.make_tensor_value_info("y", onnx.TensorProto.DOUBLE, [3])
     model = oh.make_model(oh.make_graph([oh.make_node("Erf", ["x"], ["y"])], "g", [x], [y]),
-                          opset_imports=[oh.make_opsetid("", 17)])
+                          opset_imports=[oh.make_opsetid("", 17)], ir_version=8)
     path = tmp_path / "erf64.onnx"
     onnx.save(model, str(path))
     return path

@@ -46,7 +46,8 @@ def _seed_model():
     sub_node = helper.make_node('Sub', ['O', 'W'], ['F'])
     graph = helper.make_graph([ad1_node, mul_node, py1_node, ad2_node, py2_node, sub_node], 'multi_pyop_graph',
                               [A, B, C, D, E], [F])
-    return helper.make_model(graph, producer_name='pyop_model')
+    # IR 8 / opset 17: what onnxruntime back to 1.21 reads (the seed prints no version; onnx's default is newer)
+    return helper.make_model(graph, producer_name='pyop_model', ir_version=8, opset_imports=[helper.make_opsetid("", 17)])
 
 
 def _expected(a, b, c, d, e):
@@ -101,7 +102,8 @@ def test_output_of_another_type(mymodule, tmp_path):
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])
     node = helper.make_node("PyOp", ["x"], ["y"], domain="wide", input_types=[TensorProto.FLOAT],
                             output_types=[TensorProto.FLOAT], module="widemodule", class_name="Wide")
-    model = helper.make_model(helper.make_graph([node], "g", [x], [y]))
+    model = helper.make_model(helper.make_graph([node], "g", [x], [y]), ir_version=8,
+                              opset_imports=[helper.make_opsetid("", 17)])
     so = onnxruntime.SessionOptions()
     pt2onnx.register_onnxruntime_ops(so, model)
     session = onnxruntime.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])

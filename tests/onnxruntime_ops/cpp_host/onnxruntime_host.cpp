@@ -22,11 +22,15 @@ namespace {
 
 const OrtApi* ort = nullptr;
 
+// An ORT call's failure: printed, then the program ends with 2. Worker threads carry it out as an
+// exception (exit() from one thread while another is inside ORT would tear ORT down under it).
+struct Failure {};
+
 void check(OrtStatus* status, const char* what) {
   if (!status) return;
   std::fprintf(stderr, "%s failed: %s\n", what, ort->GetErrorMessage(status));
   ort->ReleaseStatus(status);
-  std::exit(2);
+  throw Failure{};
 }
 
 std::vector<float> readFloats(const char* path) {
@@ -87,7 +91,7 @@ double runOnce(OrtSession* session, std::vector<float> input, const std::vector<
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   if (argc != 7) {
     std::fprintf(stderr, "usage: %s ORT_LIBRARY OPS_LIBRARY MODEL INPUT.f32 DIMS EXPECTED.f32\n", argv[0]);
     return 2;
@@ -110,12 +114,18 @@ int main(int argc, char** argv) {
   std::vector<float> input = readFloats(argv[4]), expected = readFloats(argv[6]);
   std::vector<int64_t> dims = parseDims(argv[5]);
   double worst[4] = {0, 0, 0, 0};
+  bool failed[2] = {false, false};
   std::vector<std::thread> threads;  // two threads at once, twice each: no GIL is held between runs
   for (int t = 0; t < 2; ++t)
     threads.emplace_back([&, t] {
-      for (int r = 0; r < 2; ++r) worst[t * 2 + r] = runOnce(session, input, dims, expected);
+      try {
+        for (int r = 0; r < 2; ++r) worst[t * 2 + r] = runOnce(session, input, dims, expected);
+      } catch (const Failure&) {
+        failed[t] = true;
+      }
     });
   for (std::thread& t : threads) t.join();
+  if (failed[0] || failed[1]) return 2;
   int status = 0;
   for (double w : worst) {
     std::printf("max |onnxruntime - torch| = %g\n", w);
@@ -125,4 +135,12 @@ int main(int argc, char** argv) {
   ort->ReleaseSessionOptions(options);
   ort->ReleaseEnv(env);
   return status;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const Failure&) {
+    return 2;
+  }
 }
