@@ -2,8 +2,9 @@
 # Opt-in tier (not in .ci/run): installs wheels of scripts/build_wheel.sh into a fresh venv inside a
 # clean root (a minimal Debian 12 made by debootstrap: Python 3.11 and pip, none of pt2onnx's build
 # dependencies: no compiler, no protobuf, spdlog or fmt, no libpython3.11.so), with only the matching
-# torch wheel, then runs tests/wheel/check_installed.py there (CLI convert, pt2onnx.export,
-# pt2onnx.InferenceSession against PyTorch; ldd of every shared object). One fresh root per wheel.
+# torch wheel and stock onnxruntime (CI's pin), then runs tests/wheel/check_installed.py there (CLI
+# convert, pt2onnx.export, pt2onnx.InferenceSession against PyTorch, a PythonOp model in onnxruntime
+# through the wheel's custom-op library; ldd of every shared object). One fresh root per wheel.
 #   bash scripts/test_wheel.sh dist/pt2onnx-0.1.0+torch2.14-*.whl
 #   bash scripts/test_wheel.sh --all          # every wheel in dist/
 # The first run makes the root (debootstrap from deb.debian.org, ~3 min) and keeps it as a tarball in
@@ -11,11 +12,12 @@
 # Each wheel's result is appended to build/wheels-tested.log (docs/install.md's table).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ONNXRUNTIME_PIN=$(grep -m1 '^onnxruntime==' "$ROOT/requirements/common.txt")
 wheels=()
 for a in "$@"; do
   case "$a" in
     --all) wheels+=("$ROOT"/dist/pt2onnx-*.whl) ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) wheels+=("$(realpath "$a")") ;;
   esac
 done
@@ -76,6 +78,10 @@ test_one() (  # a subshell: its EXIT trap unmounts and removes the root, whateve
   echo "[clean root] $name: pip install the wheel (torch took ${torch_seconds} s)"
   t0=$(date +%s)
   chroot "$root" sh -c "/opt/venv/bin/pip install -q --progress-bar off $pipconf /wheels/$name" > "$root/wheel-install.log" 2>&1 ||
+    { tail -20 "$root/wheel-install.log" >&2; return 1; }
+  # Stock onnxruntime from PyPI beside it: check_installed.py runs a PythonOp model in it through the
+  # wheel's custom-op library (docs/onnxruntime.md).
+  chroot "$root" sh -c "/opt/venv/bin/pip install -q --progress-bar off $pipconf '$ONNXRUNTIME_PIN'" >> "$root/wheel-install.log" 2>&1 ||
     { tail -20 "$root/wheel-install.log" >&2; return 1; }
   local install_seconds=$(( $(date +%s) - t0 ))
   echo "[clean root] $name: installed in ${install_seconds} s; checks:"

@@ -70,6 +70,55 @@ def ldd_problems():
     return count, problems
 
 
+FUNCTIONS = """
+import torch
+
+
+class Halve(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return torch.from_numpy(x.detach().numpy() / 2)  # leaves torch: exported as com.microsoft::PythonOp
+
+    @staticmethod
+    def backward(ctx, g):
+        return g / 2
+"""
+
+
+def check_python_op_in_onnxruntime(tmp):
+    """When onnxruntime is installed: a model holding a PythonOp runs in a plain onnxruntime session with
+    pt2onnx.register_onnxruntime_ops, on another batch than the example's."""
+    try:
+        import onnxruntime
+    except ImportError:
+        print("skip PythonOp in onnxruntime: onnxruntime is not installed in this root", flush=True)
+        return
+    (tmp / "wheel_functions.py").write_text(FUNCTIONS)
+    sys.path.insert(0, str(tmp))
+    import wheel_functions
+
+    class WithPythonOp(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 3)
+
+        def forward(self, x):
+            return wheel_functions.Halve.apply(self.fc(x)) + 1
+
+    model = WithPythonOp().eval()
+    path = str(tmp / "python_op.onnx")
+    pt2onnx.export(model, (torch.randn(2, 4),), path, input_names=["x"], dynamic_axes={"x": {0: "batch"}},
+                   autograd_functions="python_op")
+    so = onnxruntime.SessionOptions()
+    pt2onnx.register_onnxruntime_ops(so, path)
+    x = torch.randn(6, 4)
+    (got,) = onnxruntime.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(None, {"x": x.numpy()})
+    with torch.no_grad():
+        err = max_error(got, model(x))
+    check(f"a PythonOp model in onnxruntime {onnxruntime.__version__} with pt2onnx's custom-op library", err < TOL,
+          f"max error {err:.2e}")
+
+
 def main():
     torch.manual_seed(0)
     model = SmallNet().eval()
@@ -102,6 +151,8 @@ def main():
         version = subprocess.run([str(cli), "--version"], capture_output=True, text=True).stdout
         check("pt2onnx --version names this torch", f"built against torch {torch.__version__.split('+')[0]}" in version,
               version.replace("\n", " | "))
+        # 4. A PythonOp model in stock onnxruntime, through the custom-op library the wheel installs.
+        check_python_op_in_onnxruntime(tmp)
     count, problems = ldd_problems()
     check(f"ldd of the package's {count} shared objects: only the wheel, torch and the base system", not problems,
           "; ".join(problems))
