@@ -22,15 +22,26 @@ constexpr const char* kConfigEntry = "pt2onnx.python_ops";     // JSON: metadata
 // "domain:1.1:1.1.1,...": each PyOp domain with its node's input_types and output_types.
 constexpr const char* kPyOpDomainsEntry = "pt2onnx.pyop_domains";
 
-std::string configEntry(const OrtSessionOptions* options, const char* key) {
+std::string configEntry(const OrtSessionOptions* options, const std::string& key) {
   int has = 0;
-  if (OrtStatus* s = ort().HasSessionConfigEntry(options, key, &has)) return takeMessage(s), "";
+  if (OrtStatus* s = ort().HasSessionConfigEntry(options, key.c_str(), &has)) return takeMessage(s), "";
   if (!has) return "";
   size_t size = 0;
-  if (OrtStatus* s = ort().GetSessionConfigEntry(options, key, nullptr, &size)) ort().ReleaseStatus(s);
+  if (OrtStatus* s = ort().GetSessionConfigEntry(options, key.c_str(), nullptr, &size)) ort().ReleaseStatus(s);
   std::string value(size, '\0');
-  if (OrtStatus* s = ort().GetSessionConfigEntry(options, key, value.data(), &size)) return takeMessage(s), "";
+  if (OrtStatus* s = ort().GetSessionConfigEntry(options, key.c_str(), value.data(), &size)) return takeMessage(s), "";
   value.resize(size ? size - 1 : 0);
+  return value;
+}
+
+// ORT caps a config value at 8192 bytes, so a long one comes in pieces: "<key>.chunks" = N and
+// "<key>.0" ... "<key>.N-1" (pt2onnx.onnxruntime_ops._set_entry); a short one may be "<key>" itself.
+std::string chunkedEntry(const OrtSessionOptions* options, const std::string& key) {
+  std::string count = configEntry(options, key + ".chunks");
+  if (count.empty()) return configEntry(options, key);
+  std::string value;
+  for (long k = 0, n = std::strtol(count.c_str(), nullptr, 10); k < n; ++k)
+    value += configEntry(options, key + "." + std::to_string(k));
   return value;
 }
 
@@ -98,12 +109,12 @@ pt2onnx_register_onnxruntime_ops(OrtSessionOptions* options, const OrtApiBase* b
   std::string error;
   if (!startPython(&error)) return failure(error);
   auto registration = std::make_shared<Registration>();
-  registration->config = configEntry(options, kConfigEntry);
+  registration->config = chunkedEntry(options, kConfigEntry);
   std::vector<std::unique_ptr<OpDefinition>> microsoft;
   microsoft.push_back(makeDefinition(OpKind::PythonOp, "com.microsoft", registration));
   if (gradientsSupported(version)) microsoft.push_back(makeDefinition(OpKind::PythonOpGrad, "com.microsoft", registration));
   if (OrtStatus* s = addDomain(options, "com.microsoft", std::move(microsoft))) return s;
-  std::string pyopDomains = configEntry(options, kPyOpDomainsEntry);
+  std::string pyopDomains = chunkedEntry(options, kPyOpDomainsEntry);
   for (const std::string& entry : split(pyopDomains, ',')) {
     std::vector<std::string> fields = split(entry, ':');
     bool ok = fields.size() == 3 && !fields[0].empty();

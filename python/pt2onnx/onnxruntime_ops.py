@@ -16,6 +16,7 @@ import threading
 import traceback
 
 import torch
+import torch.utils.dlpack
 
 from . import python_ops
 
@@ -48,11 +49,24 @@ def register_onnxruntime_ops(session_options, model=None):
     process (a node's `name` attribute is the class path)."""
     config, domains = ({}, []) if model is None else _model_entries(_load(model), _onnxruntime_version())
     if config:
-        session_options.add_session_config_entry(CONFIG_ENTRY, json.dumps(config, sort_keys=True))
+        _set_entry(session_options, CONFIG_ENTRY, json.dumps(config, sort_keys=True, ensure_ascii=True))
     if domains:
-        session_options.add_session_config_entry(PYOP_DOMAINS_ENTRY, ",".join(domains))
+        _set_entry(session_options, PYOP_DOMAINS_ENTRY, ",".join(domains))
     session_options.register_custom_ops_library(onnxruntime_ops_library())
     return session_options
+
+
+_CHUNK = 8000  # onnxruntime refuses a config value longer than 8192 bytes
+
+
+def _set_entry(session_options, key, value):
+    """A session config entry of any length: "<key>.chunks" = N and "<key>.0" ... "<key>.N-1" (ASCII)
+    (onnxruntime_ops/registration.cpp joins them)."""
+    value.encode("ascii")  # chunks are cut by characters: each must be one byte
+    chunks = [value[k:k + _CHUNK] for k in range(0, len(value), _CHUNK)]
+    session_options.add_session_config_entry(f"{key}.chunks", str(len(chunks)))
+    for k, chunk in enumerate(chunks):
+        session_options.add_session_config_entry(f"{key}.{k}", chunk)
 
 
 def _onnxruntime_version():
@@ -100,7 +114,8 @@ def _model_entries(model, ort_version):
                                "gradient inputs); run the model with pt2onnx.InferenceSession or upgrade onnxruntime")
         if node.op_type != "PyOp":
             continue
-        if not node.domain or node.domain in ("ai.onnx", "com.microsoft") or set(node.domain) & set(",:"):
+        if not node.domain or node.domain in ("ai.onnx", "com.microsoft") or set(node.domain) & set(",:") \
+                or not node.domain.isascii():
             raise ValueError(f"{where}: a PyOp node needs a domain of its own (domain={node.domain!r})")
         attrs = {a.name: a for a in node.attribute}
         signature = tuple(tuple(attrs[k].ints) if k in attrs else () for k in ("input_types", "output_types"))
@@ -157,8 +172,14 @@ def _user_frame(tb):
     return None
 
 
+# The per-call path: torch's capsule functions themselves, not from_dlpack / Tensor.__dlpack__'s Python
+# wrappers around them (which only dispatch on what a capsule already is).
+_from_dlpack = getattr(torch._C, "_from_dlpack", torch.utils.dlpack.from_dlpack)
+_to_dlpack = torch.utils.dlpack.to_dlpack
+
+
 def _tensor(capsule):
-    return None if capsule is None else torch.from_dlpack(capsule)
+    return None if capsule is None else _from_dlpack(capsule)
 
 
 class Kernel:
@@ -206,8 +227,8 @@ class Kernel:
 
     def forward(self, *capsules):
         try:
-            handle, outputs = self._planned().forward(*map(_tensor, capsules))
-            result = [o.__dlpack__() for o in outputs]
+            handle, outputs = (self._plan or self._planned()).forward(*[_from_dlpack(c) for c in capsules])
+            result = [_to_dlpack(o) for o in outputs]
         except Exception as e:  # noqa: BLE001 - every failure becomes this node's ORT error
             raise self._located(e) from None
         if handle:
@@ -220,14 +241,14 @@ class Kernel:
     def backward(self, handle, *capsules):
         try:
             grads = self._planned().backward(handle, *map(_tensor, capsules))
-            return [None if g is None else g.__dlpack__() for g in grads]
+            return [None if g is None else _to_dlpack(g) for g in grads]
         except Exception as e:  # noqa: BLE001
             python_ops.release_contexts([handle])  # its one backward failed: nothing will use the context
             raise self._located(e) from None
 
     def run(self, *capsules):
         try:
-            return [o.__dlpack__() for o in self._planned().run(*map(_tensor, capsules))]
+            return [_to_dlpack(o) for o in self._planned().run(*map(_tensor, capsules))]
         except Exception as e:  # noqa: BLE001
             raise self._located(e) from None
 

@@ -192,6 +192,16 @@ class _DeclaredResults:
         if self.types is not None and self.ranks is not None and len(self.types) != len(self.ranks):
             raise attrs.error(f"'output_tensor_types' has {len(self.types)} entries, 'output_tensor_ranks' "
                               f"{len(self.ranks)}")
+        self.dtypes = None if self.types is None else [TORCH_DTYPES.get(t) for t in self.types]
+
+    def matches(self, tensors):
+        """Whether every tensor has its declared dtype and rank (the per-call fast path; None passes)."""
+        dtypes, ranks = self.dtypes, self.ranks
+        for k, t in enumerate(tensors):
+            if t is not None and ((dtypes is not None and t.dtype is not dtypes[k]) or
+                                  (ranks is not None and t.dim() != ranks[k])):
+                return False
+        return True
 
     def check_count(self, where, count):
         """ValueError unless `count` tensors is what the node declares."""
@@ -306,6 +316,9 @@ class PythonOpPlan:
             self.slots.append(("const", value))
         self.num_tensors = tensor_index
         self.declared = _DeclaredResults(attrs)
+        self.where = f"PythonOp {node_name} ({self.name})"
+        # The common inference call: every argument a tensor, in order, used as given.
+        self.direct = not self.copy_inputs and all(s[0] == "tensor" and not s[2] for s in self.slots)
 
     def _pointer(self, pos, address):
         for obj in autograd._keep_alive:
@@ -316,32 +329,40 @@ class PythonOpPlan:
 
     def forward(self, *tensors):
         if len(tensors) != self.num_tensors:
-            raise ValueError(f"PythonOp {self.node_name} ({self.name}) got {len(tensors)} tensors, expected "
-                             f"{self.num_tensors}")
-        args, leaves = [], []
-        for slot in self.slots:
-            if slot[0] == "tensor":
-                t = tensors[slot[1]]
-                if self.copy_inputs:
-                    t = t.clone()
-                if slot[2]:
-                    t.requires_grad_(True)
-                    leaves.append(t)
+            raise ValueError(f"{self.where} got {len(tensors)} tensors, expected {self.num_tensors}")
+        if self.direct:
+            args, leaves = tensors, ()
+        else:
+            args, leaves = [], []
+            for slot in self.slots:
+                if slot[0] == "tensor":
+                    t = tensors[slot[1]]
+                    if self.copy_inputs:
+                        t = t.clone()
+                    if slot[2]:
+                        t.requires_grad_(True)
+                        leaves.append(t)
+                    else:
+                        leaves.append(None)
+                    args.append(t)
                 else:
-                    leaves.append(None)
-                args.append(t)
-            else:
-                args.append(slot[1])
-        with torch.set_grad_enabled(self.training):
+                    args.append(slot[1])
+        # The grad mode without a context manager object per call (this is the per-call path).
+        previous = torch.is_grad_enabled()
+        torch._C._set_grad_enabled(self.training)
+        try:
             result = self.cls.apply(*args)
+        finally:
+            torch._C._set_grad_enabled(previous)
         outputs = list(result) if isinstance(result, (tuple, list)) else [result]
-        where = f"PythonOp {self.node_name} ({self.name})"
+        where = self.where
         for k, o in enumerate(outputs):
             if not isinstance(o, torch.Tensor):
                 raise TypeError(f"{where}: output {k} is a {type(o).__name__}, not a tensor")
         # Before a context is kept: a rejected call leaves none behind.
         self.declared.check_count(where, len(outputs))
-        self.declared.check(where, outputs)
+        if not self.declared.matches(outputs):
+            self.declared.check(where, outputs)
         handle = 0
         if self.training and any(o.grad_fn is not None for o in outputs):
             global _next_handle
@@ -349,6 +370,8 @@ class PythonOpPlan:
                 handle = _next_handle
                 _next_handle += 1
                 _contexts[handle] = (outputs, leaves)
+        if not self.training:  # detach() would only make another tensor object per output
+            return 0, [o if o.is_contiguous() and not o.requires_grad else o.detach().contiguous() for o in outputs]
         return handle, [o.detach().contiguous() for o in outputs]
 
 
