@@ -32,6 +32,7 @@
 #include "exporter/type_capture.h"
 #include "exporter/value_map.h"
 #include "gradient/backward.h"
+#include "runtime_ops/all_kernels.h"
 #include "writer/model_writer.h"
 
 namespace pt2onnx {
@@ -288,6 +289,8 @@ void applyGradientDynamicAxes(ir::Graph& out, const ModelGraph& model, const Exp
 // instead of thrown, and the graph is left unfinished.
 void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::Graph& out, ExportSummary& summary,
                            SupportReport* report = nullptr) {
+  // Constant folding computes with the builtin runtime's kernels; a file export runs its example on them.
+  runtime::registerBuiltinKernels();
   validateOptions(model, options);
   PhaseTimer timer(summary.secondsByPhase);
   bindConstantInputs(model);

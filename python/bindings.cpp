@@ -24,6 +24,7 @@
 #include "runtime/value_recorder.h"
 #include "writer/model_writer.h"
 #include "writer/schemas.h"
+#include "runtime_ops/all_kernels.h"
 #include "runtime_ops/python/python_ops.h"
 
 namespace py = pybind11;
@@ -464,7 +465,8 @@ PYBIND11_MODULE(_pt2onnx, m) {
 
   pt2onnx::python::bindSymbolicBridge(m);
 
-  // The builtin runtime.
+  // The builtin runtime: its kernel families, then the kernels that call back into Python.
+  runtime::registerBuiltinKernels();
   runtime::registerPythonKernels(runtime::defaultKernels());
   py::class_<runtime::ValueInfo>(m, "ValueInfo")
       .def_readonly("name", &runtime::ValueInfo::name)

@@ -6,7 +6,6 @@
 
 #include "common/errors.h"
 #include "common/limits.h"
-#include "runtime_ops/families.h"
 
 namespace pt2onnx::runtime {
 
@@ -167,31 +166,8 @@ std::vector<std::string> KernelRegistry::listing() const {
   return out;
 }
 
-void registerAllKernels(KernelRegistry& r) {
-  registerElementwiseKernels(r);
-  registerReductionKernels(r);
-  registerTensorKernels(r);
-  registerConvKernels(r);
-  registerDeformConvKernels(r);
-  registerNnKernels(r);
-  registerMatMulKernels(r);
-  registerSequenceKernels(r);
-  registerControlFlowKernels(r);
-  registerRecurrentKernels(r);
-  registerSamplingKernels(r);
-  registerSpectralKernels(r);
-  registerDetectionKernels(r);
-  registerQuantizationKernels(r);
-  registerContribKernels(r);
-  registerAttentionKernels(r);
-}
-
 KernelRegistry& defaultKernels() {
-  static KernelRegistry* registry = [] {
-    auto* r = new KernelRegistry();
-    registerAllKernels(*r);
-    return r;
-  }();
+  static KernelRegistry* registry = new KernelRegistry();  // never destroyed: steps point into it (sessions alive at exit)
   return *registry;
 }
 

@@ -1,5 +1,5 @@
-// The runtime's kernel API: a kernel computes one ONNX node on ATen tensors. Kernels live in
-// runtime_ops/<family>.cpp, registered explicitly by (domain, op type, since-version) like the
+// The runtime's kernel API: a kernel computes one ONNX node on ATen tensors. Kernels live in the
+// kernel families above this layer, registered explicitly by (domain, op type, since-version) like the
 // exporter's symbolics; dispatch takes the highest since-version <= the model's opset for the domain.
 // Two kinds: tensor kernels (Kernel, almost every op) and value kernels (ValueKernel: ops that take
 // or return sequences or optionals, or run subgraphs).
@@ -206,6 +206,7 @@ class KernelRegistry {
   std::optional<int> versionFor(const std::string& domain, const std::string& opType, int opset) const;
   // "domain::op since" lines, sorted.
   std::vector<std::string> listing() const;
+  bool empty() const { return kernels_.empty(); }
 
  private:
   std::map<std::pair<std::string, std::string>, std::map<int, RegisteredKernel>> kernels_;
@@ -217,9 +218,8 @@ class KernelRegistry {
 void addRunEndHook(std::function<void()> hook);
 void runEndHooks();  // called by Session
 
-// Calls every runtime_ops family's register function (runtime_ops/families.h).
-void registerAllKernels(KernelRegistry& registry);
-// The process-wide registry, built on first use.
+// The process-wide registry sessions plan from. The runtime registers no kernel itself (the families
+// sit above it): the host fills it, once, before its first session (registerBuiltinKernels).
 KernelRegistry& defaultKernels();
 
 // The ATen dtype of an ONNX element type (TensorProto.DataType); nullopt when ATen has none.

@@ -172,6 +172,9 @@ Session::Session() = default;
 Session::~Session() = default;
 
 void Session::build(onnx::ModelProto& model, const std::string& baseDir, const SessionOptions& options) {
+  // Else every op would read as unsupported: the host forgot registerBuiltinKernels().
+  PT2ONNX_ASSERT(!defaultKernels().empty(), "no runtime kernels are registered: the host registers them before its "
+                                            "first session (registerBuiltinKernels)");
   writer::registerTrainingSchemas();
   inlineLocalFunctions(model);
   checkModel(model, baseDir);

@@ -1,4 +1,4 @@
-// One register function per runtime kernel family; registerAllKernels() calls each, in order.
+// One register function per runtime kernel family; registerAllKernels() (all_kernels.h) calls each, in order.
 #pragma once
 
 namespace pt2onnx::runtime {

@@ -11,6 +11,7 @@
 #include "exporter/model_file.h"
 #include "runtime/npy.h"
 #include "runtime/session.h"
+#include "runtime_ops/all_kernels.h"
 #include "runtime_ops/python/python_ops.h"
 
 namespace py = pybind11;
@@ -65,6 +66,7 @@ void runModel(const RunOptions& o) {
     if (eq == std::string::npos || eq == 0) throw ExportError("bad --input '" + spec + "': expected NAME=FILE.npy");
     feeds[spec.substr(0, eq)] = runtime::readNpy(spec.substr(eq + 1));
   }
+  runtime::registerBuiltinKernels();  // run is the CLI's one C++ session (exports register their own)
   std::optional<PythonScope> python;
   std::optional<py::gil_scoped_release> release;
   if (needsPython(o.model)) {

@@ -51,6 +51,8 @@ std::optional<std::unordered_map<std::string, runtime::Attribute>> kernelAttribu
 size_t foldConstants(ir::Graph& graph, int opset, bool initializers) {
   auto log = logger("pass.fold_constants");
   const runtime::KernelRegistry& kernels = runtime::defaultKernels();
+  // Else nothing would fold, silently: the exporter registers them (export.cpp), other hosts before this.
+  PT2ONNX_ASSERT(!kernels.empty(), "constant folding without the runtime's kernels (registerBuiltinKernels)");
   std::unordered_map<const ir::Value*, at::Tensor> known;
   if (initializers)
     for (const ir::Initializer& init : graph.initializers())

@@ -16,6 +16,7 @@ import onnx
 import torch
 
 from . import _pt2onnx, exporter
+from .feeds import model_feeds
 from .runtime import GraphOptimizationLevel, InferenceSession, SessionOptions, _to_torch
 
 AFTER = 8  # checkpoints shown after the first divergence
@@ -76,8 +77,7 @@ def bisect(model, args, opset=None, rtol=1e-3, atol=1e-5, autograd_functions="au
         target = os.fspath(onnx_path) if onnx_path is not None else path
         proto = onnx.load(target, load_external_data=False)
         producers = _producers(proto)
-        from .verify import _feeds  # verify imports this module
-        feeds = {name: _to_torch(value) for name, value in _feeds(model, args, proto).items()}
+        feeds = {name: _to_torch(value) for name, value in model_feeds(model, args, proto).items()}
         mapped = [(e, producers[e["onnx"]]) for e in entries if e["onnx"] in producers and e["torch"] in torch_values]
         if onnx_path is not None and not mapped:
             raise ValueError(f"{os.fspath(onnx_path)} shares no value names with a fresh export of the model "

@@ -12,6 +12,7 @@ import torch
 from . import _compat, _pt2onnx, arguments, exporter, onnxruntime_oracle
 from . import bisect as _bisect
 from ._text import shortened
+from .feeds import as_array, model_feeds
 from .runtime import InferenceSession
 
 STANDARD_DOMAINS = ("", "ai.onnx")
@@ -58,17 +59,6 @@ def _compare(expected, actual, rtol, atol):
             "min_atol": float("inf") if mismatched_nonfinite else
             float(np.max(np.where(finite, diff - rtol * np.abs(e), 0), initial=0)),
             "min_rtol": float("inf") if mismatched_nonfinite else min_rtol}
-
-
-def _as_array(value):
-    """A model argument as the array fed to the ONNX model (Python numbers are 0-d inputs)."""
-    if isinstance(value, torch.Tensor):
-        return value.detach().numpy()
-    if isinstance(value, bool):
-        return np.array(value, dtype=np.bool_)
-    if isinstance(value, int):
-        return np.array(value, dtype=np.int64)
-    return np.array(value, dtype=np.float64)
 
 
 def _draw(generator, low, high):
@@ -150,38 +140,6 @@ def _random_like(args, generator, names=None, dynamic_axes=None):
     return tuple(_random_value(a, generator, n, varied, dims) for a, n in zip(args, names)), varied
 
 
-def _scripted_inputs(value):
-    """A scripted model's argument as export makes it inputs: None is none, tuples and lists of
-    tensors one input per element, a list of numbers one 1-D input."""
-    if value is None:
-        return []
-    if isinstance(value, tuple) or (isinstance(value, list) and any(isinstance(v, (torch.Tensor, tuple, list))
-                                                                    for v in value)):
-        return [x for v in value for x in _scripted_inputs(v)]
-    if isinstance(value, list):
-        dtype = np.float64 if any(isinstance(v, float) for v in value) else \
-            np.bool_ if value and all(isinstance(v, bool) for v in value) else np.int64
-        return [np.array(value, dtype=dtype)]
-    return [_as_array(value)]
-
-
-def _feeds(model, args, proto):
-    """The model's inputs from the arguments: a scripted model's in signature order (None arguments
-    are not inputs); a traced model's flattened as export() flattens them, by name (inputs the trace
-    did not use are not model inputs)."""
-    if isinstance(model, torch.jit.ScriptModule):
-        defaulted = getattr(args, "defaulted", ())  # constants of the model (exporter.ScriptArguments)
-        present = [x for k, a in enumerate(args) if k not in defaulted for x in _scripted_inputs(a)]
-        return {i.name: a for i, a in zip(proto.graph.input, present)}
-    inputs = arguments.traced_inputs(model, args)
-    by_name = {n: t.detach().numpy() for n, t in zip(inputs.names, inputs.tensors)}
-    names = [i.name for i in proto.graph.input]
-    missing = [n for n in names if n not in by_name and n not in {t.name for t in proto.graph.initializer}]
-    if missing:  # exported with other names: fall back to the order
-        return {n: t.detach().numpy() for n, t in zip(names, inputs.tensors)}
-    return {n: by_name[n] for n in names if n in by_name}
-
-
 def _runtimes(proto, onnx_path, feeds, runtime):
     """{runtime name: callable giving the outputs} for --runtime, and why ORT was skipped (or None)."""
     outputs = {}
@@ -222,8 +180,8 @@ def _check_input_set(model, args, onnx_path, proto, rtol, atol, runtime="both", 
             produced = model(*args)
     except Exception as e:  # the model's own inputs check (torch.jit.Error, RuntimeError, ValueError, ...)
         return {"skipped": f"PyTorch rejects these inputs: {_pytorch_reason(e)}", "pass": None}
-    expected = [np.asarray(_as_array(t)) for t in _flatten(produced)]
-    feeds = _feeds(model, args, proto)
+    expected = [np.asarray(as_array(t)) for t in _flatten(produced)]
+    feeds = model_feeds(model, args, proto)
     result = {"runtimes": {}}
     outputs, skipped = _runtimes(proto, onnx_path, feeds, runtime)
     if skipped:
