@@ -86,6 +86,8 @@ void runModel(const RunOptions& o) {
       throw ExportError("no --input for model input '" + in.name + "' (the model takes: " + names + ")");
     }
   std::vector<runtime::Value> outs = session->runValues({feeds.begin(), feeds.end()});
+  // Python's pt2onnx.InferenceSession runs on onnxruntime when it can; this command runs pt2onnx's own.
+  std::cout << "runtime: pt2onnx builtin\n";
   if (!o.outputDir.empty()) std::filesystem::create_directories(o.outputDir);
   for (size_t k = 0; k < outs.size(); ++k) {
     const std::string& name = session->outputs()[k].name;

@@ -85,7 +85,7 @@ def bisect(model, args, opset=None, rtol=1e-3, atol=1e-5, autograd_functions="au
         keys = [f"{node}#{k}" for _, (node, k, _) in mapped]
         options = SessionOptions()  # every node's output recorded: no fusion
         options.graph_optimization_level = GraphOptimizationLevel.ORT_DISABLE_ALL
-        session = InferenceSession(target, options)
+        session = InferenceSession(target, options, runtime="builtin")
         _, recorded = session._session.run_recording(feeds, keys)
     rows = []
     for (entry, (node, k, op)), key in zip(mapped, keys):

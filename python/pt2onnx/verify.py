@@ -144,7 +144,7 @@ def _runtimes(proto, onnx_path, feeds, runtime):
     """{runtime name: callable giving the outputs} for --runtime, and why ORT was skipped (or None)."""
     outputs = {}
     if runtime in ("builtin", "both"):
-        outputs["pt2onnx"] = lambda: InferenceSession(onnx_path).run(None, feeds)
+        outputs["pt2onnx"] = lambda: InferenceSession(onnx_path, runtime="builtin").run(None, feeds)
     nonstandard = sorted({f"{n.domain}::{n.op_type}" for n in proto.graph.node if n.domain not in STANDARD_DOMAINS})
     skipped = None
     if nonstandard:

@@ -93,10 +93,11 @@ std::vector<at::Tensor> pythonOpForward(KernelContext& ctx) {
 }
 
 std::vector<at::Tensor> pythonOpBackward(KernelContext& ctx) {
-  std::vector<int64_t>& scoped = runScopedContexts();  // consumed here: nothing left to release
-  scoped.erase(std::remove(scoped.begin(), scoped.end(), ctx.input(0).item<int64_t>()), scoped.end());
   return withPython(ctx, [&] {
-    py::list result = planFor(ctx, "PythonOpGradPlan").attr("backward")(ctx.input(0).item<int64_t>(), *tensorArgs(ctx, 1));
+    py::object plan = planFor(ctx, "PythonOpGradPlan");  // if it fails, the run-end hook releases the context
+    std::vector<int64_t>& scoped = runScopedContexts();  // consumed below: nothing left to release
+    scoped.erase(std::remove(scoped.begin(), scoped.end(), ctx.input(0).item<int64_t>()), scoped.end());
+    py::list result = plan.attr("backward")(ctx.input(0).item<int64_t>(), *tensorArgs(ctx, 1));
     std::vector<at::Tensor> outs;
     for (const py::handle& o : result) outs.push_back(o.is_none() ? at::Tensor() : o.cast<at::Tensor>());
     if (outs.size() != ctx.numOutputs())

@@ -199,6 +199,15 @@ def test_gradient_other_than_declared_is_a_located_error(exports, tmp_path, name
         assert message.startswith("node '/PythonOp_Grad/PythonOpGrad' (com.microsoft::PythonOpGrad"), message
 
 
+def test_gradient_plan_that_cannot_be_built_leaves_no_context(exports, tmp_path):
+    """A PythonOpGrad whose plan fails (declarations of the wrong length) fails each run, and the run
+    releases its forward's context (the builtin host consumed it before building the plan)."""
+    sess = with_grad_attribute(exports, tmp_path, "output_tensor_ranks", [2])
+    for _ in range(2):
+        run_error(sess, feeds(exports, True), "'output_tensor_ranks' has 1 entries for 2 forward tensor")
+        assert python_ops.live_contexts() == 0
+
+
 def test_grad_declarations_must_have_one_entry_per_forward_tensor_input():
     attrs = dict(name=FN, output_convention="dd", output_tensor_requires_grads=[1, 0])
     python_ops.PythonOpGradPlan("bw", attrs)
