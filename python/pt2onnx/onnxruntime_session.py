@@ -83,3 +83,51 @@ def run_options(options):
     """onnxruntime's RunOptions for a run's `run_options` (pt2onnx's own RunOptions have nothing to pass)."""
     ort = _onnxruntime()
     return options if ort is not None and isinstance(options, ort.RunOptions) else None
+
+
+_ONNX_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "float16", "int8": "int8", "int16": "int16",
+                    "int32": "int32", "int64": "int64", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32",
+                    "uint64": "uint64", "bool": "bool", "complex64": "complex64", "complex128": "complex128"}
+
+
+def _type_of(value):
+    """The ONNX type text of a feed ("tensor(float)", "seq(tensor(int64))")."""
+    if isinstance(value, list):
+        return f"seq({_type_of(value[0]) if value else 'tensor'})"
+    array = np.asarray(value)
+    name = "string" if array.dtype.kind in "OUS" else _ONNX_TYPE_NAMES.get(str(array.dtype), str(array.dtype))
+    return f"tensor({name})"
+
+
+def _shape_text(shape):
+    return "x".join(str(d) if isinstance(d, int) else (d or "?") for d in shape)
+
+
+def diagnose(session, output_names, feeds):
+    """(pt2onnx error class name, message) for a run onnxruntime refused as an invalid argument, in
+    the builtin runtime's words (which name the input and what the model expects), or None."""
+    inputs = session.get_inputs()
+    for i in inputs:
+        if i.name not in feeds:
+            return "MissingInput", f"missing input '{i.name}'"
+    names = {i.name for i in inputs}
+    for name in feeds:
+        if name not in names:
+            return "InvalidArgument", f"the model has no input named '{name}'"
+    for i in inputs:
+        value = feeds[i.name]
+        if value is None:
+            continue
+        given = _type_of(value)
+        if given != i.type:
+            return "InvalidArgument", f"input '{i.name}' is a {given}, the model expects {i.type}"
+        if isinstance(value, list) or i.shape is None:
+            continue
+        shape = list(np.shape(value))
+        if len(shape) != len(i.shape) or any(isinstance(d, int) and d != s for d, s in zip(i.shape, shape)):
+            return "InvalidArgument", f"input '{i.name}' has shape {shape}, the model expects {_shape_text(i.shape)}"
+    outputs = {o.name for o in session.get_outputs()}
+    for name in output_names or []:
+        if name not in outputs:
+            return "InvalidArgument", f"the model has no output named '{name}'"
+    return None

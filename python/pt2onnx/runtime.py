@@ -252,10 +252,15 @@ def _provider_names(providers, provider_options):
     return names, options
 
 
-def _onnxruntime_error(e):
+def _onnxruntime_error(e, session, output_names, feeds):
     """The session error for onnxruntime's error of a run: pt2onnx's class of that name (also
-    onnxruntime's), so `except pt2onnx.Fail` and `except onnxruntime...Fail` both catch it."""
+    onnxruntime's), so `except pt2onnx.Fail` and `except onnxruntime...Fail` both catch it; a refused
+    argument in the builtin runtime's words (onnxruntime's follow)."""
     name = type(e).__name__
+    if name == "InvalidArgument" or isinstance(e, ValueError):
+        diagnosis = onnxruntime_session.diagnose(session, output_names, feeds)
+        if diagnosis is not None:
+            return _make_error(diagnosis[0], (f"{diagnosis[1]} (onnxruntime: {str(e).strip()})",))
     if name in _ORT_NAMES.values():
         return _make_error(name, (str(e),))
     if isinstance(e, ValueError) and "are missing from input feed" in str(e):
@@ -348,7 +353,7 @@ class InferenceSession:
             try:
                 return self._ort.run(output_names, feeds, onnxruntime_session.run_options(run_options))
             except Exception as e:  # noqa: BLE001 - re-raised as pt2onnx's class of the same name
-                raise _onnxruntime_error(e) from None
+                raise _onnxruntime_error(e, self._ort, output_names, feeds) from None
         feeds = {name: _to_torch(value) for name, value in input_feed.items()}
         try:
             outputs = self._session.run(feeds, list(output_names or []))

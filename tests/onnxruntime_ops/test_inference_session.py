@@ -94,3 +94,44 @@ def test_errors_keep_pt2onnx_classes(tmp_path):
     assert isinstance(info.value, onnxruntime.capi.onnxruntime_pybind11_state.InvalidArgument)
     np.testing.assert_allclose(session.run(None, {"a": args[0].numpy(), "b": args[1].numpy()})[0],
                                (args[0] * args[1]).numpy(), rtol=1e-6)
+
+
+def _relu_model():
+    x = oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["n", 3])
+    y = oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["n", 3])
+    model = oh.make_model(oh.make_graph([oh.make_node("Relu", ["x"], ["y"])], "g", [x], [y]),
+                          opset_imports=[oh.make_opsetid("", 17)], ir_version=8)
+    return model.SerializeToString()
+
+
+X = np.ones((2, 3), np.float32)
+MISTAKES = {  # the run, pt2onnx's class, the builtin runtime's words
+    "missing input": (lambda s: s.run(None, {}), "MissingInput", "missing input 'x'"),
+    "unknown input name": (lambda s: s.run(None, {"x": X, "z": X}), "InvalidArgument", "the model has no input named 'z'"),
+    "wrong dtype": (lambda s: s.run(None, {"x": X.astype(np.float64)}), "InvalidArgument",
+                    "input 'x' is a tensor(double), the model expects tensor(float)"),
+    "wrong rank": (lambda s: s.run(None, {"x": np.ones((2, 3, 1), np.float32)}), "InvalidArgument",
+                   "input 'x' has shape [2, 3, 1], the model expects nx3"),
+    "wrong dimension": (lambda s: s.run(None, {"x": np.ones((2, 4), np.float32)}), "InvalidArgument",
+                        "input 'x' has shape [2, 4], the model expects nx3"),
+    "a list fed to a tensor input": (lambda s: s.run(None, {"x": [X]}), "InvalidArgument",
+                                     "input 'x' is a seq(tensor(float)), the model expects tensor(float)"),
+    "unknown output name": (lambda s: s.run(["nope"], {"x": X}), "InvalidArgument", "the model has no output named 'nope'"),
+}
+
+
+@pytest.mark.parametrize("mistake", list(MISTAKES))
+def test_argument_mistakes_in_the_builtin_runtimes_words(mistake):
+    """On onnxruntime a refused argument keeps the builtin runtime's message (onnxruntime's after it) and
+    the class both runtimes raise; the same session runs right after."""
+    import onnxruntime
+    run, name, words = MISTAKES[mistake]
+    session = pt2onnx.InferenceSession(_relu_model(), runtime="onnxruntime")
+    with pytest.raises(getattr(pt2onnx, name)) as info:
+        run(session)
+    assert str(info.value).startswith(words + " (onnxruntime: "), str(info.value)
+    stock = onnxruntime.InferenceSession(_relu_model(), providers=["CPUExecutionProvider"])
+    with pytest.raises(Exception) as theirs:
+        run(stock)
+    assert isinstance(info.value, type(theirs.value))
+    np.testing.assert_array_equal(session.run(None, {"x": -X})[0], np.zeros_like(X))
