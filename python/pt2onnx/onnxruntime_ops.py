@@ -25,6 +25,7 @@ CONFIG_ENTRY = "pt2onnx.python_ops"          # JSON: the model's PythonOp metada
 PYOP_DOMAINS_ENTRY = "pt2onnx.pyop_domains"  # "domain:input types:output types,...", types as 1.1.7
 SLOTS = 128                                  # inputs / outputs per node (onnxruntime_ops/op_definitions.h)
 GRADIENTS_SINCE = (1, 24)                    # PythonOpGrad: older ORT crash on absent optional inputs
+_REGISTERED_ENTRY = "pt2onnx.registered"
 _METADATA_PREFIX = "pt2onnx.python_op:"
 _PYOP_RESERVED = {"module", "class_name", "compute", "input_types", "output_types"}
 
@@ -47,7 +48,15 @@ def register_onnxruntime_ops(session_options, model=None):
     PythonOp arguments pt2onnx exported exactly in the model's metadata (str, None, doubles, dtypes):
     without it those nodes fail at run time, saying so. The Functions' classes must import in this
     process (a node's `name` attribute is the class path)."""
+    try:
+        session_options.get_session_config_entry(_REGISTERED_ENTRY)
+    except RuntimeError:  # "does not have configuration with key": not registered yet
+        pass
+    else:  # ORT would fail at session creation: "Domain already set in registry"
+        raise ValueError("these SessionOptions already have pt2onnx's onnxruntime ops registered: register them once "
+                         "per SessionOptions, with the model the session loads")
     config, domains = ({}, []) if model is None else _model_entries(_load(model), _onnxruntime_version())
+    session_options.add_session_config_entry(_REGISTERED_ENTRY, "1")
     if config:
         _set_entry(session_options, CONFIG_ENTRY, json.dumps(config, sort_keys=True, ensure_ascii=True))
     if domains:

@@ -156,8 +156,10 @@ def test_exact_arguments_need_the_model(tmp_path):
     assert "MATCH True" in out, out
 
 
-def test_library_path():
+def test_library_path_and_registering_once():
     path = pt2onnx.onnxruntime_ops_library()
     assert path.endswith("libpt2onnx_onnxruntime_ops.so")
     so = onnxruntime.SessionOptions()
     assert pt2onnx.register_onnxruntime_ops(so) is so
+    with pytest.raises(ValueError, match="already have pt2onnx's onnxruntime ops registered"):
+        pt2onnx.register_onnxruntime_ops(so)
