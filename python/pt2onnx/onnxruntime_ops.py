@@ -46,8 +46,10 @@ def register_onnxruntime_ops(session_options, model=None):
     `model` (a path or an onnx.ModelProto) is needed for legacy PyOp nodes (their domains are the
     model's own, and their keyword attributes cannot be read through ORT's C API) and for
     PythonOp arguments pt2onnx exported exactly in the model's metadata (str, None, doubles, dtypes):
-    without it those nodes fail at run time, saying so. The Functions' classes must import in this
-    process (a node's `name` attribute is the class path)."""
+    without it those nodes fail at run time, saying so. For a model without such nodes nothing is
+    registered (the library's com.microsoft domain would keep onnxruntime from loading models that do
+    not import that domain once it fuses into com.microsoft ops). The Functions' classes must import
+    in this process (a node's `name` attribute is the class path)."""
     try:
         session_options.get_session_config_entry(_REGISTERED_ENTRY)
     except RuntimeError:  # "does not have configuration with key": not registered yet
@@ -55,7 +57,15 @@ def register_onnxruntime_ops(session_options, model=None):
     else:  # ORT would fail at session creation: "Domain already set in registry"
         raise ValueError("these SessionOptions already have pt2onnx's onnxruntime ops registered: register them once "
                          "per SessionOptions, with the model the session loads")
-    config, domains = ({}, []) if model is None else _model_entries(_load(model), _onnxruntime_version())
+    if model is not None:
+        model = _load(model)
+        if not _has_python_ops(model):
+            # Nothing to register, and registering would hurt: with the library's com.microsoft domain
+            # added, onnxruntime 1.32 cannot load a model without a com.microsoft opset import once its
+            # optimizer fuses into com.microsoft ops ("com.microsoft:FusedConv(-1) is not a registered
+            # function/op", resnet).
+            return session_options
+    config, domains = ({}, []) if model is None else _model_entries(model, _onnxruntime_version())
     session_options.add_session_config_entry(_REGISTERED_ENTRY, "1")
     if config:
         _set_entry(session_options, CONFIG_ENTRY, json.dumps(config, sort_keys=True, ensure_ascii=True))
@@ -103,6 +113,11 @@ def _nodes(graph):
             elif attr.type == onnx.AttributeProto.GRAPHS:
                 for g in attr.graphs:
                     yield from _nodes(g)
+
+
+def _has_python_ops(model):
+    return any(n.op_type in ("PythonOp", "PythonOpGrad") and n.domain == "com.microsoft" or n.op_type == "PyOp"
+               for n in _nodes(model.graph))
 
 
 def _model_entries(model, ort_version):

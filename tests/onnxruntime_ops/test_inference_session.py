@@ -135,3 +135,24 @@ def test_argument_mistakes_in_the_builtin_runtimes_words(mistake):
         run(stock)
     assert isinstance(info.value, type(theirs.value))
     np.testing.assert_array_equal(session.run(None, {"x": -X})[0], np.zeros_like(X))
+
+
+def test_models_without_python_ops_stay_on_onnxruntime(tmp_path):
+    """A CNN without PythonOps (no com.microsoft opset import): onnxruntime's optimizer fuses Conv+Relu
+    into com.microsoft::FusedConv, which must still load; the session runs it on onnxruntime."""
+    import onnxruntime
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Conv2d(4, 2, 3),
+                                torch.nn.ReLU()).eval()
+    path = tmp_path / "cnn.onnx"
+    export(model, (torch.randn(1, 3, 8, 8),), path, input_names=["x"], dynamic_axes={"x": {0: "b"}})
+    assert all(o.domain in ("", "ai.onnx") for o in onnx.load(str(path)).opset_import)
+    x = torch.randn(3, 3, 8, 8)
+    with torch.no_grad():
+        want = model(x).numpy()
+    so = pt2onnx.register_onnxruntime_ops(onnxruntime.SessionOptions(), str(path))
+    got = onnxruntime.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]).run(None, {"x": x.numpy()})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    session = pt2onnx.InferenceSession(str(path))
+    assert session.runtime == "onnxruntime", session.fallback_reason
+    np.testing.assert_allclose(session.run(None, {"x": x.numpy()})[0], want, rtol=1e-5, atol=1e-5)
