@@ -111,13 +111,20 @@ def load_average():
 # ONNX Runtime (the onnxruntime package, in this process)
 
 
-def ort_session(model_path, threads=1, profile_prefix=None):
+def ort_options(threads=1):
+    """The options every timed ORT session here uses: `threads` intra-op threads, one inter-op,
+    sequential, all graph optimizations, warnings off (bench_onnxruntime_ops.py uses them too)."""
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
+    return options
+
+
+def ort_session(model_path, threads=1, profile_prefix=None):
+    options = ort_options(threads)
     if profile_prefix:
         options.enable_profiling = True
         options.profile_file_prefix = str(profile_prefix)
@@ -410,6 +417,23 @@ def per_call_us(fn, calls_per_fn, n_fn):
     return (t1 - t0) / 1e3 / calls, (c1 - c0) / 1e3 / calls
 
 
+def per_call_blocks(cases, rounds):
+    """cases: name -> (fn, PythonOp calls per fn call, fn calls per block). Per round and case, one
+    block (per_call_us), the garbage collector off. Returns name -> (wall us list, CPU us list)."""
+    out = {k: ([], []) for k in cases}
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(rounds):
+            for k, (fn, calls, n_fn) in cases.items():
+                wall, cpu = per_call_us(fn, calls, n_fn)
+                out[k][0].append(wall)
+                out[k][1].append(cpu)
+    finally:
+        gc.enable()
+    return out
+
+
 def python_op(a, tmp):
     progress("part 2 / PythonOp: exporting AddOne x1 and x100 as com.microsoft::PythonOp, and x+1 as ONNX Add")
     x = torch.randn(4, 4)
@@ -453,22 +477,13 @@ def python_op(a, tmp):
     }
     progress(f"part 2 / PythonOp: {a.pyop_iterations} calls per case in {a.rounds} interleaved blocks "
              f"(load average {load_average():.2f})")
-    wall = {k: [] for k in cases}
-    cpu = {k: [] for k in cases}
     with torch.no_grad():  # direct calls in the grad mode the runtime uses (set_grad_enabled(False))
         for fn, _, _ in cases.values():  # warm-up
             for _ in range(50):
                 fn()
-        gc.collect()
-        gc.disable()
-        try:
-            for _ in range(a.rounds):
-                for k, (fn, calls, n_fn) in cases.items():
-                    w, c = per_call_us(fn, calls, n_fn)
-                    wall[k].append(w)
-                    cpu[k].append(c)
-        finally:
-            gc.enable()
+        blocks = per_call_blocks(cases, a.rounds)
+    wall = {k: w for k, (w, _) in blocks.items()}
+    cpu = {k: c for k, (_, c) in blocks.items()}
     r = {"tensor_shape": list(x.shape), "chain": CHAIN, "node_counts": node_counts, "errors": errs,
          "per_round_wall_us": wall, "per_round_cpu_us": cpu}
     for clock, samples in (("wall", wall), ("cpu", cpu)):
