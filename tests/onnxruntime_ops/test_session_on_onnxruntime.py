@@ -42,7 +42,8 @@ def test_runtimes_match_torch(runtime, tmp_path):
         assert all(isinstance(t, torch.Tensor) for t in tensors)
         np.testing.assert_allclose(tensors[0].numpy(), got[0])
     assert [i.name for i in session.get_inputs()] == names
-    assert "pt2onnx.python_op:" in " ".join(session.get_metadata()) or session.get_metadata() is not None
+    props = {p.key: p.value for p in onnx.load(str(path)).metadata_props}
+    assert any(k.startswith("pt2onnx.python_op:") for k in props) and session.get_metadata() == props
 
 
 def test_environment_chooses(tmp_path, monkeypatch):
