@@ -33,19 +33,9 @@ import os
 import sys
 
 
-def _most_threads(argv):
-    counts, reading = [], False
-    for arg in argv:
-        if arg.startswith("--"):
-            reading = arg == "--threads"
-        elif reading and arg.isdigit():
-            counts.append(int(arg))
-    return max(counts, default=2)
-
-
-# As bench_runtime.py: no thread pool of torch's (OpenMP, MKL) starts wider than the most threads measured.
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, str(_most_threads(sys.argv[1:])))
+# bench_runtime.py, imported first, caps torch's thread pools (OpenMP, MKL) at the most --threads
+# measured before torch loads; this script takes the same --threads.
+import bench_runtime  # noqa: E402,F401
 
 import argparse  # noqa: E402
 import datetime  # noqa: E402
@@ -59,8 +49,7 @@ import torch  # noqa: E402
 import pt2onnx  # noqa: E402  (the package installed in this Python)
 from pt2onnx import onnxruntime_ops  # noqa: E402
 
-# Beside this file (bench_runtime puts the repository's root, for samples/, on sys.path); both import
-# torch, so they come after the thread variables above.
+# Beside this file (bench_runtime puts the repository's root, for samples/, on sys.path).
 from bench_runtime import load_average, progress  # noqa: E402
 from onnxruntime_ops_measurements import (CHAIN, CNN_TARGET, PYOP_TARGET_US, SESSION_TARGET, cnn,  # noqa: E402
                                           python_op_overhead, resnet50)
