@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import pt2onnx
+from pt2onnx.feeds import as_array
 from samples import ort, scripted_patterns
 
 TOLERANCE = 1e-5
@@ -18,16 +19,6 @@ def flatten(value):
     if isinstance(value, (tuple, list)):
         return [x for v in value for x in flatten(v)]
     return [value]
-
-
-def as_array(value):
-    if isinstance(value, torch.Tensor):
-        return value.detach().numpy()
-    if isinstance(value, bool):
-        return np.array(value, dtype=np.bool_)
-    if isinstance(value, int):
-        return np.array(value, dtype=np.int64)
-    return np.array(value, dtype=np.float64)
 
 
 def export_once(name, tmp_path):
