@@ -14,38 +14,24 @@ import dataclasses
 import itertools
 import json
 import os
+import re
 import shlex
 import zipfile
 
 import torch
 
-from . import _compat, _pt2onnx, argument_uses, dynamic_axes_check, exporter
+from . import _compat, _pt2onnx, argument_shapes, argument_uses, dynamic_axes_check
 
-BATCH = 2  # of every tensor a rule shapes (one size, so that inputs combine)
-SEQUENCE = 8
-# Spatial sizes tried, by the number of spatial dims a convolution reads (224 first: torchvision's).
-SPATIAL = {1: [1024, 64, 16000], 2: [224, 64, 299, 32, 520], 3: [(16, 112, 112), (8, 64, 64), (16, 224, 224)]}
-B, S = "batch", "sequence"  # the dims an axis may be proposed dynamic as
-# Shapes for a tensor no reader tells the shape of, with the axes they would make dynamic.
-GENERIC_SHAPES = [((BATCH, SEQUENCE), {0: B, 1: S}), ((BATCH, 3, 224, 224), {0: B}), ((BATCH, SEQUENCE, 16), {0: B, 1: S}),
-                  ((SEQUENCE,), {0: S}), ((BATCH, 3, 64, 64), {0: B})]
-# A mask's or integer argument's: [batch, sequence] (a padding mask), [sequence, sequence] (an attention mask).
-MASK_SHAPES = [((BATCH, SEQUENCE), {0: B, 1: S}), ((SEQUENCE, SEQUENCE), {0: S, 1: S}), ((BATCH,), {0: B}),
-               ((SEQUENCE,), {0: S})]
 MAX_TRIES = 40  # candidate sets run in PyTorch before giving up
-# Ops a tensor goes through unchanged in shape, followed to the op that tells its shape.
-SHAPE_PRESERVING = {"aten::contiguous", "aten::to", "aten::clone", "aten::dropout", "aten::detach", "aten::relu",
-                    "aten::float", "aten::type_as", "aten::mul", "aten::add", "aten::sub", "aten::div",
-                    "prim::TupleUnpack", "aten::feature_dropout", "aten::gelu", "aten::tanh", "aten::sigmoid",
-                    "prim::unchecked_cast"}
 HIDDEN_OPS = {"prim::Constant", "prim::GetAttr", "prim::ListConstruct", "prim::TupleConstruct",
               "prim::TupleUnpack", "prim::ListUnpack", "prim::Uninitialized", "prim::RaiseException"}
+BATCH, SEQUENCE = argument_shapes.BATCH, argument_shapes.SEQUENCE
 
 
 @dataclasses.dataclass
 class Option:
-    """One candidate spec for an argument; a tensor's with its shape, dtype and the axes it would make
-    dynamic ({axis: "batch" | "sequence"})."""
+    """One candidate spec for an argument; a tensor's with its shape, dtype and the axes that may vary
+    ({axis: dim name}, argument_shapes)."""
     spec: str  # "" = leave the argument out
     shape: tuple = None
     dtype: str = None
@@ -56,6 +42,7 @@ class Option:
 class Candidates:
     options: list  # Options for one argument, best first
     use: object = None  # a tensor argument's argument_uses.ArgumentUse
+    rule_shapes: list = dataclasses.field(default_factory=list)  # what its readers tell (argument_shapes)
 
     @property
     def specs(self):
@@ -79,131 +66,8 @@ def _nodes(block):
             yield from _nodes(b)
 
 
-def _attribute(module, value, self_value):
-    """The Python object a prim::GetAttr chain from `self` reads (a parameter tensor, a submodule)."""
-    node = value.node()
-    if value is self_value or value.debugName() == self_value.debugName():
-        return module
-    if node.kind() != "prim::GetAttr":
-        return None
-    base = _attribute(module, node.input(), self_value)
-    return getattr(base, node.s("name"), None) if base is not None else None
-
-
-def _constant(value, rules=None):
-    """A value known without running: a constant, a list of them, or (with `rules`) an attribute."""
-    node = value.node()
-    if node.kind() == "prim::Constant":
-        return value.toIValue()
-    if node.kind() == "prim::ListConstruct":
-        items = [_constant(v, rules) for v in node.inputs()]
-        return None if any(i is None for i in items) else items
-    if rules is not None and node.kind() == "prim::GetAttr":
-        found = rules.tensor(value)
-        return list(found) if isinstance(found, tuple) else found
-    return None
-
-
 def _shape_text(shape, dtype=None):
     return "x".join(str(d) for d in shape) + (f":{dtype}" if dtype else "")
-
-
-def _same_shape_successors(use):
-    """Values that hold what `use` reads, unchanged in shape: a shape-preserving op's outputs, a Loop
-    body's parameter for a value the loop carries, or the If/Loop output a block returns it as."""
-    user = use.user
-    if user.kind() in SHAPE_PRESERVING:
-        return list(user.outputs())
-    if user.kind() == "prim::Loop" and use.offset >= 2:  # Loop(trip count, condition, carried...)
-        return [list(list(user.blocks())[0].inputs())[use.offset - 1]]  # body(counter, carried...)
-    if user.kind() == "prim::Return":
-        owner = user.owningBlock().owningNode()
-        if owner is None:
-            return []
-        outputs = list(owner.outputs())
-        k = use.offset - (1 if owner.kind() == "prim::Loop" else 0)  # a Loop body returns its condition first
-        return [outputs[k]] if 0 <= k < len(outputs) else []
-    return []
-
-
-class _ShapeRules:
-    """Candidate shapes of a tensor value from the first op reading it that tells them."""
-
-    def __init__(self, module, graph):
-        self.module, self.self_value = module, list(graph.inputs())[0]
-
-    def tensor(self, value):
-        """The module attribute a prim::GetAttr chain reads (a tensor, a number, a submodule), or None."""
-        return _attribute(self.module, value, self.self_value) if value.node().kind() == "prim::GetAttr" else None
-
-    def shapes(self, value, depth=0, seen=None):
-        """[(shape, dtype or None, {axis: "batch" | "sequence"})] for `value`, best first; [] when no
-        reader tells."""
-        seen = seen if seen is not None else set()
-        if depth > 8 or value.debugName() in seen:
-            return []
-        seen.add(value.debugName())
-        for use in value.uses():
-            found = self._from_reader(use.user, use.offset)
-            if found:
-                return found
-        for use in value.uses():
-            for out in _same_shape_successors(use):
-                found = self.shapes(out, depth + 1, seen)
-                if found:
-                    return found
-        return []
-
-    def _from_reader(self, n, index):
-        kind, ins = n.kind(), list(n.inputs())
-        if kind in ("aten::_convolution", "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_transpose1d",
-                    "aten::conv_transpose2d", "aten::conv_transpose3d") and index == 0:
-            w = self.tensor(ins[1])
-            if not isinstance(w, torch.Tensor):
-                return []
-            transposed = "transpose" in kind or (kind == "aten::_convolution" and _constant(ins[6]) is True)
-            groups_at = {"aten::_convolution": 8, "aten::conv_transpose1d": 6, "aten::conv_transpose2d": 6,
-                         "aten::conv_transpose3d": 6}.get(kind, 6)
-            groups = _constant(ins[groups_at], self) if len(ins) > groups_at else 1
-            channels = w.shape[0] if transposed else w.shape[1] * (groups if isinstance(groups, int) else 1)
-            k = w.dim() - 2
-            return [((BATCH, channels) + (s if isinstance(s, tuple) else (s,) * k), None, {0: B})
-                    for s in SPATIAL.get(k, [16])]
-        if kind in ("aten::linear", "aten::matmul", "aten::mm", "aten::addmm") and index in (0, 1):
-            w = self.tensor(ins[1]) if kind != "aten::addmm" else self.tensor(ins[2])
-            if not isinstance(w, torch.Tensor) or w.dim() != 2:
-                return []
-            features = w.shape[1] if kind == "aten::linear" else w.shape[0]
-            return [((BATCH, features), None, {0: B}), ((BATCH, SEQUENCE, features), None, {0: B, 1: S})]
-        if kind == "aten::embedding" and index == 1:
-            return [((BATCH, SEQUENCE), "int64", {0: B, 1: S}), ((SEQUENCE, BATCH), "int64", {0: S, 1: B}),
-                    ((SEQUENCE,), "int64", {0: S})]
-        if kind == "aten::_pack_padded_sequence" and index == 1:  # lengths: one per sequence of the batch
-            return [((BATCH,), "int64", {0: B})]
-        if kind == "aten::layer_norm" and index == 0:
-            normalized = _constant(ins[1], self)
-            if isinstance(normalized, list):
-                return [((BATCH, SEQUENCE) + tuple(normalized), None, {0: B, 1: S}),
-                        ((BATCH,) + tuple(normalized), None, {0: B})]
-        if kind in ("aten::batch_norm", "aten::instance_norm") and index == 0:
-            for i in (1, 3):
-                t = self.tensor(ins[i]) if i < len(ins) else None
-                if isinstance(t, torch.Tensor) and t.dim() == 1:
-                    c = t.shape[0]
-                    return [((BATCH, c, 16, 16), None, {0: B}), ((BATCH, c), None, {0: B}),
-                            ((BATCH, c, 16), None, {0: B})]
-        if kind in ("aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu") and index == 0:
-            params = ins[2].node()
-            if params.kind() == "prim::ListConstruct":
-                w = self.tensor(list(params.inputs())[0])
-                if isinstance(w, torch.Tensor):
-                    return [((SEQUENCE, BATCH, w.shape[1]), None, {0: S, 1: B}),
-                            ((BATCH, SEQUENCE, w.shape[1]), None, {0: B, 1: S})]
-        if kind in ("aten::_transformer_encoder_layer_fwd", "aten::_native_multi_head_attention") and index == 0:
-            e = _constant(ins[1], self)
-            if isinstance(e, int):
-                return [((BATCH, SEQUENCE, e), None, {0: B, 1: S}), ((SEQUENCE, BATCH, e), None, {0: S, 1: B})]
-        return []
 
 
 def _compared_strings(value):
@@ -212,7 +76,7 @@ def _compared_strings(value):
     for use in value.uses():
         if use.user.kind() in ("aten::eq", "aten::ne"):
             for other in use.user.inputs():
-                c = _constant(other) if other is not value else None
+                c = argument_shapes.constant(other) if other is not value else None
                 if isinstance(c, str) and c not in found:
                     found.append(c)
     return found
@@ -222,9 +86,12 @@ def _tensor_candidates(rules, name, value):
     """Options for a Tensor argument: shapes from its readers (else generic ones; a mask's or integer
     argument's first), each in the dtypes its use allows, best first."""
     use = argument_uses.argument_use(value, rules.tensor, name) if value is not None else argument_uses.ArgumentUse()
-    shapes = rules.shapes(value) if value is not None else []
+    rule_shapes = rules.shapes(value) if value is not None else []
+    shapes = rule_shapes
     if not shapes:
-        generic = MASK_SHAPES + GENERIC_SHAPES if use.kind in ("bool", "int", "index") else GENERIC_SHAPES
+        generic = argument_shapes.GENERIC_SHAPES
+        if use.kind in ("bool", "int", "index"):
+            generic = argument_shapes.MASK_SHAPES + generic
         shapes = [(shape, None, axes) for shape, axes in generic]
     options = []
     for shape, rule_dtype, axes in shapes:
@@ -232,7 +99,7 @@ def _tensor_candidates(rules, name, value):
             spec = f"{name}:{_shape_text(shape, dtype)}"
             if spec not in (o.spec for o in options):
                 options.append(Option(spec, shape, dtype, axes))
-    return Candidates(options, use)
+    return Candidates(options, use, rule_shapes)
 
 
 def _candidates(rules, arg, value):
@@ -261,7 +128,7 @@ def _candidates(rules, arg, value):
         if elem == "BoolType":
             return _values(name, ("[true,false]",))
         if elem == "TensorType":
-            return Candidates([Option(f"{name}:[{_shape_text(s)},{_shape_text(s)}]") for s, _ in GENERIC_SHAPES[:3]])
+            return Candidates([Option(f"{name}:[{_shape_text(s)},{_shape_text(s)}]") for s, _ in argument_shapes.GENERIC_SHAPES[:3]])
     if kind == "TupleType":
         elems = t.elements()
         if all(e.kind() == "TensorType" for e in elems):
@@ -344,16 +211,33 @@ def _run_arguments(module, specs, candidates):
     return tuple(args), filled
 
 
+_FRAME = re.compile(r'File "code/[^"]*", line (\d+)')
+
+
+def _progress(error_text):
+    """How far into forward() a failed run got, from its TorchScript traceback (serialized code, the
+    outermost frame first): the line numbers of its frames, compared in order. A run that fails later
+    in forward() was closer to running."""
+    serialized = error_text.split("Traceback of TorchScript, original code")[0]
+    return tuple(int(n) for n in _FRAME.findall(serialized))
+
+
+def _error_line(e):
+    text = str(e).strip()
+    return text.splitlines()[-1] if text else type(e).__name__
+
+
 def _search(module, schema_args, candidates, given):
-    """(chosen Options, args, specs, runs_error, tries) of the first candidate set PyTorch runs forward()
-    on (chosen: one Option per argument, None for those given with -i)."""
+    """(chosen Options, args, specs, failure, tries) of the first candidate set PyTorch runs forward() on
+    (chosen: one Option per argument, an empty one for those given with -i). When none runs, failure is
+    {"specs", "error"} of the attempt that got furthest into forward() (the first of those tied)."""
     options = [c.options for c in candidates]
-    tries, last_error = 0, "no candidate values for " + ", ".join(
-        a.name for a, c in zip(schema_args, candidates) if not c.options)
-    if any(not o for o in options):
-        return None, None, None, last_error, tries
+    missing = [a.name for a, c in zip(schema_args, candidates) if not c.options]
+    if missing:
+        return None, None, None, {"specs": list(given), "error": "no candidate values for " + ", ".join(missing)}, 0
     # Candidate sets in order of the sum of their ranks (best candidates of every argument first).
     combos = sorted(itertools.product(*[range(len(o)) for o in options]), key=lambda ix: (sum(ix), ix))
+    closest, tries = None, 0
     for ix in combos[:MAX_TRIES]:
         chosen = [options[k][i] for k, i in enumerate(ix)]
         specs = [o.spec for o in chosen if o.spec] + list(given)
@@ -364,8 +248,74 @@ def _search(module, schema_args, candidates, given):
                 module(*args)
             return chosen, args, specs, None, tries
         except Exception as e:  # PyTorch refusing the candidate, whatever its exception class
-            last_error = f"{_quoted(specs)}: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}"
-    return None, None, None, last_error, tries
+            progress = _progress(str(e))
+            if closest is None or progress > closest[0]:
+                closest = (progress, {"specs": specs, "error": _error_line(e)})
+    return None, None, None, closest[1], tries
+
+
+def _settling_specs(schema_args, candidates, failure):
+    """The -i that would settle a search that found nothing: the arguments whose readers tell no shape
+    (their candidates were guesses), as SPEC placeholders of the kind their use asks for."""
+    settle = []
+    given = {s.split("=", 1)[0].split(":", 1)[0] for s in failure["specs"]}
+    for a, c in zip(schema_args, candidates):
+        if a.type.kind() != "TensorType" or c.rule_shapes or (not c.options and a.name not in given):
+            continue
+        if c.options and not c.options[0].spec:
+            continue  # given with -i
+        dtype = {"index": ":int64", "lengths": ":int64", "bool": ":bool", "int": ":int64"}.get(
+            c.use.kind if c.use else None, "")
+        settle.append(f"{a.name}:SHAPE{dtype}")
+    return settle
+
+
+def _frozen_arguments(schema_args, candidates, specs):
+    """The arguments left out of `specs`, which convert bakes into the model: [{name, value, spec}] with
+    the -i that would make each an input instead."""
+    given = {s.split("=", 1)[0].split(":", 1)[0] for s in specs}
+    frozen = []
+    for a, c in zip(schema_args, candidates):
+        if a.name in given:
+            continue
+        value = a.default_value if a.has_default_value() else None
+        t = a.type.getElementType() if a.type.kind() == "OptionalType" else a.type
+        if t.kind() == "TensorType":
+            shapes = c.rule_shapes or [(s, None, axes) for s, axes in argument_shapes.GENERIC_SHAPES]
+            use = c.use.dtypes()[0] if c.use else None
+            spec = f"{a.name}:{_shape_text(shapes[0][0], shapes[0][1] or use)}"
+        elif value is not None and not isinstance(value, torch.Tensor):
+            spec = f"{a.name}={json.dumps(value).replace(' ', '')}"
+        else:
+            spec = {"IntType": f"{a.name}=2", "FloatType": f"{a.name}=0.5", "BoolType": f"{a.name}=true",
+                    "StringType": f"{a.name}=text"}.get(t.kind())
+        frozen.append({"name": a.name, "value": "None" if value is None else json.dumps(value)
+                       if isinstance(value, (bool, int, float, str, list)) else repr(value),
+                       "why": "its default" if a.has_default_value() else "Optional, left out", "spec": spec})
+    return frozen
+
+
+def _given_tensor(spec):
+    """A tensor argument given with -i: (name, shape, dtype), or None for a spec that is not one tensor
+    (a number, a list, a tuple)."""
+    name, sep, rest = spec.partition(":")
+    if sep and rest and rest[0] not in "[(":
+        shape_text, _, dtype = rest.partition(":")
+        try:
+            shape = tuple(int(d) for d in shape_text.split("x")) if shape_text not in ("", "scalar") else ()
+        except ValueError:
+            return None
+        dtype = dtype or None
+    else:
+        name, sep, path = spec.partition("=")
+        if not sep or not path.endswith(".npy") or not os.path.isfile(path):
+            return None
+        import numpy as np
+        array = np.load(path, mmap_mode="r")
+        shape, dtype = tuple(array.shape), str(array.dtype)
+    if dtype not in dynamic_axes_check.DTYPES:
+        return None
+    return name, shape, dtype
 
 
 def inspect_archive(path, opset=None, input_specs=()):
@@ -385,14 +335,14 @@ def inspect_archive(path, opset=None, input_specs=()):
     unknown = sorted(given_names - set(names))
     if unknown:
         raise ValueError(f"-i names '{unknown[0]}', but forward() takes: {', '.join(names)}")
-    rules = _ShapeRules(module, graph)
+    rules = argument_shapes.ShapeRules(module, graph)
     candidates = []
     for k, a in enumerate(schema_args):
         value = inputs[k] if k < len(inputs) else None
-        if a.name in given_names:  # kept as given; its use still tells how PyTorch runs it
-            use = argument_uses.argument_use(value, rules.tensor, a.name) \
-                if value is not None and a.type.kind() == "TensorType" else None
-            candidates.append(Candidates([Option("")], use))
+        if a.name in given_names:  # kept as given; its use and readers still tell how it runs and varies
+            tensor = value is not None and a.type.kind() == "TensorType"
+            use = argument_uses.argument_use(value, rules.tensor, a.name) if tensor else None
+            candidates.append(Candidates([Option("")], use, rules.shapes(value) if tensor else []))
         else:
             candidates.append(_candidates(rules, a, value))
     subs, params = _module_summary(module)
@@ -406,15 +356,18 @@ def inspect_archive(path, opset=None, input_specs=()):
         "root_type": module.original_name, "submodules": subs, "parameters": params,
         "ops": _op_counts(graph), "opset": opset,
     }
-    chosen, args, specs, error, tries = _search(module, schema_args, candidates, list(input_specs))
+    chosen, args, specs, failure, tries = _search(module, schema_args, candidates, list(input_specs))
     report["example"] = {"found": specs is not None, "specs": specs or [], "tries": tries}
     report["dynamic_axes"] = []
     if specs is None:
-        report["example"]["error"] = error
+        report["example"]["error"] = failure["error"]
+        report["example"]["closest"] = failure["specs"]
+        report["example"]["settle_with"] = _settling_specs(schema_args, candidates, failure)
         report["convertible"] = None
         report["unsupported"] = []
         report["convert_command"] = None
         return report
+    report["example"]["frozen"] = _frozen_arguments(schema_args, candidates, specs)
     _, filled = _run_arguments(module, specs, candidates)
     if filled:
         report["example"]["lengths_filled"] = {names[k]: SEQUENCE for k in filled}
@@ -427,6 +380,13 @@ def inspect_archive(path, opset=None, input_specs=()):
         defaulted = [k for k, n in enumerate(names) if n not in spec_names]
         tensors = {k: dynamic_axes_check.TensorArgument(o.shape, o.dtype, o.axes, candidates[k].use)
                    for k, o in enumerate(chosen) if o.shape is not None}
+        for spec in input_specs:  # given tensors vary too: along the axes their readers tell, else each axis
+            given = _given_tensor(spec)
+            if given is not None and given[0] in names:
+                k = names.index(given[0])
+                _, shape, dtype = given
+                axes = argument_shapes.axes_for_given_shape(given[0], shape, candidates[k].rule_shapes)
+                tensors[k] = dynamic_axes_check.TensorArgument(shape, dtype, axes, candidates[k].use)
         dynamic, check = dynamic_axes_check.check(module, names, args, defaulted, tensors, opset, SEQUENCE)
         report["dynamic_axes_check"] = check
         export_error = check.get("export_error")
@@ -470,8 +430,12 @@ def format_text(r):
                   else ""))
     ex = r["example"]
     if not ex["found"]:
-        lines.append(f"no example found that PyTorch runs forward() on ({ex['tries']} tried; last: {ex['error']})")
-        lines.append("give the arguments with -i (docs/cli.md: argument specs) and run inspect again")
+        lines.append(f"no example found that PyTorch runs forward() on ({ex['tries']} tried)")
+        lines.append(f"closest: {_quoted(ex['closest'])}: {ex['error']}")
+        settle = " ".join(f"-i {s}" for s in ex["settle_with"])
+        lines.append(f"settle it with {settle} (no op reading {'them' if len(ex['settle_with']) > 1 else 'it'} "
+                     "tells the shape) and run inspect again" if settle else
+                     "give the arguments with -i (docs/cli.md: argument specs) and run inspect again")
         return "\n".join(lines) + "\n"
     if r["convertible"]:
         lines.append(f"at opset {r['opset']}: every op converts")
@@ -490,6 +454,9 @@ def format_text(r):
         lines.append("argument kinds: " + "; ".join(f"{a['name']}: {USE_TEXT[a['use']]} ({', '.join(a['evidence'][:3])})"
                                                     for a in uses))
     lines += _axes_text(r)
+    for f in ex.get("frozen", []):
+        lines.append(f"{f['name']}={f['value']} is baked into the model ({f['why']})" +
+                     (f"; give it with -i (e.g. -i {shlex.quote(f['spec'])}) to make it an input" if f["spec"] else ""))
     if ex.get("exports"):
         lines.append("convert with:")
     else:
@@ -504,19 +471,28 @@ USE_TEXT = {"lengths": "lengths (int64)", "index": "indices (int64)", "bool": "a
 
 
 def _axes_text(r):
-    """What the dynamic-axis check found: the axes kept and where they ran, the sets dropped and why."""
+    """What the dynamic-axis check found: the dims dropped and why, then the axes kept, where they ran
+    and the output dims they give."""
     check = r.get("dynamic_axes_check")
     if not check:
         return []
     lines = []
-    for entry in check["tried"]:
-        dims = " and ".join(entry["dims"]) or "no dynamic axes"
+    for i, entry in enumerate(check["tried"]):
+        dims = entry["dims"]
         if entry["result"] == "matches PyTorch":
-            where = "; ".join(check.get("sizes", [])) or "the example's sizes"
-            what = "dynamic axes " + ", ".join(r["dynamic_axes"]) if entry["dims"] else "the static model"
-            lines.append(f"{what}: exported and run in {check.get('runtime')} at {where}: matches PyTorch")
+            continue
+        if not dims:
+            lines.append(f"no dynamic axes: {entry['result']}")
+        elif i == 0 and len(dims) > 1:  # all of them at once, before each is tried in turn
+            if entry["result"] not in (e["result"] for e in check["tried"][1:]):
+                lines.append(f"{' and '.join(dims)} together: {entry['result']}")
         else:
-            lines.append(f"{dims}: dropped: {entry['result']}" if entry["dims"] else f"{dims}: {entry['result']}")
+            lines.append(f"{dims[-1]}: dropped: {entry['result']}")
+    if "runtime" in check and not check.get("error") and not check.get("export_error"):
+        where = "; ".join(check.get("sizes", [])) or "the example's sizes"
+        what = "dynamic axes " + ", ".join(r["dynamic_axes"]) if r["dynamic_axes"] else "the static model"
+        lines.append(f"{what}: exported and run in {check['runtime']} at {where}: matches PyTorch")
+        lines += [f"  output {name}: [{', '.join(str(d) for d in dims)}]" for name, dims in check.get("outputs", [])]
     return lines
 
 

@@ -15,7 +15,7 @@ DATA_PRESERVING = {
     "aten::transpose", "aten::permute", "aten::expand", "aten::expand_as", "aten::contiguous", "aten::clone",
     "aten::detach", "aten::flatten", "aten::narrow", "aten::repeat", "aten::t", "aten::chunk", "aten::split",
     "aten::unbind", "aten::__getitem__", "aten::unsqueeze_", "aten::squeeze_", "prim::unchecked_cast",
-    "aten::flip", "aten::roll",
+    "aten::flip", "aten::roll", "aten::cpu", "aten::cuda", "prim::tolist", "aten::as_tensor", "aten::tensor",
 }
 # Readers that need floating-point data (the argument is a feature tensor, not ids or a mask).
 FLOAT_READERS = {

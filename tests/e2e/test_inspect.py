@@ -96,10 +96,12 @@ def test_traced_torchvision_archive(cli, tmp_path):
     assert [a["name"] for a in report["forward"]["arguments"]] == ["x"]
     assert report["root_type"] == "ResNet" and {"name": "layer1.0.conv1", "type": "Conv2d"} in report["submodules"]
     assert report["ops"]["aten::_convolution"] == 20
-    assert report["dynamic_axes"] == ["x:0=batch"]
+    # A global average pool before the classifier: any image size runs.
+    assert report["dynamic_axes"] == ["x:0=batch", "x:2=height", "x:3=width"]
     out = convert_as_printed(cli, report, tmp_path / "r18.onnx")
-    x = torch.randn(3, 3, 224, 224)  # another batch size than the line's
-    check_against_torch(torch.jit.load(str(path)), out, (x,), {"x": x.numpy()})
+    for shape in ((3, 3, 224, 224), (1, 3, 200, 256)):  # another batch size and image size than the line's
+        x = torch.randn(*shape)
+        check_against_torch(torch.jit.load(str(path)), out, (x,), {"x": x.numpy()})
     text = run(cli, "inspect", path).stdout
     assert "forward(x: Tensor) -> Tensor" in text and "every op converts" in text
     assert "pt2onnx convert" in text and "-i x:2x3x224x224" in text
@@ -430,7 +432,8 @@ def test_a_sequence_axis_the_model_does_not_take_is_dropped(cli, tmp_path):
     torch.jit.save(torch.jit.script(FlattenedTokens().eval()), str(path))
     text, line, argv = printed_convert_line(cli, path)
     assert line.endswith("-i ids:2x8:int64 -d ids:0=batch")
-    assert "batch and sequence: dropped: batch 3, sequence 5: PyTorch does not run forward()" in text
+    assert "sequence: dropped: batch 1, sequence 11: PyTorch does not run forward()" in text
+    assert "batch 3, sequence 5: PyTorch does not run forward()" in text
     onnx_path = run_printed_line(cli, argv, tmp_path)
     ids = torch.randint(0, 20, (5, 8))
     ort_matches_torch(torch.jit.load(str(path)), onnx_path, (ids,), {"ids": ids.numpy()})
