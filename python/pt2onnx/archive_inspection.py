@@ -106,8 +106,12 @@ def _candidates(rules, arg, value):
     """Candidates for one forward() argument (its schema entry and graph input)."""
     t = arg.type
     kind = t.kind()
-    if arg.has_default_value() or kind == "OptionalType":
-        return Candidates([Option("")])  # its default, or None
+    if arg.has_default_value() or kind == "OptionalType":  # its default, or None
+        inner = t.getElementType() if kind == "OptionalType" else t
+        if inner.kind() == "TensorType" and value is not None:  # how it would be given (frozen arguments)
+            found = _tensor_candidates(rules, arg.name, value)
+            return Candidates([Option("")], found.use, found.rule_shapes)
+        return Candidates([Option("")])
     name = arg.name
     if kind == "TensorType":
         return _tensor_candidates(rules, name, value)
@@ -270,9 +274,20 @@ def _settling_specs(schema_args, candidates, failure):
     return settle
 
 
-def _frozen_arguments(schema_args, candidates, specs):
-    """The arguments left out of `specs`, which convert bakes into the model: [{name, value, spec}] with
-    the -i that would make each an input instead."""
+def _runs(module, specs, candidates):
+    try:
+        args, _ = _run_arguments(module, specs, candidates)
+        with torch.no_grad():
+            module(*args)
+        return True
+    except Exception:  # PyTorch refusing the spec, whatever its exception class
+        return False
+
+
+def _frozen_arguments(module, schema_args, candidates, specs):
+    """The arguments left out of `specs`, which convert bakes into the model: [{name, value, why, spec}]
+    with an -i that makes each an input instead (for a tensor, the first candidate forward() runs
+    with beside the example; None when none does)."""
     given = {s.split("=", 1)[0].split(":", 1)[0] for s in specs}
     frozen = []
     for a, c in zip(schema_args, candidates):
@@ -282,15 +297,17 @@ def _frozen_arguments(schema_args, candidates, specs):
         t = a.type.getElementType() if a.type.kind() == "OptionalType" else a.type
         if t.kind() == "TensorType":
             shapes = c.rule_shapes or [(s, None, axes) for s, axes in argument_shapes.GENERIC_SHAPES]
-            use = c.use.dtypes()[0] if c.use else None
-            spec = f"{a.name}:{_shape_text(shapes[0][0], shapes[0][1] or use)}"
+            dtypes = c.use.dtypes() if c.use else [None]
+            tried = [f"{a.name}:{_shape_text(shape, dtype or rule_dtype)}" for shape, rule_dtype, _ in shapes
+                     for dtype in dtypes]
+            spec = next((t for t in tried[:MAX_TRIES // 4] if _runs(module, specs + [t], candidates)), None)
         elif value is not None and not isinstance(value, torch.Tensor):
             spec = f"{a.name}={json.dumps(value).replace(' ', '')}"
         else:
             spec = {"IntType": f"{a.name}=2", "FloatType": f"{a.name}=0.5", "BoolType": f"{a.name}=true",
                     "StringType": f"{a.name}=text"}.get(t.kind())
-        frozen.append({"name": a.name, "value": "None" if value is None else json.dumps(value)
-                       if isinstance(value, (bool, int, float, str, list)) else repr(value),
+        shown = json.dumps(value) if isinstance(value, (bool, int, float, str, list)) else repr(value)
+        frozen.append({"name": a.name, "value": "None" if value is None else shown,
                        "why": "its default" if a.has_default_value() else "Optional, left out", "spec": spec})
     return frozen
 
@@ -367,7 +384,7 @@ def inspect_archive(path, opset=None, input_specs=()):
         report["unsupported"] = []
         report["convert_command"] = None
         return report
-    report["example"]["frozen"] = _frozen_arguments(schema_args, candidates, specs)
+    report["example"]["frozen"] = _frozen_arguments(module, schema_args, candidates, specs)
     _, filled = _run_arguments(module, specs, candidates)
     if filled:
         report["example"]["lengths_filled"] = {names[k]: SEQUENCE for k in filled}
@@ -456,7 +473,7 @@ def format_text(r):
     lines += _axes_text(r)
     for f in ex.get("frozen", []):
         lines.append(f"{f['name']}={f['value']} is baked into the model ({f['why']})" +
-                     (f"; give it with -i (e.g. -i {shlex.quote(f['spec'])}) to make it an input" if f["spec"] else ""))
+                     (f"; -i {shlex.quote(f['spec'])} makes it an input" if f["spec"] else "; give it with -i to make it an input"))
     if ex.get("exports"):
         lines.append("convert with:")
     else:

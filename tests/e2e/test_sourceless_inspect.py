@@ -71,7 +71,7 @@ def test_scripted_greedy_decoder_of_one_sentence(cli, tmp_path):
     assert frozen["max_len"]["value"] == "12" and frozen["max_len"]["spec"] == "max_len=12"
     assert frozen["mask"]["value"] == "None"
     text = run(cli, "inspect", archive).stdout
-    assert "max_len=12 is baked into the model (its default); give it with -i (e.g. -i max_len=12)" in text
+    assert "max_len=12 is baked into the model (its default); -i max_len=12 makes it an input" in text
     onnx_path = convert_as_printed(cli, report, tmp_path / "decoder.onnx")
     g = torch.Generator().manual_seed(1)
     for length in (3, 8, 21):  # other sentence lengths than the line's
