@@ -20,6 +20,7 @@ SPATIAL = {1: [1024, 64, WAVEFORM], 2: [224, 64, 299, 32, 520], 3: [(16, 112, 11
 SPATIAL_DIMS = {1: (L,), 2: (H, W), 3: (D, H, W)}
 # Shapes for a tensor no reader tells the shape of, with the axes they would make dynamic.
 GENERIC_SHAPES = [((BATCH, SEQUENCE), {0: B, 1: S}), ((BATCH, 3, 224, 224), {0: B, 2: H, 3: W}),
+                  ((3, 224, 224), {1: H, 2: W}),  # one image, as torchvision's detection models take them
                   ((BATCH, SEQUENCE, 16), {0: B, 1: S}), ((SEQUENCE,), {0: S}), ((BATCH, 3, 64, 64), {0: B, 2: H, 3: W}),
                   ((BATCH, WAVEFORM), {0: B, 1: T}), ((1, SEQUENCE), {0: B, 1: S})]
 # A mask's or integer argument's: [batch, sequence] (a padding mask), [sequence, sequence] (an attention mask).
