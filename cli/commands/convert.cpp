@@ -44,6 +44,7 @@ struct ConvertOptions {
   std::string manifest;
   std::string summaryJson;
   bool force = false;
+  bool allowStatic = false;  // fleet: a model static where it should vary counts as converted
   bool noExampleRun = false;
 };
 
@@ -85,7 +86,7 @@ bool runFleet(const ConvertOptions& o) {
   return runWithPython([&](pybind11::module_) {
     pybind11::tuple result = pybind11::module_::import("pt2onnx.fleet").attr("cli_fleet")(
         self, inputs, o.output, o.manifest, defaults, fleetConvertFlags(o), o.workers, o.shard, o.force,
-        o.summaryJson, isQuiet());
+        o.summaryJson, isQuiet(), pybind11::arg("allow_static") = o.allowStatic);
     std::cout << result[0].cast<std::string>();
     if (!o.junit.empty()) {
       std::vector<JUnitCase> cases;
@@ -306,6 +307,9 @@ void addConvertCommand(CLI::App& app, int& exitCode) {
   cmd->add_option("--summary-json", opts->summaryJson, "Fleet mode: write every archive's result to this JSON file");
   cmd->add_flag("--force", opts->force,
                 "Fleet mode: convert every archive, also those whose output is newer and made with the same arguments");
+  cmd->add_flag("--allow-static", opts->allowStatic,
+                "Fleet mode: report a model whose inputs have no dynamic axis (or that fixes an axis a -d names) as "
+                "converted, with a note, instead of with the status 'static' (a failure: exit status 1)");
   cmd->callback([opts, &exitCode] {
     const ConvertOptions& o = *opts;
     if (o.output.empty()) throw ExportError(withoutOutputError(o));

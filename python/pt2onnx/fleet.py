@@ -10,7 +10,8 @@ directory, those in an ARCHIVE.args file from that file's directory (the archive
 there). --shard K/N takes every N-th archive (in sorted order) from the K-th, so N machines or a CI
 matrix split a zoo exactly. An archive whose output is newer than it and was made
 with the same arguments is skipped (--force converts it again). Prints a line per archive as it
-finishes and a summary table; --summary-json and --junit write the results for CI."""
+finishes and a summary table; --summary-json and --junit write the results for CI. A written model
+that is static where it should vary (fleet_static.py) is "static", a failure unless --allow-static."""
 import concurrent.futures
 import fnmatch
 import functools
@@ -22,6 +23,7 @@ import shlex
 import subprocess
 import time
 
+from . import fleet_static
 from ._text import shortened
 
 ARCHIVE_SUFFIXES = (".pt", ".pth", ".ptl", ".torchscript")
@@ -153,20 +155,24 @@ def _command(cli):
     return list(cli) if isinstance(cli, (list, tuple)) else [cli]
 
 
-def _convert_one(cli, path, rel, out, args, source, base_dir, common, timeout):
+def _convert_one(cli, path, rel, out, args, source, base_dir, common, timeout, allow_static=False):
     start = time.monotonic()
     result = {"archive": path, "name": rel, "output": out, "args": args, "args_from": source}
+    inspected = None
     try:
         if args is None:  # no spec anywhere: what inspect finds
             proc = subprocess.run([*_command(cli), "inspect", path, "--format", "json"] + common.get("inspect", []),
                                   capture_output=True, text=True, timeout=timeout)
             if proc.returncode not in (0, 1):  # 2: an error; 3: an internal error; < 0: a crash
                 raise RuntimeError(_error_message(proc.stderr))
-            found = json.loads(proc.stdout)["example"]
+            inspected = json.loads(proc.stdout)
+            found = inspected["example"]
             if not found["found"]:
                 raise RuntimeError(f"no arguments for it (no manifest entry, no {os.path.basename(path)}.args, and "
                                    f"inspect found no example: {found.get('error', '')})")
-            args = [a for s in found["specs"] for a in ("-i", s)]
+            # Its -d too: without them the model is fixed at the example's sizes.
+            args = [a for s in found["specs"] for a in ("-i", s)] + [
+                a for d in inspected.get("dynamic_axes") or [] for a in ("-d", d)]
             result["args"] = args
         os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
         # Run where the arguments' relative paths point (the archive's path is absolute already).
@@ -174,8 +180,10 @@ def _convert_one(cli, path, rel, out, args, source, base_dir, common, timeout):
                               common.get("convert", []), capture_output=True, text=True, timeout=timeout, cwd=base_dir)
         if proc.returncode != 0:
             result.update(status="failed", error=_error_message(proc.stderr), exit_code=proc.returncode)
-        else:
+        elif (reason := fleet_static.static_reason(out, args, source, inspected, not allow_static)) is None:
             result.update(status="converted")
+        else:  # written, but fixed where it should vary: not shipped as converted unless allowed
+            result.update(status="converted" if allow_static else "static", static_reason=reason)
     except subprocess.TimeoutExpired:
         result.update(status="failed", error=f"timed out after {timeout} s")
     except (RuntimeError, ValueError, OSError) as e:
@@ -184,8 +192,13 @@ def _convert_one(cli, path, rel, out, args, source, base_dir, common, timeout):
     return result
 
 
+def _recorded_digest(entry):
+    """A record's entry: the digest, or {"digest", "static_reason"} for a static model --allow-static let through."""
+    return entry.get("digest") if isinstance(entry, dict) else entry
+
+
 def run_fleet(cli, inputs, outdir, manifest_path=None, defaults=(), convert_flags=(), workers=2, shard=None,
-              force=False, timeout=3600, progress=print):
+              force=False, timeout=3600, progress=print, allow_static=False):
     manifest, manifest_dir = None, None
     if manifest_path:
         manifest_dir = os.path.dirname(os.path.abspath(manifest_path))
@@ -213,36 +226,49 @@ def run_fleet(cli, inputs, outdir, manifest_path=None, defaults=(), convert_flag
     for path, rel in archives:
         out = _output_path(outdir, rel)
         args, source, base_dir = _arguments(path, rel, manifest, manifest_dir, defaults)
-        digest = _digest(path, args, base_dir, list(convert_flags))
+        # --allow-static in the digest: a static model it let through is converted (and judged) again without it.
+        digest = _digest(path, args, base_dir, list(convert_flags) + (["--allow-static"] if allow_static else []))
         fresh = (not force and os.path.isfile(out) and os.path.getmtime(out) >= os.path.getmtime(path)
-                 and record.get(rel) == digest)
+                 and _recorded_digest(record.get(rel)) == digest)
         if fresh:
             results.append({"archive": path, "name": rel, "output": out, "args": args, "args_from": source,
                             "status": "up to date", "seconds": 0.0})
-            progress(f"[{len(results)}/{len(archives)}] {rel}: up to date")
+            if isinstance(record[rel], dict) and record[rel].get("static_reason"):
+                results[-1]["static_reason"] = record[rel]["static_reason"]
+            progress(f"[{len(results)}/{len(archives)}] {rel}: up to date" +
+                     (" (static, allowed by --allow-static)" if "static_reason" in results[-1] else ""))
         else:
             pending.append((path, rel, out, args, source, base_dir, digest))
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(_convert_one, cli, path, rel, out, args, source, base_dir, common, timeout):
-                   (rel, digest) for path, rel, out, args, source, base_dir, digest in pending}
+        futures = {pool.submit(_convert_one, cli, path, rel, out, args, source, base_dir, common, timeout,
+                               allow_static): (rel, digest)
+                   for path, rel, out, args, source, base_dir, digest in pending}
         for future in concurrent.futures.as_completed(futures):
             rel, digest = futures[future]
             r = future.result()
             results.append(r)
-            if r["status"] == "converted":
-                record[rel] = digest  # of the arguments as planned (None when inspect found them)
-            else:
+            if r["status"] == "converted":  # of the arguments as planned (None when inspect found them)
+                record[rel] = ({"digest": digest, "static_reason": r["static_reason"]} if "static_reason" in r
+                               else digest)
+            else:  # failed or static: tried again next time
                 record.pop(rel, None)
             progress(f"[{len(results)}/{len(archives)}] {rel}: {r['status']}" +
-                     (f" ({one_line(r['error'])})" if "error" in r else f" in {format_duration(r['seconds'])}"))
+                     (f" ({one_line(r['error'])})" if "error" in r else
+                      f" ({one_line(r['static_reason'])})" if r["status"] == "static" else
+                      f" in {format_duration(r['seconds'])}" +
+                      (" (static, allowed by --allow-static)" if "static_reason" in r else "")))
     with open(record_path + ".tmp", "w") as f:
         json.dump(record, f, indent=1, sort_keys=True)
     os.replace(record_path + ".tmp", record_path)
     results.sort(key=lambda r: r["name"])
     summary = {"archives": total, "shard": f"{shard[0]}/{shard[1]}" if shard else None, "in_shard": len(archives),
                "converted": sum(r["status"] == "converted" for r in results),
+               "static": sum(r["status"] == "static" for r in results),
                "up_to_date": sum(r["status"] == "up to date" for r in results),
-               "failed": sum(r["status"] == "failed" for r in results), "results": results}
+               "failed": sum(r["status"] == "failed" for r in results),
+               "allow_static": bool(allow_static),
+               "allowed_static": sum(r["status"] != "static" and "static_reason" in r for r in results),
+               "results": results}
     return summary
 
 
@@ -250,12 +276,22 @@ def format_table(summary):
     rows = [("archive", "status", "time", "output or error")]
     for r in summary["results"]:
         time_taken = "-" if r["status"] == "up to date" else format_duration(r["seconds"])
-        rows.append((r["name"], r["status"], time_taken, one_line(r["error"]) if "error" in r else r["output"]))
+        if "error" in r:
+            shown = r["error"]
+        elif r["status"] == "static":
+            shown = f"{r['output']}: {r['static_reason']}"
+        elif "static_reason" in r:
+            shown = f"{r['output']} (static, allowed by --allow-static: {r['static_reason']})"
+        else:
+            shown = r["output"]
+        rows.append((r["name"], r["status"], time_taken, one_line(shown)))
     width = [max(len(row[i]) for row in rows) for i in range(3)]
     lines = ["  ".join(row[i].ljust(width[i]) for i in range(3)) + "  " + row[3] for row in rows]
     shard = f" (shard {summary['shard']}: {summary['in_shard']} of {summary['archives']})" if summary["shard"] else ""
-    lines.append(f"{summary['converted']} converted, {summary['up_to_date']} up to date, {summary['failed']} failed"
-                 f"{shard}")
+    allowed = (f"; {summary['allowed_static']} static model(s) allowed by --allow-static"
+               if summary["allowed_static"] else "")
+    lines.append(f"{summary['converted']} converted, {summary['static']} static, {summary['up_to_date']} up to date, "
+                 f"{summary['failed']} failed{shard}{allowed}")
     return "\n".join(lines) + "\n"
 
 
@@ -265,20 +301,24 @@ def junit_cases(summary):
         case = {"classname": "pt2onnx.convert", "name": r["name"], "seconds": r["seconds"]}
         if r["status"] == "failed":
             case["error"] = r["error"]
+        elif r["status"] == "static":  # converted, but fixed where it should vary: a finding
+            case["failure"] = r["static_reason"]
         elif r["status"] == "up to date":
             case["skipped"] = "up to date"
         cases.append(case)
     return cases
 
 
-def cli_fleet(cli, inputs, outdir, manifest, defaults, convert_flags, workers, shard, force, summary_json, quiet):
-    """The CLI's fleet mode: returns (table, all converted, JUnit cases)."""
+def cli_fleet(cli, inputs, outdir, manifest, defaults, convert_flags, workers, shard, force, summary_json, quiet,
+              allow_static=False):
+    """The CLI's fleet mode: returns (table, all converted and none static, JUnit cases)."""
     summary = run_fleet(cli, inputs, outdir, manifest or None, defaults, convert_flags, workers,
                         parse_shard(shard) if shard else None, force,
-                        progress=(lambda line: None) if quiet else (lambda line: print(line, flush=True)))
+                        progress=(lambda line: None) if quiet else (lambda line: print(line, flush=True)),
+                        allow_static=allow_static)
     if summary_json:
         os.makedirs(os.path.dirname(summary_json) or ".", exist_ok=True)  # as --junit's directory
         with open(summary_json + ".tmp", "w") as f:
             json.dump(summary, f, indent=2)
         os.replace(summary_json + ".tmp", summary_json)
-    return format_table(summary), summary["failed"] == 0, junit_cases(summary)
+    return format_table(summary), summary["failed"] == 0 and summary["static"] == 0, junit_cases(summary)

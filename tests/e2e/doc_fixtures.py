@@ -196,7 +196,8 @@ class DocFixtures:
         torch.jit.save(torch.jit.trace(linear(5, 2, 20), torch.randn(2, 5)), str(path / "e.pt"))
 
     def _specs_json(self, path):  # the manifest: a glob for models/, e.pt by name
-        path.write_text(json.dumps({"*.pt": ["-i", "x:2x4", "-d", "x:0=batch"], "e.pt": ["-i", "x:1x5"]}))
+        path.write_text(json.dumps({"*.pt": ["-i", "x:2x4", "-d", "x:0=batch"],
+                                    "e.pt": ["-i", "x:1x5", "-d", "x:0=batch"]}))
 
     def _accepted(self, path):  # migrating.md's CI: the accepted model, an earlier export
         path.mkdir()

@@ -4,8 +4,8 @@ ARCHIVE.args file, one left to inspect, a corrupt one) converted by 2 workers; t
 reported and the rest convert and match PyTorch on another batch size; --shard 1/2 and 2/2 together
 cover the directory exactly once; a second run skips what is up to date and reconverts what changed;
 the summary JSON and the JUnit report say the same. docs/cli.md's net.pt from another directory:
-relative paths of .args files and of the manifest, a missing .npy, a multi-line error kept whole, and
-times for people. The whole torchvision zoo: tests/slow/test_fleet_zoo.py."""
+relative paths of .args files and of the manifest, a missing .npy, a multi-line error kept whole, a
+manifest entry without -d (static), and times for people. The whole torchvision zoo: tests/slow/test_fleet_zoo.py."""
 import json
 import os
 import pathlib
@@ -92,7 +92,7 @@ def test_fleet_converts_all_but_the_corrupt_archive(cli, zoo, tmp_path):
     assert "TorchScript archive" in broken["error"]
     assert {r["name"]: r["args_from"] for r in summary["results"]}["linear.pt"] == "linear.pt.args"
     assert {r["name"]: r["args_from"] for r in summary["results"]}["inspected.pt"] == "inspect"
-    assert "6 converted, 0 up to date, 1 failed" in proc.stdout
+    assert "6 converted, 0 static, 0 up to date, 1 failed" in proc.stdout
     doc = etree.parse(str(junit))
     SCHEMA.assertValid(doc)
     suite = doc.getroot().find("testsuite")
@@ -163,7 +163,7 @@ def test_fleet_paths_errors_and_times(cli, tmp_path):
     np.save(cfg / "data" / "x.npy", x)
     rest = "-i n=3 -i sizes=[3,2] -i 'state:(2x3,2x3)'"
     save_net(models / "sub" / "net.pt")
-    (models / "sub" / "net.pt.args").write_text(f"-i x=inputs/x.npy {rest}\n")
+    (models / "sub" / "net.pt.args").write_text(f"-i x=inputs/x.npy {rest} -d x:0=batch\n")
     save_net(models / "missing.pt")
     (models / "missing.pt.args").write_text(f"-i x=inputs/missing.npy {rest}\n")
     save_net(models / "other.pt")
@@ -176,7 +176,8 @@ def test_fleet_paths_errors_and_times(cli, tmp_path):
                           capture_output=True, text=True, timeout=600, cwd=elsewhere)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     summary = json.loads(summary_path.read_text())
-    assert statuses(summary) == {"erfcx.pt": "failed", "missing.pt": "failed", "other.pt": "converted",
+    # other.pt's manifest entry has no -d: its model is written, but static (test_fleet_static.py).
+    assert statuses(summary) == {"erfcx.pt": "failed", "missing.pt": "failed", "other.pt": "static",
                                  "sub/net.pt": "converted"}, summary
     assert (elsewhere / "out" / "sub" / "net.onnx").exists() and (elsewhere / "out" / "other.onnx").exists()
     errors = {r["name"]: r["error"] for r in summary["results"] if "error" in r}
@@ -195,9 +196,9 @@ def test_fleet_paths_errors_and_times(cli, tmp_path):
     assert case.find("error").text == errors["erfcx.pt"]
 
     # Durations: the table's time column and the per-archive lines.
-    (row,) = [line for line in proc.stdout.splitlines() if line.startswith("other.pt ")]
-    assert re.match(rf"other\.pt\s+converted\s+{DURATION}\s+out/other\.onnx$", row), row
-    assert re.search(rf"\] other\.pt: converted in {DURATION}$", proc.stdout, re.M), proc.stdout
+    (row,) = [line for line in proc.stdout.splitlines() if line.startswith("sub/net.pt ")]
+    assert re.match(rf"sub/net\.pt\s+converted\s+{DURATION}\s+out/sub/net\.onnx$", row), row
+    assert re.search(rf"\] sub/net\.pt: converted in {DURATION}$", proc.stdout, re.M), proc.stdout
     assert any(line.split() == ["archive", "status", "time", "output", "or", "error"]
                for line in proc.stdout.splitlines()), proc.stdout
 
