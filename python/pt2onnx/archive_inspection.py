@@ -43,6 +43,7 @@ class Candidates:
     options: list  # Options for one argument, best first
     use: object = None  # a tensor argument's argument_uses.ArgumentUse
     rule_shapes: list = dataclasses.field(default_factory=list)  # what its readers tell (argument_shapes)
+    left_out: list = dataclasses.field(default_factory=list)  # an Optional or defaulted tensor's Options
 
     @property
     def specs(self):
@@ -90,8 +91,12 @@ def _tensor_candidates(rules, name, value):
     shapes = rule_shapes
     if not shapes:
         generic = argument_shapes.GENERIC_SHAPES
+        if rules.reads_audio:  # an audio front end reshaping its waveform before the stft
+            generic = argument_shapes.WAVEFORM_SHAPES + generic
         if use.kind in ("bool", "int", "index"):
             generic = argument_shapes.MASK_SHAPES + generic
+        if use.kind == "lengths":
+            generic = argument_shapes.LENGTHS_SHAPES + generic
         shapes = [(shape, None, axes) for shape, axes in generic]
     options = []
     for shape, rule_dtype, axes in shapes:
@@ -110,7 +115,7 @@ def _candidates(rules, arg, value):
         inner = t.getElementType() if kind == "OptionalType" else t
         if inner.kind() == "TensorType" and value is not None:  # how it would be given (frozen arguments)
             found = _tensor_candidates(rules, arg.name, value)
-            return Candidates([Option("")], found.use, found.rule_shapes)
+            return Candidates([Option("")], found.use, found.rule_shapes, found.options)
         return Candidates([Option("")])
     name = arg.name
     if kind == "TensorType":
@@ -296,11 +301,8 @@ def _frozen_arguments(module, schema_args, candidates, specs):
         value = a.default_value if a.has_default_value() else None
         t = a.type.getElementType() if a.type.kind() == "OptionalType" else a.type
         if t.kind() == "TensorType":
-            shapes = c.rule_shapes or [(s, None, axes) for s, axes in argument_shapes.GENERIC_SHAPES]
-            dtypes = c.use.dtypes() if c.use else [None]
-            tried = [f"{a.name}:{_shape_text(shape, dtype or rule_dtype)}" for shape, rule_dtype, _ in shapes
-                     for dtype in dtypes]
-            spec = next((t for t in tried[:MAX_TRIES // 4] if _runs(module, specs + [t], candidates)), None)
+            tried = [o.spec for o in c.left_out[:MAX_TRIES // 4]]
+            spec = next((t for t in tried if _runs(module, specs + [t], candidates)), None)
         elif value is not None and not isinstance(value, torch.Tensor):
             spec = f"{a.name}={json.dumps(value).replace(' ', '')}"
         else:
@@ -513,10 +515,13 @@ def _axes_text(r):
     return lines
 
 
-def cli_inspect(archive, opset, output_format, input_specs):
+def cli_inspect(archive, opset, output_format, input_specs, convert_flags=()):
     """The CLI's inspect: returns (text, ok). ok: an example was found, the model exports with it and
-    matches PyTorch at the example's sizes."""
+    matches PyTorch at the example's sizes. `convert_flags`: the op-library options inspect was given
+    (--load-library, --import), which the convert line needs too."""
     report = inspect_archive(archive, opset, input_specs)
+    if convert_flags and report.get("convert_command"):
+        report["convert_command"] += "".join(" " + shlex.quote(f) for f in convert_flags)
     ok = bool(report["example"]["found"] and report["example"].get("exports")
               and not report.get("dynamic_axes_check", {}).get("error"))
     text = json.dumps(report, indent=2) + "\n" if output_format == "json" else format_text(report)

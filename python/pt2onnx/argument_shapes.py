@@ -23,6 +23,8 @@ GENERIC_SHAPES = [((BATCH, SEQUENCE), {0: B, 1: S}), ((BATCH, 3, 224, 224), {0: 
                   ((3, 224, 224), {1: H, 2: W}),  # one image, as torchvision's detection models take them
                   ((BATCH, SEQUENCE, 16), {0: B, 1: S}), ((SEQUENCE,), {0: S}), ((BATCH, 3, 64, 64), {0: B, 2: H, 3: W}),
                   ((BATCH, WAVEFORM), {0: B, 1: T}), ((1, SEQUENCE), {0: B, 1: S})]
+WAVEFORM_SHAPES = [((BATCH, WAVEFORM), {0: B, 1: T}), ((WAVEFORM,), {0: T})]
+LENGTHS_SHAPES = [((BATCH,), {0: B})]
 # A mask's or integer argument's: [batch, sequence] (a padding mask), [sequence, sequence] (an attention mask).
 MASK_SHAPES = [((BATCH, SEQUENCE), {0: B, 1: S}), ((SEQUENCE, SEQUENCE), {0: S, 1: S}), ((BATCH,), {0: B}),
                ((SEQUENCE,), {0: S})]
@@ -108,6 +110,7 @@ class ShapeRules:
 
     def __init__(self, module, graph):
         self.module, self.self_value = module, list(graph.inputs())[0]
+        self.reads_audio = "aten::stft" in graph.str()  # waveforms first for a tensor no reader shapes
 
     def tensor(self, value):
         """What a prim::GetAttr chain reads (a tensor, a number, a submodule) or a frozen constant tensor
@@ -192,7 +195,7 @@ class ShapeRules:
         if kind == "aten::_pack_padded_sequence" and index == 1:  # lengths: one per sequence of the batch
             return [((BATCH,), "int64", {0: B})]
         if kind == "aten::stft" and index == 0:  # a waveform: [N, T] or [T]
-            return [((BATCH, WAVEFORM), None, {0: B, 1: T}), ((WAVEFORM,), None, {0: T})]
+            return [(shape, None, axes) for shape, axes in WAVEFORM_SHAPES]
         if kind == "aten::layer_norm" and index == 0:
             normalized = constant(ins[1], self)
             if isinstance(normalized, list):

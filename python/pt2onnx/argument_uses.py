@@ -6,6 +6,7 @@ prim::Loop bodies (a loop's inputs are its body's parameters; a block's results 
 and, for a loop, the next iteration's parameters)."""
 import dataclasses
 import functools
+import re
 
 import torch
 
@@ -36,6 +37,7 @@ INDEX_ARGUMENTS = {"indices", "index"}
 # ScalarType codes of aten::to's dtype argument.
 SCALAR_TYPES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16", 6: "float32",
                 7: "float64", 11: "bool", 15: "bfloat16"}
+LENGTHS_NAME = re.compile(r"(^|_)(lengths?|lens|seq_lens?)$", re.IGNORECASE)
 ADDITIVE_MASK_SCALE = -1000.0  # `(1 - mask) * -10000`: a mask made additive (HF BERT's extended mask)
 
 
@@ -191,6 +193,11 @@ def argument_use(value, module_attribute, name=""):
     if found.kind is None and "mask" in name.lower():
         found.kind = "int"
         found.evidence.append("named a mask")
+    # Integers named lengths (compared with an arange to make a padding mask, or only passed on): one
+    # per sequence of the batch, at most the sequence length, as pack_padded_sequence's.
+    if found.kind in (None, "int") and LENGTHS_NAME.search(name):
+        found.kind = "lengths"
+        found.evidence.insert(0, "named lengths")
     return found
 
 

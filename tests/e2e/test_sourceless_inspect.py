@@ -209,3 +209,53 @@ def test_no_example_names_the_closest_attempt_and_the_settling_spec(cli, tmp_pat
     report, code = inspect_json(cli, archive, "-i", "x:5x7x11")  # what it asks for settles it
     assert code == 0 and report["example"]["specs"] == ["x:5x7x11"] and report["dynamic_axes"] == []
     assert shlex.split(report["convert_command"])[-2:] == ["-i", "x:5x7x11"]
+
+
+class LengthsMaskedEncoder(nn.Module):
+    """[B, T, F] features and their lengths made a padding mask (`arange >= lengths`), as torchaudio's
+    Conformer and Emformer take them: no pack_padded_sequence to tell they are lengths but the name."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(20)
+        self.proj = nn.Linear(20, 6)
+
+    def forward(self, features, lengths):
+        mask = torch.arange(features.size(1)).expand(features.size(0), -1) >= lengths.unsqueeze(1)
+        x = self.proj(self.norm(features)).masked_fill(mask.unsqueeze(-1), 0.0)
+        return x.sum(1) / lengths.unsqueeze(1).to(x.dtype)
+
+
+def test_lengths_known_by_their_name_run_as_lengths(cli, tmp_path):
+    torch.manual_seed(7)
+    archive = tmp_path / "lengths.pt"
+    torch.jit.script(LengthsMaskedEncoder().eval()).save(str(archive))
+    report, code = inspect_json(cli, archive)
+    assert code == 0, report
+    kinds = {a["name"]: a.get("use") for a in report["forward"]["arguments"]}
+    assert kinds["lengths"] == "lengths" and report["example"]["specs"][1] == "lengths:2:int64"
+    assert {"features:0=batch", "features:1=sequence", "lengths:0=batch"} <= set(report["dynamic_axes"])
+    onnx_path = convert_as_printed(cli, report, tmp_path / "lengths.onnx")
+    g = torch.Generator().manual_seed(8)
+    for batch, length in ((1, 4), (5, 13)):
+        features = torch.randn(batch, length, 20, generator=g)
+        lengths = torch.randint(1, length + 1, (batch,), generator=g)
+        outputs_match(archive, onnx_path, (features, lengths), {"features": features.numpy(), "lengths": lengths.numpy()})
+
+
+def test_torchaudio_mel_spectrogram_takes_waveforms(cli, tmp_path):
+    """torchaudio reshapes the waveform to [-1, T] before its stft: no reader shapes it, so a graph
+    with an stft tries waveforms first."""
+    import torchaudio
+    archive = tmp_path / "mel.pt"
+    front_end = nn.Sequential(torchaudio.transforms.MelSpectrogram(16000), torchaudio.transforms.AmplitudeToDB())
+    torch.jit.script(front_end.eval()).save(str(archive))
+    report, code = inspect_json(cli, archive)
+    assert code == 0, report
+    assert report["example"]["specs"] == ["input:2x16000"]
+    assert report["dynamic_axes"] == ["input:0=batch", "input:1=time"]
+    onnx_path = convert_as_printed(cli, report, tmp_path / "mel.onnx")
+    g = torch.Generator().manual_seed(9)
+    for shape in ((1, 12000), (3, 20800)):
+        wav = torch.randn(*shape, generator=g)
+        outputs_match(archive, onnx_path, (wav,), {"input": wav.numpy()}, tolerance=2e-3)
