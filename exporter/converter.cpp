@@ -309,9 +309,13 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
   std::vector<Arg> args;
   for (const torch::jit::Value* in : n->inputs()) args.push_back(env_.at(in));
   for (size_t k = 0; k < args.size(); ++k)
-    if (args[k].isNotConverted())
-      return unconvertible(n, "it reads " + n->inputs()[k]->debugName() + ", a result of " +
-                                  jit::describeNode(n->inputs()[k]->node()) + " that is " + args[k].s, false);
+    if (args[k].isNotConverted()) {
+      const torch::jit::Node* from = n->inputs()[k]->node();
+      if (from->kind() == c10::prim::Param)  // a forward() argument (userInputArg)
+        return unconvertible(n, "it reads " + args[k].s.substr(std::string("not converted: ").size()), false);
+      return unconvertible(n, "it reads " + n->inputs()[k]->debugName() + ", a result of " + jit::describeNode(from) +
+                                  " that is " + args[k].s, false);
+    }
   if (auto known = evaluateKnownNode(n, args)) {
     for (size_t k = 0; k < known->size(); ++k) env_[n->outputs()[k]] = argFromIValue((*known)[k]);
     return;
@@ -367,13 +371,13 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
       // A symbolic refusing what PyTorch refuses too (float indices to an embedding) is a mistake of
       // the example inputs, reported as that one error rather than as ops that "cannot be converted".
       if (auto rejected = pytorchRejectionOfRefusedNode(n, args, exampleDimSizesHere()))
-        throw ExportError(rejectedInputsMessage(n, args, *rejected));
+        throw ExportArgumentsError(rejectedInputsMessage(n, args, *rejected));
     } catch (const ExportError& e) {  // ONNX type inference rejected a node the symbolic built
       // Usually because PyTorch itself would reject these inputs (wrong example shapes): then that
       // is the one error, of the export and of a support report alike (no op is unsupported).
       log->debug("{}: ONNX type inference rejects the symbolic's nodes: {}", kind, e.what());
       if (auto rejected = pytorchRejectionOfRefusedNode(n, args, exampleDimSizesHere()))
-        throw ExportError(rejectedInputsMessage(n, args, *rejected));
+        throw ExportArgumentsError(rejectedInputsMessage(n, args, *rejected));
       failure = e.what();
     }
     // ONNX inference does not check all PyTorch does (a conv's channels, a Linear's in_features):
@@ -381,7 +385,7 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
     // error here, not a model that fails when it runs (a trace on the example already asked them).
     if (failure.empty() && typing_ == Typing::Static && !argumentsAcceptedByTrace_)
       if (auto rejected = pytorchRejectionOfTensorArgs(n, args, exampleDimSizesHere()))
-        throw ExportError(rejectedInputsMessage(n, args, *rejected));
+        throw ExportArgumentsError(rejectedInputsMessage(n, args, *rejected));
   }
   if (noSymbolic || !failure.empty()) {
     if (options_.operatorExportType == OperatorExportType::OnnxFallthrough) {
@@ -507,7 +511,9 @@ ir::TensorType userInputType(const ModelGraph& model, const TypeMap& types, size
   return jit::typeOfValue(v);
 }
 
-Arg userInputArg(const c10::IValue& example, ir::Value* in) {
+// `jitInput` is the graph input `in` stands for, named `name`: an argument ONNX has no input for
+// (a str, a List[str]) is not converted, so the ops that read it name it and its type.
+Arg userInputArg(const c10::IValue& example, ir::Value* in, const torch::jit::Value* jitInput, const std::string& name) {
   if (example.isInt()) return Arg::dynamicNumber(Arg::Kind::Int, in);
   if (example.isDouble()) return Arg::dynamicNumber(Arg::Kind::Double, in);
   if (example.isBool()) return Arg::dynamicNumber(Arg::Kind::Bool, in);
@@ -518,6 +524,10 @@ Arg userInputArg(const c10::IValue& example, ir::Value* in) {
 }  // namespace
 
 std::string outputName(const ModelGraph& model, size_t graphIndex, size_t k, const ExportOptions& options) {
+  if (!example.isTensor())
+    return Arg::notConverted("forward() argument '" + name + "', a " + jitInput->type()->annotation_str() +
+                             ": an ONNX model takes no such input (its inputs are tensors; numbers and lists of "
+                             "numbers become tensors)");
   if (k < options.outputNames.size()) return options.outputNames[k];
   if (graphIndex < model.outputNames.size() && !model.outputNames[graphIndex].empty())
     return model.outputNames[graphIndex];
@@ -550,15 +560,15 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
       for (const auto& [axis, name] : axes->second) {
         int64_t a = axis < 0 ? axis + type.rank() : axis;
         if (a < 0 || a >= type.rank())
-          throw ExportError("dynamic_axes['" + inputNames[i] + "'] names axis " + std::to_string(axis) +
-                            ", but input '" + inputNames[i] + "' has rank " + std::to_string(type.rank()));
+          throw ExportArgumentsError("dynamic_axes['" + inputNames[i] + "'] names axis " + std::to_string(axis) +
+                                     ", but input '" + inputNames[i] + "' has rank " + std::to_string(type.rank()));
         if (auto [it, added] = exampleDimSizes.emplace(name, (*type.shape)[a].size); !added && it->second != (*type.shape)[a].size)
           ambiguous.insert(name);
         (*type.shape)[a] = ir::Dim::symbol(name);
       }
     ir::Value* in = out.addInput(inputNames[i], type);
-    if (in->name != inputNames[i]) throw ExportError("duplicate input name '" + inputNames[i] + "'");
-    converter.bind(v, userInputArg(model.exampleInputs.at(i), in));
+    if (in->name != inputNames[i]) throw ExportArgumentsError("duplicate input name '" + inputNames[i] + "'");
+    converter.bind(v, userInputArg(model.exampleInputs.at(i), in, v, inputNames[i]));
   }
 
   for (const std::string& name : ambiguous) exampleDimSizes.erase(name);
@@ -653,8 +663,8 @@ void convertGraph(const ModelGraph& model, const TypeMap& types, const ExportOpt
       for (const auto& [axis, dimName] : axes->second) {
         int64_t a = axis < 0 ? axis + value->type.rank() : axis;
         if (a < 0 || a >= value->type.rank())
-          throw ExportError("dynamic_axes['" + name + "'] names axis " + std::to_string(axis) + ", but output '" +
-                            name + "' has rank " + std::to_string(value->type.rank()));
+          throw ExportArgumentsError("dynamic_axes['" + name + "'] names axis " + std::to_string(axis) + ", but output '" +
+                                     name + "' has rank " + std::to_string(value->type.rank()));
         (*value->type.shape)[a] = ir::Dim::symbol(dimName);
       }
     out.addOutput(value);

@@ -15,6 +15,8 @@
 #include <set>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/serialization/import.h>
@@ -56,29 +58,29 @@ void validateOptions(const ModelGraph& model, const ExportOptions& options) {
   if (model.exampleInputs.size() != model.numUserInputs) {
     std::string names;
     for (const auto& n : model.userInputNames) names += (names.empty() ? "" : ", ") + n;
-    throw ExportError("the model takes " + std::to_string(model.numUserInputs) + " inputs" +
-                      (names.empty() ? "" : " (" + names + ")") + " but " +
-                      std::to_string(model.exampleInputs.size()) + " example inputs were given");
+    throw ExportArgumentsError("the model takes " + std::to_string(model.numUserInputs) + " inputs" +
+                               (names.empty() ? "" : " (" + names + ")") + " but " +
+                               std::to_string(model.exampleInputs.size()) + " example inputs were given");
   }
   if (options.opset < kMinOpset || options.opset > kMaxOpset)
-    throw ExportError("unsupported ONNX opset version " + std::to_string(options.opset) +
-                      ": pt2onnx exports opsets " + std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
+    throw ExportArgumentsError("unsupported ONNX opset version " + std::to_string(options.opset) +
+                               ": pt2onnx exports opsets " + std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
   if (options.modulesAsFunctions && options.opset < 15)
-    throw ExportError("export_modules_as_functions needs opset 15 or later (model-local functions are ONNX IR "
-                      "version 8's); this export targets opset " + std::to_string(options.opset));
+    throw ExportArgumentsError("export_modules_as_functions needs opset 15 or later (model-local functions are ONNX IR "
+                               "version 8's); this export targets opset " + std::to_string(options.opset));
   if (options.modulesAsFunctions && options.gradients)
-    throw ExportError("export_modules_as_functions and gradients cannot be combined: the backward graph is built "
-                      "from the forward's ops, which functions would hide");
+    throw ExportArgumentsError("export_modules_as_functions and gradients cannot be combined: the backward graph is built "
+                               "from the forward's ops, which functions would hide");
   // As in torch.onnx, parameters count as inputs (after the model's own) for input_names.
   if (options.inputNames.size() > model.numUserInputs + model.paramNames.size())
-    throw ExportError(std::to_string(options.inputNames.size()) + " input names given for a model with " +
-                      std::to_string(model.numUserInputs) + " inputs and " +
-                      std::to_string(model.paramNames.size()) + " parameters");
+    throw ExportArgumentsError(std::to_string(options.inputNames.size()) + " input names given for a model with " +
+                               std::to_string(model.numUserInputs) + " inputs and " +
+                               std::to_string(model.paramNames.size()) + " parameters");
   static const std::regex domainRe("^[A-Za-z0-9_.-]+$");
   for (const auto& [domain, version] : options.customOpsets) {
     if (domain.empty() || !std::regex_match(domain, domainRe))
-      throw ExportError("invalid custom opset domain '" + domain + "'");
-    if (version < 1) throw ExportError("custom opset '" + domain + "' must have a version >= 1");
+      throw ExportArgumentsError("invalid custom opset domain '" + domain + "'");
+    if (version < 1) throw ExportArgumentsError("custom opset '" + domain + "' must have a version >= 1");
   }
 }
 
@@ -148,11 +150,11 @@ void flattenTupleAndListInputs(ModelGraph& model) {
     std::string base = i < model.userInputNames.size() ? model.userInputNames[i] : "input_" + std::to_string(i);
     const c10::IValue example = model.exampleInputs.at(i);
     if (tensorList && !example.isTensorList())
-      throw ExportError("forward() argument '" + base + "' is a " + list->str() + ": its example must be a list of tensors");
+      throw ExportArgumentsError("forward() argument '" + base + "' is a " + list->str() + ": its example must be a list of tensors");
     size_t n = tuple ? tuple->elements().size() : example.toTensorList().size();
     if (tuple && (!example.isTuple() || example.toTupleRef().elements().size() != n))
-      throw ExportError("forward() argument '" + base + "' is a " + tuple->str() + ": its example must be a tuple of " +
-                        std::to_string(n) + " values");
+      throw ExportArgumentsError("forward() argument '" + base + "' is a " + tuple->str() + ": its example must be a tuple of " +
+                                 std::to_string(n) + " values");
     std::vector<torch::jit::Value*> elements;
     for (size_t k = 0; k < n; ++k) {
       torch::jit::Value* e = model.graph->insertInput(i + 1 + k);
@@ -266,7 +268,7 @@ void applyGradientDynamicAxes(ir::Graph& out, const ModelGraph& model, const Exp
       for (const ir::Value* o : out.outputs()) all += (all.empty() ? "" : ", ") + o->name;
       for (const std::string& n : backward.seedInputs) all += (all.empty() ? "" : ", ") + n;
       std::string message = "dynamic_axes names '" + name + "', which is not an input or output of the model (" + all + ")";
-      if (options.unknownDynamicAxisIsError) throw ExportError(message);
+      if (options.unknownDynamicAxisIsError) throw ExportArgumentsError(message);
       summary.warnings.push_back(message);
       continue;
     }
@@ -275,8 +277,8 @@ void applyGradientDynamicAxes(ir::Graph& out, const ModelGraph& model, const Exp
       int64_t rank = value->type.rank();
       int64_t a = axis < 0 ? axis + rank : axis;
       if (a < 0 || a >= rank)
-        throw ExportError("dynamic_axes['" + name + "'] names axis " + std::to_string(axis) + ", but " + what + " '" +
-                          name + "' has rank " + std::to_string(rank));
+        throw ExportArgumentsError("dynamic_axes['" + name + "'] names axis " + std::to_string(axis) + ", but " + what + " '" +
+                                   name + "' has rank " + std::to_string(rank));
       (*value->type.shape)[a] = ir::Dim::symbol(dim);
     }
   }
@@ -285,10 +287,11 @@ void applyGradientDynamicAxes(ir::Graph& out, const ModelGraph& model, const Exp
 // Lowering, typing and conversion: everything before writing. Graphs are typed statically while
 // converting, which also finds every node that cannot be converted (on the paths that survive
 // specialization). With TypeInference::Run, a straight-line graph is checked before anything runs,
-// then typed by running it (exporter/type_capture). With `report`, problems are recorded there
-// instead of thrown, and the graph is left unfinished.
+// then typed by running it (exporter/type_capture). With `report`, unconvertible nodes are recorded
+// there instead of thrown, and the graph is left unfinished (finished when all convert, with
+// `wholeExport`: checkExport).
 void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::Graph& out, ExportSummary& summary,
-                           SupportReport* report = nullptr) {
+                           SupportReport* report = nullptr, bool wholeExport = false) {
   // Constant folding computes with the builtin runtime's kernels; a file export runs its example on them.
   runtime::registerBuiltinKernels();
   validateOptions(model, options);
@@ -304,8 +307,8 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
   timer.done("lower");
   // Counted after lowering, which flattens returned tuples into separate outputs.
   if (options.outputNames.size() > model.graph->outputs().size())
-    throw ExportError(std::to_string(options.outputNames.size()) + " output names given for a model with " +
-                      std::to_string(model.graph->outputs().size()) + " outputs");
+    throw ExportArgumentsError(std::to_string(options.outputNames.size()) + " output names given for a model with " +
+                               std::to_string(model.graph->outputs().size()) + " outputs");
   // Names beyond the model's inputs rename its parameters in order, as torch.onnx does.
   for (size_t k = model.numUserInputs; k < options.inputNames.size(); ++k)
     model.paramNames[k - model.numUserInputs] = options.inputNames[k];
@@ -314,11 +317,11 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
   if (typing == Typing::Captured) {
     SupportReport preflight = checkGraphSupport(*model.graph, options.opset);
     if (report) {
-      *report = std::move(preflight);
-      return;
-    }
-    if (!preflight.ok() && options.operatorExportType == OperatorExportType::Onnx)
+      *report = preflight;
+      if (!wholeExport || !preflight.ok()) return;
+    } else if (!preflight.ok() && options.operatorExportType == OperatorExportType::Onnx) {
       throw ExportError("unsupported operators: " + preflight.toText());
+    }
     timer.done("support_check");
   }
 
@@ -337,7 +340,7 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
       std::string all;
       for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
       std::string message = "dynamic_axes names '" + name + "', which is not an input or output of the model (" + all + ")";
-      if (options.unknownDynamicAxisIsError) throw ExportError(message);
+      if (options.unknownDynamicAxisIsError) throw ExportArgumentsError(message);
       summary.warnings.push_back(message);
     }
     for (size_t i = 0; i < inputNames.size(); ++i)
@@ -347,8 +350,8 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
           int64_t rank = example.isTensor() ? example.toTensor().dim() : example.isList() ? 1 : 0;
           int64_t a = axis < 0 ? axis + rank : axis;
           if (a < 0 || a >= rank)
-            throw ExportError("dynamic_axes['" + name + "'] names axis " + std::to_string(axis) + ", but input '" +
-                              name + "' has rank " + std::to_string(rank));
+            throw ExportArgumentsError("dynamic_axes['" + name + "'] names axis " + std::to_string(axis) + ", but input '" +
+                                       name + "' has rank " + std::to_string(rank));
           dynamicAxes[i].insert(a);
         }
   }
@@ -378,9 +381,10 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
               [](const UnsupportedOp& a, const UnsupportedOp& b) { return a.op < b.op; });
     if (report) {
       *report = std::move(found);
-      return;
+      if (!wholeExport || !report->ok()) return;
+    } else if (!found.ok()) {
+      throw ExportError("unsupported operators: " + found.toText());
     }
-    if (!found.ok()) throw ExportError("unsupported operators: " + found.toText());
   }
   timer.done("convert");
   onnx_passes::OnnxPassOptions passes;
@@ -395,9 +399,9 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
 }
 
 void buildOnnxGraph(ModelGraph& model, const ExportOptions& options, ir::Graph& out, ExportSummary& summary,
-                    SupportReport* report = nullptr) {
-  buildOnnxGraphForward(model, options, out, summary, report);
-  if (report) return;  // a support report: nothing to finish
+                    SupportReport* report = nullptr, bool wholeExport = false) {
+  buildOnnxGraphForward(model, options, out, summary, report, wholeExport);
+  if (report && (!wholeExport || !report->ok())) return;  // a support report: nothing to finish
   PhaseTimer timer(summary.secondsByPhase);
   if (options.gradients) {
     progress::phase("building the backward graph");
@@ -626,6 +630,70 @@ SupportReport checkSupport(ModelGraph& model, const ExportOptions& options) {
 }
 
 // The example inputs by their ONNX input names, for the example run.
+std::vector<std::pair<std::string, c10::IValue>> namedExamples(const ModelGraph& model, const ExportOptions& options);
+
+namespace {
+
+uint64_t initializerBytes(const ir::Graph& graph) {
+  uint64_t total = 0;
+  for (const ir::Initializer& init : graph.initializers()) total += init.data->nbytes;
+  return total;
+}
+
+// What exportToFile does after building the graph, without leaving a file: validated as written and
+// run on the example in memory; a model above the external-data threshold (which only a file can
+// hold) is written to a temporary directory, removed afterwards.
+void validateAndRun(const ModelGraph& model, const ExportOptions& options, const ir::Graph& out,
+                    SupportReport& report, ExportSummary& summary) {
+  writer::WriteOptions write = writeOptions(model, options);
+  bool runs = options.runOnExample && !options.gradients;
+  ExampleRun run;
+  if (initializerBytes(out) <= write.externalDataThreshold) {
+    std::string bytes = writer::serializeModel(out, write, &summary.warnings);
+    report.validated = true;
+    if (runs) run = runOnExampleBytes(bytes, namedExamples(model, options));
+  } else {
+    std::error_code ignored;
+    std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                ("pt2onnx-report-" + std::to_string(::getpid()) + "-" +
+                                 std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    std::filesystem::create_directories(dir);
+    try {
+      std::string path = (dir / "model.onnx").string();
+      writer::WriteResult written = writer::writeModel(out, write, path);
+      summary.warnings.insert(summary.warnings.end(), written.warnings.begin(), written.warnings.end());
+      report.validated = true;
+      if (runs) run = runOnExample(path, namedExamples(model, options));
+    } catch (...) {
+      std::filesystem::remove_all(dir, ignored);
+      throw;
+    }
+    std::filesystem::remove_all(dir, ignored);
+  }
+  report.ranOnExample = run.ran;
+  report.exampleRunSkipped = run.skipped;
+}
+
+}  // namespace
+
+SupportReport checkExport(ModelGraph& model, const ExportOptions& options) {
+  progress::Scope showProgress(options.progress);
+  SupportReport report;
+  report.opset = options.opset;
+  ExportSummary summary;
+  ir::Graph out;
+  try {
+    buildOnnxGraph(model, options, out, summary, &report, /*wholeExport=*/true);
+    if (report.ok()) validateAndRun(model, options, out, report, summary);
+  } catch (const ExportArgumentsError&) {
+    throw;
+  } catch (const ExportError& e) {
+    report.exportError = messageOf(e);
+  }
+  if (options.logWarnings) logWarnings(summary);
+  return report;
+}
+
 std::vector<std::pair<std::string, c10::IValue>> namedExamples(const ModelGraph& model, const ExportOptions& options) {
   std::vector<std::pair<std::string, c10::IValue>> examples;
   std::vector<std::string> names = finalInputNames(model, options);

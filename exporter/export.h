@@ -15,6 +15,7 @@
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "common/errors.h"
 #include "common/opsets.h"
 #include "exporter/onnx_passes/onnx_passes.h"
 #include "gradient/backward.h"
@@ -24,6 +25,14 @@ namespace pt2onnx {
 enum class TrainingMode { Eval, Preserve, Training };
 enum class OperatorExportType { Onnx, OnnxFallthrough };
 enum class TypeInference { Static, Run };
+
+// The export's options or example inputs do not fit the model (a dynamic axis naming no input, an
+// example PyTorch itself rejects): an error of the caller's arguments, not a finding about the model
+// (`pt2onnx report` exits 2 on it, 1 on what does not convert).
+class ExportArgumentsError : public ExportError {
+ public:
+  using ExportError::ExportError;
+};
 
 // Training-graph export (docs/gradients.md): the backward appended to the forward, with a seed
 // input <y>_grad per differentiable output and a <x>_grad output per requested tensor.
@@ -135,7 +144,14 @@ struct SupportReport {
   int opset = 0;
   size_t nodesChecked = 0;
   std::vector<UnsupportedOp> unsupported;  // sorted by op name
-  bool ok() const { return unsupported.empty(); }
+  // checkExport only: why the export fails where every op converts (the ONNX checker, the run on the
+  // example...), as the export's message; and, when it does not, that the model was validated and
+  // whether it ran on the example (why not, when it was not run).
+  std::string exportError;
+  bool validated = false;
+  bool ranOnExample = false;
+  std::string exampleRunSkipped;
+  bool ok() const { return unsupported.empty() && exportError.empty(); }
   std::string toText() const;
   std::string toJson() const;
 };
@@ -173,6 +189,12 @@ ModelGraph graphFromIR(std::shared_ptr<torch::jit::Graph> graph, std::vector<c10
 
 // Lowers the graph (in place) and checks every node, in every block, against the registry.
 SupportReport checkSupport(ModelGraph& model, const ExportOptions& options);
+// `pt2onnx report`: the export exportToFile makes, without writing it. Every node that cannot be
+// converted is listed (not only the first); when all convert, the model is finished, validated as
+// written (onnx checker, strict shape inference) and, with options.runOnExample, run on the example.
+// An ExportError of any of these steps is recorded as exportError; an ExportArgumentsError (the
+// options or example inputs do not fit the model) is thrown, as the export throws it.
+SupportReport checkExport(ModelGraph& model, const ExportOptions& options);
 
 // Converts the forward (throwing like an export when it does not convert) and lists the ops on the
 // differentiable path of options.gradients (all parameters and inputs when unset) that have no

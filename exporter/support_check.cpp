@@ -66,8 +66,18 @@ SupportReport checkGraphSupport(const torch::jit::Graph& graph, int opset) {
 
 std::string SupportReport::toText() const {
   std::ostringstream ss;
+  if (!exportError.empty()) {
+    ss << "the model does not convert to ONNX opset " << opset << ": " << exportError << "\n";
+    return ss.str();
+  }
   if (ok()) {
     ss << "all " << nodesChecked << " nodes convert to ONNX opset " << opset << "\n";
+    if (validated) {
+      ss << "  the converted model passes the ONNX checker and strict shape inference";
+      if (ranOnExample) ss << ", and runs on the example inputs in pt2onnx's runtime: outputs of the declared shapes";
+      else if (!exampleRunSkipped.empty()) ss << "; not run on the example: " << exampleRunSkipped;
+      ss << "\n";
+    }
     return ss.str();
   }
   size_t total = 0;
@@ -101,7 +111,11 @@ std::string SupportReport::toJson() const {
     for (size_t k = 0; k < op.scopes.size(); ++k) ss << (k ? ", " : "") << "\"" << jsonEscape(op.scopes[k]) << "\"";
     ss << "], \"reason\": \"" << jsonEscape(op.reason) << "\"}";
   }
-  ss << "]}";
+  ss << "], \"export_error\": ";
+  if (exportError.empty()) ss << "null";
+  else ss << "\"" << jsonEscape(exportError) << "\"";
+  ss << ", \"validated\": " << (validated ? "true" : "false") << ", \"ran_on_example\": "
+     << (ranOnExample ? "true" : "false") << "}";
   return ss.str();
 }
 

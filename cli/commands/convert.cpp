@@ -9,6 +9,7 @@
 
 #include "cli/commands/commands.h"
 #include "cli/commands/format_duration.h"
+#include "cli/commands/frozen_arguments.h"
 #include "cli/commands/junit.h"
 #include "cli/commands/model_source.h"
 #include "cli/commands/python_source.h"
@@ -194,10 +195,8 @@ void runConvert(ConvertOptions o) {
                       "mode and cannot hold autograd.Functions");
   auto start = std::chrono::steady_clock::now();
   ModelGraph model = loadModel(o.source);
-  ExportOptions options;
-  options.opset = o.source.opset;
-  options.dynamicAxes = dynamicAxesOf(o.source);
-  options.unknownDynamicAxisIsError = true;
+  std::vector<std::string> frozen = frozenArgumentLines(model, o.source.inputShapes);  // before the export binds them
+  ExportOptions options = exportOptionsOf(o.source);
   options.inputNames = o.inputNames;
   options.outputNames = o.outputNames;
   options.exportParams = !o.noExportParams;
@@ -207,7 +206,6 @@ void runConvert(ConvertOptions o) {
   options.customOpsets = parseCustomOpsets(o.customOpsets);
   if (o.externalDataThreshold) options.externalDataThreshold = o.externalDataThreshold;
   options.typeInference = o.typeInference == "run" ? TypeInference::Run : TypeInference::Static;
-  options.progress = !isQuiet();
   if (!o.gradients.empty()) options.gradients = parseGradients(o.gradients);
   if (!o.modulesAsFunctions.empty()) options.modulesAsFunctions = parseModulesAsFunctions(o.modulesAsFunctions);
   options.runOnExample = !o.noExampleRun;
@@ -238,6 +236,7 @@ void runConvert(ConvertOptions o) {
   if (options.gradients) printGradientInterface(summary.gradientSeeds, summary.gradientOutputs);
 }
 
+  for (const std::string& line : frozen) out << line << "\n";
 }  // namespace
 
 void addConvertCommand(CLI::App& app, int& exitCode) {

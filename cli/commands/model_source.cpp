@@ -63,6 +63,15 @@ std::map<std::string, std::map<int64_t, std::string>> dynamicAxesOf(const ModelS
 }
 
 GradientExport parseGradients(const std::string& spec) {
+ExportOptions exportOptionsOf(const ModelSourceOptions& opts) {
+  ExportOptions options;
+  options.opset = opts.opset;
+  options.dynamicAxes = dynamicAxesOf(opts);
+  options.unknownDynamicAxisIsError = true;
+  options.progress = !isQuiet();
+  return options;
+}
+
   GradientExport g;
   if (spec == "parameters") return g;
   g.wrt = spec == "all" ? GradientExport::Wrt::ParametersAndInputs : GradientExport::Wrt::Named;

@@ -15,11 +15,18 @@ struct ReportOptions {
   std::string gradients;
   AutogradFunctionOptions autograd;
   std::string junit;
+  std::string typeInference = "static";
+  bool noExampleRun = false;
 };
 
 // One failing test case per op kind that does not convert; one passing case when every op does.
 std::vector<JUnitCase> junitCases(const SupportReport& report, const std::string& classname) {
   std::vector<JUnitCase> cases;
+  if (!report.exportError.empty()) {
+    JUnitCase c{classname, "the export at opset " + std::to_string(report.opset)};
+    c.failure = report.exportError;
+    cases.push_back(std::move(c));
+  }
   for (const UnsupportedOp& op : report.unsupported) {
     JUnitCase c{classname, op.op + " at opset " + std::to_string(report.opset)};
     c.failure = std::to_string(op.count) + " node(s) of " + op.op + " cannot be converted to ONNX opset " +
@@ -41,6 +48,9 @@ std::vector<JUnitCase> runReport(ReportOptions& o, int& exitCode) {
   JUnitCase whole{classname, "every op converts at opset " + std::to_string(source.opset)};
   if (validateModelSource(source)) {
     bool ok = reportPythonModel(source.python, source.opset, o.format, "EVAL", o.gradients, o.autograd,
+    if (o.typeInference != "static" || o.noExampleRun)
+      throw ExportError("--type-inference and --no-example-run apply to archives in report: a --python model's "
+                        "report lists the ops that do not convert");
                                 source.inputShapes);
     if (!ok) whole.failure = "some ops do not convert at opset " + std::to_string(source.opset) + " (see the report)";
     exitCode = ok ? 0 : kExitFindings;
@@ -50,8 +60,9 @@ std::vector<JUnitCase> runReport(ReportOptions& o, int& exitCode) {
     throw ExportError("--autograd-functions and --autograd-function-mode apply to --python models; archives "
                       "cannot hold autograd.Functions");
   ModelGraph model = loadModel(source);
-  ExportOptions options;
-  options.opset = source.opset;
+  ExportOptions options = exportOptionsOf(source);  // as convert's: the same -d, --opset and checks
+  options.typeInference = o.typeInference == "run" ? TypeInference::Run : TypeInference::Static;
+  options.runOnExample = !o.noExampleRun;
   if (!o.gradients.empty()) {
     options.gradients = parseGradients(o.gradients);
     GradientSupportReport report = checkGradientSupport(model, options);
@@ -64,7 +75,8 @@ std::vector<JUnitCase> runReport(ReportOptions& o, int& exitCode) {
     }
     return {whole};
   }
-  SupportReport report = checkSupport(model, options);
+  SupportReport report = checkExport(model, options);
+  report.exportError = withMadeUpExampleHint(report.exportError, source.inputShapes);  // as convert says it
   std::cout << (o.format == "json" ? report.toJson() + "\n" : report.toText());
   exitCode = report.ok() ? 0 : kExitFindings;
   return junitCases(report, classname);
@@ -78,6 +90,9 @@ void addReportCommand(CLI::App& app, int& exitCode) {
       "report", "List every operator of the model that cannot be converted at the target opset, with "
                 "counts, PyTorch source locations, module scopes and the lowest opset that supports it. "
                 "autograd.Functions a --python model would export as com.microsoft::PythonOp (which standard "
+                "An archive is checked by the conversion `convert` makes with the same -i, -d and --opset, "
+                "without writing: when every operator converts, the model is validated and run on the example "
+                "as convert does, and a failure there is reported with its message. "
                 "ONNX Runtime cannot run) are listed too. "
                 "Exit status: 0 when everything converts, 1 when something does not, 2 on errors.");
   addModelSourceOptions(*cmd, opts->source);
@@ -87,6 +102,12 @@ void addReportCommand(CLI::App& app, int& exitCode) {
                   "see convert --gradients): parameters | all | NAME,NAME,...");
   addAutogradFunctionOptions(*cmd, opts->autograd);
   cmd->add_option("--junit", opts->junit,
+  cmd->add_option("--type-inference", opts->typeInference,
+                  "As convert's: 'static' (default) or 'run' (type a straight-line archive by running it)")
+      ->check(CLI::IsMember({"static", "run"}))
+      ->capture_default_str();
+  cmd->add_flag("--no-example-run", opts->noExampleRun,
+                "As convert's: do not run the converted model on the example inputs");
                   "Also write the result as a JUnit XML report: one failing test case per operator kind that does not "
                   "convert (one passing case when everything converts)");
   cmd->callback([opts, &exitCode] {
