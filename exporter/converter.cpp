@@ -518,16 +518,16 @@ Arg userInputArg(const c10::IValue& example, ir::Value* in, const torch::jit::Va
   if (example.isDouble()) return Arg::dynamicNumber(Arg::Kind::Double, in);
   if (example.isBool()) return Arg::dynamicNumber(Arg::Kind::Bool, in);
   if (example.isIntList() || example.isDoubleList() || example.isBoolList()) return Arg::dynamicList(in);
+  if (!example.isTensor())
+    return Arg::notConverted("forward() argument '" + name + "', a " + jitInput->type()->annotation_str() +
+                             ": an ONNX model takes no such input (its inputs are tensors; numbers and lists of "
+                             "numbers become tensors)");
   return Arg(in);
 }
 
 }  // namespace
 
 std::string outputName(const ModelGraph& model, size_t graphIndex, size_t k, const ExportOptions& options) {
-  if (!example.isTensor())
-    return Arg::notConverted("forward() argument '" + name + "', a " + jitInput->type()->annotation_str() +
-                             ": an ONNX model takes no such input (its inputs are tensors; numbers and lists of "
-                             "numbers become tensors)");
   if (k < options.outputNames.size()) return options.outputNames[k];
   if (graphIndex < model.outputNames.size() && !model.outputNames[graphIndex].empty())
     return model.outputNames[graphIndex];

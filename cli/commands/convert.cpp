@@ -232,11 +232,11 @@ void runConvert(ConvertOptions o) {
     first = false;
   }
   out << ")\n";
+  for (const std::string& line : frozen) out << line << "\n";
   printExampleRun(summary.ranOnExample, summary.exampleRunSkipped);
   if (options.gradients) printGradientInterface(summary.gradientSeeds, summary.gradientOutputs);
 }
 
-  for (const std::string& line : frozen) out << line << "\n";
 }  // namespace
 
 void addConvertCommand(CLI::App& app, int& exitCode) {

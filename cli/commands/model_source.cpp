@@ -62,7 +62,6 @@ std::map<std::string, std::map<int64_t, std::string>> dynamicAxesOf(const ModelS
   return axes;
 }
 
-GradientExport parseGradients(const std::string& spec) {
 ExportOptions exportOptionsOf(const ModelSourceOptions& opts) {
   ExportOptions options;
   options.opset = opts.opset;
@@ -72,6 +71,7 @@ ExportOptions exportOptionsOf(const ModelSourceOptions& opts) {
   return options;
 }
 
+GradientExport parseGradients(const std::string& spec) {
   GradientExport g;
   if (spec == "parameters") return g;
   g.wrt = spec == "all" ? GradientExport::Wrt::ParametersAndInputs : GradientExport::Wrt::Named;

@@ -29,11 +29,11 @@ bool validateModelSource(const ModelSourceOptions& opts);
 ModelGraph loadModel(const ModelSourceOptions& opts);
 // --dynamic-axis values as the exporter's map.
 std::map<std::string, std::map<int64_t, std::string>> dynamicAxesOf(const ModelSourceOptions& opts);
-
-// How a --python model's autograd.Functions are exported (convert, report, verify).
 // The export options -d and --opset set (a -d naming no input or output is an error; progress unless
 // -q): convert and report start from these, so that both decide alike.
 ExportOptions exportOptionsOf(const ModelSourceOptions& opts);
+
+// How a --python model's autograd.Functions are exported (convert, report, verify).
 struct AutogradFunctionOptions {
   std::string mode = "auto";            // --autograd-functions: auto | inline | python_op
   std::vector<std::string> overrides;  // --autograd-function-mode module.QualName=MODE, repeatable

@@ -47,10 +47,10 @@ std::vector<JUnitCase> runReport(ReportOptions& o, int& exitCode) {
   std::string classname = "pt2onnx.report." + (source.python.empty() ? source.modelPath : source.python);
   JUnitCase whole{classname, "every op converts at opset " + std::to_string(source.opset)};
   if (validateModelSource(source)) {
-    bool ok = reportPythonModel(source.python, source.opset, o.format, "EVAL", o.gradients, o.autograd,
     if (o.typeInference != "static" || o.noExampleRun)
       throw ExportError("--type-inference and --no-example-run apply to archives in report: a --python model's "
                         "report lists the ops that do not convert");
+    bool ok = reportPythonModel(source.python, source.opset, o.format, "EVAL", o.gradients, o.autograd,
                                 source.inputShapes);
     if (!ok) whole.failure = "some ops do not convert at opset " + std::to_string(source.opset) + " (see the report)";
     exitCode = ok ? 0 : kExitFindings;
@@ -89,10 +89,10 @@ void addReportCommand(CLI::App& app, int& exitCode) {
   CLI::App* cmd = app.add_subcommand(
       "report", "List every operator of the model that cannot be converted at the target opset, with "
                 "counts, PyTorch source locations, module scopes and the lowest opset that supports it. "
-                "autograd.Functions a --python model would export as com.microsoft::PythonOp (which standard "
                 "An archive is checked by the conversion `convert` makes with the same -i, -d and --opset, "
                 "without writing: when every operator converts, the model is validated and run on the example "
                 "as convert does, and a failure there is reported with its message. "
+                "autograd.Functions a --python model would export as com.microsoft::PythonOp (which standard "
                 "ONNX Runtime cannot run) are listed too. "
                 "Exit status: 0 when everything converts, 1 when something does not, 2 on errors.");
   addModelSourceOptions(*cmd, opts->source);
@@ -101,13 +101,13 @@ void addReportCommand(CLI::App& app, int& exitCode) {
                   "Instead, list the ops on the differentiable path that have no gradient (a training-graph export, "
                   "see convert --gradients): parameters | all | NAME,NAME,...");
   addAutogradFunctionOptions(*cmd, opts->autograd);
-  cmd->add_option("--junit", opts->junit,
   cmd->add_option("--type-inference", opts->typeInference,
                   "As convert's: 'static' (default) or 'run' (type a straight-line archive by running it)")
       ->check(CLI::IsMember({"static", "run"}))
       ->capture_default_str();
   cmd->add_flag("--no-example-run", opts->noExampleRun,
                 "As convert's: do not run the converted model on the example inputs");
+  cmd->add_option("--junit", opts->junit,
                   "Also write the result as a JUnit XML report: one failing test case per operator kind that does not "
                   "convert (one passing case when everything converts)");
   cmd->callback([opts, &exitCode] {
