@@ -98,6 +98,9 @@ const std::map<std::string, Rule>& rules() {
          if (a[3].isNone()) return uniqueFlat(a);
          return uniqueAlong(typeOfArg(a[0]), constInt(a[3]));
        }},
+      // torchvision's nms keeps the boxes the others do not suppress: [?] indices. (Stand-ins of ones
+      // or a ramp suppress none, which would make the example's box count the output's size.)
+      {"torchvision::nms", [](const std::vector<Arg>&) { return std::vector<TensorType>{vector(DType::Int64)}; }},
       {"aten::bincount",
        [](const std::vector<Arg>& a) {
          return std::vector<TensorType>{vector(a[1].isNone() ? DType::Int64 : typeOfArg(a[1]).dtype)};

@@ -67,6 +67,7 @@ std::vector<std::string> fleetConvertFlags(const ConvertOptions& o) {
   if (o.externalDataThreshold) flags.push_back("--external-data-threshold=" + std::to_string(o.externalDataThreshold));
   if (o.typeInference != "static") flags.push_back("--type-inference=" + o.typeInference);
   for (const auto& c : o.customOpsets) flags.push_back("--custom-opset=" + c);
+  for (const auto& f : opLibraryFlags(o.source.opLibraries)) flags.push_back(f);
   return flags;
 }
 
@@ -83,6 +84,7 @@ bool runFleet(const ConvertOptions& o) {
   std::vector<std::string> defaults;
   for (const auto& s : o.source.inputShapes) defaults.insert(defaults.end(), {"-i", s});
   for (const auto& d : o.source.dynamicAxes) defaults.insert(defaults.end(), {"-d", d});
+  loadOpLibraries(o.source.opLibraries, "");  // checked once here; each archive's process loads them again
   std::vector<std::string> self = selfCommand();
   return runWithPython([&](pybind11::module_) {
     pybind11::tuple result = pybind11::module_::import("pt2onnx.fleet").attr("cli_fleet")(
@@ -150,6 +152,7 @@ std::string withoutOutputError(const ConvertOptions& o) {
   if (isFleet(o)) return "-o OUTDIR is required: the directory the fleet's ONNX models are written to";
   if (validateModelSource(o.source) || !o.source.inputShapes.empty()) return "--output (-o OUT.onnx) is required";
   const std::string& path = o.source.modelPath;
+  loadOpLibraries(o.source.opLibraries, path);
   ModelGraph model = loadTorchScript(path);  // classifies the file: missing, not an archive...
   std::string options = requiredArgumentOptions(model.forwardArguments);
   std::string onnxPath = std::filesystem::path(path).replace_extension(".onnx").string();
@@ -189,6 +192,7 @@ void runPythonConvert(const ConvertOptions& o) {
 }
 
 void runConvert(ConvertOptions o) {
+  loadOpLibraries(o.source.opLibraries, o.source.python.empty() ? o.source.modelPath : "");
   if (validateModelSource(o.source)) return runPythonConvert(o);
   if (o.training != "eval" || o.autograd.given())
     throw ExportError("--training and --autograd-functions apply to --python models; archives are exported in eval "

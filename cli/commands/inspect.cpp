@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "cli/commands/commands.h"
+#include "cli/commands/op_libraries.h"
 #include "cli/commands/python_source.h"
 #include "common/errors.h"
 #include "common/opsets.h"
@@ -18,6 +19,7 @@ struct InspectOptions {
   int opset = kDefaultOpset;
   std::vector<std::string> inputSpecs;
   std::string format = "text";
+  OpLibraryOptions opLibraries;
 };
 
 }  // namespace
@@ -44,10 +46,16 @@ void addInspectCommand(CLI::App& app, int& exitCode) {
                   "repeatable")
       ->take_all();
   cmd->add_option("--format", opts->format, "Output format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  addOpLibraryOptions(*cmd, opts->opLibraries);
   cmd->callback([opts, &exitCode] {
+    loadOpLibraries(opts->opLibraries, opts->modelPath);
+    std::vector<std::string> convertFlags;  // the convert line needs the op libraries too
+    for (const auto& library : opts->opLibraries.libraries) convertFlags.insert(convertFlags.end(), {"--load-library", library});
+    for (const auto& module : opts->opLibraries.imports) convertFlags.insert(convertFlags.end(), {"--import", module});
     bool ok = runWithPython([&](py::module_) {
       py::tuple result = py::module_::import("pt2onnx.archive_inspection")
-                             .attr("cli_inspect")(opts->modelPath, opts->opset, opts->format, opts->inputSpecs);
+                             .attr("cli_inspect")(opts->modelPath, opts->opset, opts->format, opts->inputSpecs,
+                                                  convertFlags);
       std::cout << result[0].cast<std::string>();
       return result[1].cast<bool>();
     });

@@ -34,6 +34,7 @@ void addModelSourceOptions(CLI::App& cmd, ModelSourceOptions& opts) {
       ->check(CLI::Range(kMinOpset, kMaxOpset))
       ->each([&opts](const std::string&) { opts.opsetGiven = true; })
       ->capture_default_str();
+  addOpLibraryOptions(cmd, opts.opLibraries);
 }
 
 bool validateModelSource(const ModelSourceOptions& opts) {

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/commands/op_libraries.h"
 #include "exporter/export.h"
 
 namespace pt2onnx::cli {
@@ -19,13 +20,14 @@ struct ModelSourceOptions {
   std::vector<std::string> dynamicAxes;
   int opset = kDefaultOpset;
   bool opsetGiven = false;  // --opset was passed
+  OpLibraryOptions opLibraries;  // --load-library, --import
 };
 
 void addModelSourceOptions(CLI::App& cmd, ModelSourceOptions& opts);
 // Checks that exactly one of the archive and --python is given; returns true for --python. -i and -d
 // apply to both: with --python, -i replaces the example arguments it names (cli_entry.py).
 bool validateModelSource(const ModelSourceOptions& opts);
-// Loads the archive and builds example inputs from --input-shape.
+// Loads the archive and builds example inputs from --input-shape (after loadOpLibraries).
 ModelGraph loadModel(const ModelSourceOptions& opts);
 // --dynamic-axis values as the exporter's map.
 std::map<std::string, std::map<int64_t, std::string>> dynamicAxesOf(const ModelSourceOptions& opts);

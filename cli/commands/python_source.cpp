@@ -60,8 +60,10 @@ PythonScope::~PythonScope() {
   }
 }
 
+bool cliRunsInsidePython() { return Py_IsInitialized() && !PythonScope::embedded_; }
+
 std::vector<std::string> selfCommand() {
-  if (Py_IsInitialized() && !PythonScope::embedded_) {
+  if (cliRunsInsidePython()) {
     py::gil_scoped_acquire gil;
     return {py::module_::import("sys").attr("executable").cast<std::string>(), "-m", "pt2onnx_cli"};
   }

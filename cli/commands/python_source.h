@@ -52,10 +52,14 @@ class PythonScope {
 
  private:
   friend std::vector<std::string> selfCommand();
+  friend bool cliRunsInsidePython();
   static bool embedded_;  // an embedded interpreter is running
   std::unique_ptr<pybind11::scoped_interpreter> interpreter_;
   std::unique_ptr<pybind11::gil_scoped_acquire> gil_;
 };
+// Whether the CLI runs inside a Python process (the console script), whose interpreter outlives the
+// command, rather than in the native executable, which embeds one per PythonScope.
+bool cliRunsInsidePython();
 // The command line that runs this CLI again (the fleet's worker processes): the native executable,
 // or `python -m pt2onnx_cli` with the Python the CLI runs inside.
 std::vector<std::string> selfCommand();

@@ -46,6 +46,7 @@ std::vector<JUnitCase> runReport(ReportOptions& o, int& exitCode) {
   ModelSourceOptions& source = o.source;
   std::string classname = "pt2onnx.report." + (source.python.empty() ? source.modelPath : source.python);
   JUnitCase whole{classname, "every op converts at opset " + std::to_string(source.opset)};
+  loadOpLibraries(source.opLibraries, source.python.empty() ? source.modelPath : "");
   if (validateModelSource(source)) {
     if (o.typeInference != "static" || o.noExampleRun)
       throw ExportError("--type-inference and --no-example-run apply to archives in report: a --python model's "

@@ -62,6 +62,7 @@ std::map<std::string, std::pair<double, double>> parseTolerances(const std::vect
 
 bool runVerify(const VerifyOptions& o) {
   validateModelSource(o.source);  // -i and -d apply to --python models too (cli_entry.load_model)
+  loadOpLibraries(o.source.opLibraries, o.source.python.empty() ? o.source.modelPath : "");
   std::map<std::string, std::string> files = parseFiles("--input", o.inputs);
   std::vector<std::map<std::string, std::string>> sets;
   for (const auto& set : o.inputSets) {

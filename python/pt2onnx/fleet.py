@@ -221,7 +221,9 @@ def run_fleet(cli, inputs, outdir, manifest_path=None, defaults=(), convert_flag
             record = json.load(f)
     except (OSError, json.JSONDecodeError):
         record = {}
-    common = {"convert": list(convert_flags), "inspect": [a for a in convert_flags if a.startswith("--opset")]}
+    # inspect reads the archive too: with the op libraries (--load-library, --import) convert loads
+    common = {"convert": list(convert_flags),
+              "inspect": [a for a in convert_flags if a.startswith(("--opset", "--load-library", "--import"))]}
     results, pending = [], []
     for path, rel in archives:
         out = _output_path(outdir, rel)

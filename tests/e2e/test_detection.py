@@ -13,6 +13,7 @@ from torchvision import ops
 
 import pt2onnx
 from samples import detection_check, ort
+from tests.e2e.sourceless_archives import scored_faster_rcnn
 
 
 def random_boxes(n, size=100.0, generator=None):
@@ -196,23 +197,6 @@ def test_mask_pasting_matches_torch_on_other_boxes_and_image_sizes(tmp_path):
 
 
 # ---------------------------------------------------------------- a whole detection model
-
-
-def scored_faster_rcnn():
-    """fasterrcnn_mobilenet_v3_large_320_fpn, untrained, eval. Untrained, every box scores alike (and
-    the top 100 of equal scores is any 100): random heads and BatchNorm statistics taken from a few
-    images give distinct scores."""
-    torch.manual_seed(0)
-    model = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_320_fpn(
-        weights=None, weights_backbone=None, box_score_thresh=0.0).eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "head" in name:
-                p.normal_(0, 0.05)
-        model.backbone.train()
-        for _ in range(3):
-            model.backbone(torch.rand(2, 3, 320, 320) * 2 - 0.5)
-    return model.eval()
 
 
 @pytest.mark.parametrize("opset", [17, 21])

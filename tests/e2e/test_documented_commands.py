@@ -342,6 +342,12 @@ TABLE = {
                   ("[--autograd-functions auto|inline|python_op]", "--autograd-functions python_op"),
                   ("[--training eval|train|preserve]", "")])],
     # docs/cli.md
+    "pt2onnx convert model.pt -o model.onnx -i x:2x4 -d x:0=batch --load-library ./libmy_ops.so --import my_ops_onnx":
+        Unrun("needs a compiled op library: tests/e2e/test_op_libraries.py compiles one and converts with these "
+              "options (test_load_library_and_import_of_a_converter_convert_a_user_op)"),
+    "pt2onnx convert detector.pt -o detector.onnx -i image:3x320x320": Unrun(
+        "tests/e2e/test_op_libraries.py traces a detector, runs this line and compares the model with torch.jit.load "
+        "(test_traced_detection_archive_converts_and_matches_torch_jit_load)"),
     "pt2onnx convert net.pt -o net.onnx " + NET_SPECS + " -d x:0=batch": [Run(
         0, files={"net.pt": "net.pt"}, check=check_net_inputs_and_numbers)],
     "pt2onnx convert net.pt -o net.onnx " + NET_SPECS + " -i mask:2x3:bool": [Run(
