@@ -83,10 +83,11 @@ def _same_shape_successors(use):
 
 
 def _unsqueezed_back(shape, axes, dim):
-    """An unsqueeze(dim)'s output shape taken back to its input: the axis removed (it must be 1)."""
+    """An unsqueeze(dim)'s output shape taken back to its input: the axis removed (whatever size the
+    reader's rule gave it: a conv's batch of an unbatched image made [1, C, H, W])."""
     rank = len(shape)
     dim = dim + rank if dim < 0 else dim
-    if not 0 <= dim < rank or shape[dim] != 1:
+    if not 0 <= dim < rank:
         return None
     return (shape[:dim] + shape[dim + 1:],
             {(a if a < dim else a - 1): d for a, d in axes.items() if a != dim})
@@ -224,8 +225,18 @@ class ShapeRules:
 
 def axes_for_given_shape(name, shape, rule_shapes):
     """The axes that may vary of tensor argument `name` given with -i at `shape`: those of the first rule
-    shape of its rank, else batch for the first axis of a tensor of rank 2 or more and a dim of its own
-    (NAME_dimK) for each other axis."""
+    shape, else generic shape, that it fits (its rank, and its sizes on the axes that do not vary: the
+    channels); else of the first rule shape of its rank; else batch for the first axis of a tensor of
+    rank 2 or more and a dim of its own (NAME_dimK) for each other axis."""
+    def fits(candidate, axes):  # the same rank, and the same size on every axis that does not vary
+        return len(candidate) == len(shape) and all(a in axes or c == g for a, (c, g) in enumerate(zip(candidate, shape)))
+
+    for candidate, _, axes in rule_shapes:
+        if fits(candidate, axes):
+            return dict(axes)
+    for candidate, axes in GENERIC_SHAPES:  # e.g. [3, H, W]: one image, whose first axis is its channels
+        if fits(candidate, axes):
+            return dict(axes)
     for candidate, _, axes in rule_shapes:
         if len(candidate) == len(shape):
             return dict(axes)

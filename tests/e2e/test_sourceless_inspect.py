@@ -259,3 +259,28 @@ def test_torchaudio_mel_spectrogram_takes_waveforms(cli, tmp_path):
     for shape in ((1, 12000), (3, 20800)):
         wav = torch.randn(*shape, generator=g)
         outputs_match(archive, onnx_path, (wav,), {"input": wav.numpy()}, tolerance=2e-3)
+
+
+class OneImageNet(nn.Module):
+    """Takes one image [3, H, W], made a batch of one for its convolution (as a detector's transform)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, stride=2)
+
+    def forward(self, image):
+        return self.conv(image.unsqueeze(0)).relu().mean((2, 3))
+
+
+def test_one_image_varies_in_height_and_width_not_in_its_channels(cli, tmp_path):
+    torch.manual_seed(10)
+    archive = tmp_path / "one_image.pt"
+    torch.jit.trace(OneImageNet().eval(), torch.rand(3, 64, 64)).save(str(archive))
+    found, code = inspect_json(cli, archive)
+    assert code == 0 and found["example"]["specs"] == ["image:3x224x224"], found
+    given, code = inspect_json(cli, archive, "-i", "image:3x96x128")  # given: its axis 0 is still channels
+    for report in (found, given):
+        assert report["dynamic_axes"] == ["image:1=height", "image:2=width"]
+    onnx_path = convert_as_printed(cli, given, tmp_path / "one_image.onnx")
+    image = torch.rand(3, 40, 72)
+    outputs_match(archive, onnx_path, (image,), {"image": image.numpy()})
