@@ -218,6 +218,16 @@ class DocFixtures:
         torch.manual_seed(8)
         torch.jit.save(torch.jit.script(FlattenedTokens().eval()), str(path))
 
+    def _zoo(self, path):  # migrating.md's walkthrough: archives without their source (test_sourceless_inspect.py)
+        from test_sourceless_inspect import OneSentenceDecoder, PackedClassifier, StftFrontEnd
+        path.mkdir()
+        torch.manual_seed(0)
+        for name, module in [("decoder", OneSentenceDecoder), ("tagger", PackedClassifier), ("audio", StftFrontEnd)]:
+            torch.jit.save(torch.jit.script(module().eval()), str(path / f"{name}.pt"))
+
+    def _decoder_onnx(self, path):  # the walkthrough's converted decoder, as inspect's line writes it
+        self._convert(self.get("zoo") / "decoder.pt", path, "-i", "src:1x8:int64", "-d", "src:1=sequence")
+
     def _convert(self, archive, out, *args):
         proc = subprocess.run([self.cli, "convert", str(archive), "-o", str(out), "-q", *args], capture_output=True,
                               text=True, timeout=300)

@@ -168,6 +168,30 @@ def check_token_model(name, path):
     return check
 
 
+def check_decoder(path):
+    def check(result, work, fx):
+        decoder = torch.jit.load(str(fx.get("zoo") / "decoder.pt"))
+        for length in (3, 21):  # other sentence lengths than the example's 8
+            src = torch.randint(0, 50, (1, length), generator=torch.Generator().manual_seed(length))
+            assert_runs_like_torch(work / path, decoder, (src,), {"src": src.numpy()})
+    return check
+
+
+def check_zoo(result, work, fx):
+    """migrating.md's walkthrough: every model the fleet wrote runs at other sizes than its example's
+    as the archive does (the stft front end in pt2onnx's runtime: ONNX Runtime's DFT is further off)."""
+    check_fleet("onnx", ["audio.onnx", "decoder.onnx", "tagger.onnx"], "zoo.json", "zoo.xml")(result, work, fx)
+    check_decoder("onnx/decoder.onnx")(result, work, fx)
+    g = torch.Generator().manual_seed(0)
+    zoo = fx.get("zoo")
+    ids, lengths = torch.randint(0, 100, (3, 11), generator=g), torch.tensor([4, 11, 7])
+    assert_runs_like_torch(work / "onnx/tagger.onnx", torch.jit.load(str(zoo / "tagger.pt")), (ids, lengths),
+                           {"ids": ids.numpy(), "lengths": lengths.numpy()})
+    wav = torch.randn(1, 12000, generator=g)
+    assert_runs_like_torch(work / "onnx/audio.onnx", torch.jit.load(str(zoo / "audio.pt")), (wav,),
+                           {"wav": wav.numpy()}, ("builtin",))
+
+
 def check_inspect_json(result, work, fx):
     report = json.loads(result.stdout)
     assert "x:3x6" in report["example"]["specs"] and report["convertible"], report
@@ -442,6 +466,14 @@ TABLE = {
         Run(0, files={"models": "models", "specs.json": "specs.json"}, env={"SHARD": str(k)},
             check=check_fleet("onnx", [rel], f"fleet-{k}.json", f"fleet-{k}.xml"))
         for k, rel in [(1, "a.onnx"), (4, "vision/b.onnx")]],
+    # docs/migrating.md's walkthrough: a model zoo without its source
+    "pt2onnx inspect zoo/decoder.pt": [Run(0, files={"zoo": "zoo"}, timeout=600)],
+    "pt2onnx convert zoo/decoder.pt -o decoder.onnx -i src:1x8:int64 -d src:1=sequence": [Run(
+        0, files={"zoo": "zoo"}, check=check_decoder("decoder.onnx"))],
+    "pt2onnx convert zoo/ -o onnx/ --workers 2 --summary-json zoo.json --junit zoo.xml": [Run(
+        0, files={"zoo": "zoo"}, loose=("[1/3]", "[2/3]", "[3/3]"), check=check_zoo, timeout=900)],
+    "pt2onnx verify zoo/decoder.pt --onnx onnx/decoder.onnx -i src:1x21:int64 -d src:1=sequence --random 2": [Run(
+        0, files={"zoo": "zoo", "onnx/decoder.onnx": "decoder.onnx"}, check=check_verified(2))],
     # docs/runtime.md
     "pt2onnx run MODEL.onnx --input NAME=FILE.npy ... [--output-dir DIR] [--threads N]": [Run(
         0, files={"lin.onnx": "lin.onnx", "x.npy": "x.npy"}, check=check_run_outputs,
