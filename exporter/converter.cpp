@@ -470,6 +470,12 @@ symbolic::Outputs GraphConverter::fallthrough(symbolic::Context& ctx, const torc
 }
 
 ir::Value* GraphConverter::outputValue(const torch::jit::Value* v) {
+  if (v->type()->kind() == c10::TypeKind::DictType)  // one flatten_dict_outputs could not flatten
+    throw ExportError("a graph output is a " + v->type()->repr_str() + ", " +
+                      (v->node()->kind() == c10::prim::Param ? std::string("an input of the graph")
+                                                             : "made by " + jit::describeNode(v->node())) +
+                      ": ONNX outputs are tensors, and pt2onnx returns a dict as one output per value only when it "
+                      "is built with constant str or int keys, the same on every path");
   auto deferred = deferred_.find(v);
   if (deferred != deferred_.end()) unconvertible(deferred->second, "", true);
   const Arg& a = env_.at(v);

@@ -158,11 +158,12 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
       // An op with a symbolic (a user's registered one included) converts by it, not by a rewrite.
       pass("lower_as_strided", [&hasSymbolic](auto& g) { passes::lowerAsStrided(*g, hasSymbolic); }),
       pass("decompose_composite_ops", [&hasSymbolic](auto& g) { passes::decomposeCompositeOps(*g, hasSymbolic); }),
-      // Lists are values now: fold what is built statically, and what that makes constant.
+      // Lists and dicts are values now: fold what is built statically, and what that makes constant.
       {"fold_values",
        nullptr,
        {
            {"fold_list_constructs", [](auto& g) { return passes::foldListConstructs(*g); }},
+           {"fold_dict_constructs", [](auto& g) { return passes::foldDictConstructs(*g); }},
            {"constant_propagation", [](auto& g) { return torch::jit::ConstantPropagation(g); }},
            {"retype_none_constants", [](auto& g) { return passes::retypeNoneConstants(*g); }},
            {"eliminate_dead_code", [](auto& g) { torch::jit::EliminateDeadCode(g); return false; }},

@@ -2,7 +2,8 @@
 // torch.onnx's RemoveInplaceOpsForONNX: every mutation becomes a new value, readers after it
 // (in any enclosing block) read that value, and a mutation inside an If branch or a Loop body of
 // a value defined outside becomes an extra If output or Loop-carried value. Writes through
-// select/slice views are written back into their base with select_scatter/slice_scatter.
+// select/slice views are written back into their base with select_scatter/slice_scatter. A dict
+// assigned to (`d[k] = v`) is a new DictConstruct each time, and crosses If/Loop as its values.
 // mutation_analysis.cpp refuses, before anything is rewritten, mutations whose effect could be
 // seen through an alias this rewrite does not follow.
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "exporter/jit_util.h"
 #include "exporter/passes/mutation_analysis.h"
 #include "exporter/passes/passes.h"
+#include "exporter/passes/static_dicts.h"
 
 namespace pt2onnx::passes {
 namespace {
@@ -83,7 +85,7 @@ class Functionalizer {
 
   void visitNode(Node* n, Scope& scope) {
     mut::Kind kind = mut::classify(n);
-    bool mutates = kind == mut::Kind::InPlace || kind == mut::Kind::ListUpdate;
+    bool mutates = kind == mut::Kind::InPlace || kind == mut::Kind::ListUpdate || kind == mut::Kind::DictUpdate;
     for (size_t i = mutates ? 1 : 0; i < n->inputs().size(); ++i) {
       Value* now = read(n->input(i), n, scope);
       if (now != n->input(i)) n->replaceInput(i, now);
@@ -96,6 +98,7 @@ class Functionalizer {
     }
     if (kind == mut::Kind::InPlace) rewriteInPlace(n, scope);
     else if (kind == mut::Kind::ListUpdate) rewriteListUpdate(n, scope);
+    else if (kind == mut::Kind::DictUpdate) rewriteDictUpdate(n, scope);
   }
 
   // The current value of `v` at `at` (before which any node that recomputes a view goes).
@@ -192,6 +195,35 @@ class Functionalizer {
     scope.current[object] = n->output();
   }
 
+  // `d[k] = v` (no output): a new DictConstruct, d's entries with k set, is d's next version.
+  void rewriteDictUpdate(Node* n, Scope& scope) {
+    Value* object = an_.objectOf(n->input(0));
+    Value* now = read(n->input(0), n, scope);
+    auto entries = dicts::staticEntries(now, n);
+    if (!entries)
+      throw ExportError("cannot export the dict item assignment made by " + jit::describeNode(n) +
+                        ": pt2onnx rewrites `d[key] = value` into a new dict only where d's entries are known at "
+                        "export time (d built by {...}, dict() or OrderedDict() and assigned to in straight-line "
+                        "code, in if-branches that leave it the same keys, or in loop bodies that keep its keys), "
+                        "and here d is " + describeDict(now));
+    dicts::assign(*entries, n->input(1), n->input(2));
+    scope.current[object] = dicts::build(graph_, object->type(), *entries, n);
+    scope.current[object]->node()->copyMetadata(n);
+    log_->info("dict item assignment -> prim::DictConstruct{}", jit::whereIs(n));
+    replaced_.push_back(n);
+  }
+
+  static std::string describeDict(Value* dict) {
+    Node* n = dict->node();
+    if (n->kind() == c10::prim::Param)
+      return n->owningBlock()->owningNode() ? "a value carried through the loop" + jit::whereIs(n->owningBlock()->owningNode())
+                                            : "an input of the graph";
+    if (n->kind() == c10::prim::If)
+      return "an output of the if" + jit::whereIs(n) + " that its branches do not build with the same keys";
+    if (n->kind() == c10::prim::Loop) return "an output of the loop" + jit::whereIs(n);
+    return "made by " + jit::nodeSummary(n) + jit::whereIs(n);
+  }
+
   void visitIf(Node* n, Scope& scope) {
     Scope thenScope = scope, elseScope = scope;
     visitBlock(n->blocks()[0], thenScope);
@@ -209,6 +241,9 @@ class Functionalizer {
       n->blocks()[0]->registerOutput(fromThen);
       n->blocks()[1]->registerOutput(fromElse);
       scope.current[base] = out;
+      // A dict both branches leave with the same keys stays statically built: its values cross the If.
+      if (dicts::isDict(base))
+        if (Value* merged = dicts::splitIfOutput(n, n->outputs().size() - 1)) scope.current[base] = merged;
       log_->info("%{} mutated in a branch: new output of the If{}", base->debugName(), jit::whereIs(n));
     }
   }
@@ -220,7 +255,24 @@ class Functionalizer {
       if (!isInside(base, n)) carried.push_back(base);
     std::sort(carried.begin(), carried.end(), byUnique);
     Scope bodyScope = scope;
+    // A statically built dict is carried as its values, from which the body builds it again.
+    std::map<Value*, std::vector<dicts::Entry>> dictsBefore;
     for (Value* base : carried) {
+      std::optional<std::vector<dicts::Entry>> entries;
+      if (dicts::isDict(base)) entries = dicts::staticEntries(scope.currentOf(base), n);
+      if (entries) {
+        std::vector<dicts::Entry> inBody;
+        for (const dicts::Entry& e : *entries) {
+          n->addInput(e.value);
+          Value* in = body->addInput();
+          in->setType(base->type()->expectRef<c10::DictType>().getValueType());
+          inBody.push_back({e.key, in});
+        }
+        bodyScope.current[base] = dicts::build(graph_, base->type(), inBody, body->param_node()->next());
+        bodyScope.current[base]->node()->copyMetadata(n);
+        dictsBefore.emplace(base, std::move(*entries));
+        continue;
+      }
       n->addInput(scope.currentOf(base));
       Value* in = body->addInput();
       in->setType(base->type());
@@ -229,12 +281,56 @@ class Functionalizer {
     visitBlock(body, bodyScope);
     for (Value* base : carried) {
       Value* last = bodyScope.currentOf(base);
+      if (auto before = dictsBefore.find(base); before != dictsBefore.end()) {
+        carryDictOut(n, base, before->second, last, scope);
+        continue;
+      }
       body->registerOutput(last);
       Value* out = n->addOutput();
       out->setType(base->type());
       scope.current[base] = out;
       log_->info("%{} mutated in a loop body: new carried value{}", base->debugName(), jit::whereIs(n));
     }
+  }
+
+  // The body leaves the dict `last`: its values are the body's carried outputs, and the dict after
+  // the loop is built from the loop's outputs, under the keys it had before.
+  void carryDictOut(Node* loop, Value* base, const std::vector<dicts::Entry>& before, Value* last, Scope& scope) {
+    Block* body = loop->blocks()[0];
+    auto after = dicts::staticEntries(last, body->return_node());
+    bool sameKeys = after && after->size() == before.size();
+    for (size_t k = 0; sameKeys && k < before.size(); ++k)
+      sameKeys = dicts::matchKeys(before[k].key, (*after)[k].key) == dicts::KeyMatch::Same;
+    if (!sameKeys)
+      throw ExportError("cannot export the dict item assignment to %" + base->debugName() + " in the loop" +
+                        jit::whereIs(loop) + ": its keys before the loop are " + describeKeys(before) +
+                        " and after an iteration " + (after ? describeKeys(*after) : "not known at export time") +
+                        "; pt2onnx carries a dict through a loop as its values, which needs the same keys in "
+                        "every iteration");
+    std::vector<dicts::Entry> out;
+    for (size_t k = 0; k < before.size(); ++k) {
+      body->registerOutput((*after)[k].value);
+      Value* value = loop->addOutput();
+      value->setType(base->type()->expectRef<c10::DictType>().getValueType());
+      out.push_back({before[k].key, value});
+    }
+    scope.current[base] = dicts::build(graph_, base->type(), out, loop->next());
+    scope.current[base]->node()->copyMetadata(loop);
+    log_->info("dict %{} assigned to in a loop body: its {} values are carried{}", base->debugName(), before.size(),
+               jit::whereIs(loop));
+  }
+
+  static std::string describeKeys(const std::vector<dicts::Entry>& entries) {
+    if (entries.empty()) return "none";
+    std::string out;
+    for (const dicts::Entry& e : entries) {
+      auto constant = torch::jit::toIValue(e.key);
+      std::string key = constant && constant->isString() ? "'" + constant->toStringRef() + "'"
+                        : constant && constant->isInt()  ? std::to_string(constant->toInt())
+                                                         : "%" + e.key->debugName();
+      out += (out.empty() ? "" : ", ") + key;
+    }
+    return out;
   }
 
 

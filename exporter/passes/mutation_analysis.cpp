@@ -11,12 +11,14 @@ namespace pt2onnx::passes::mutation {
 namespace {
 
 const c10::Symbol kExtend = c10::Symbol::aten("extend");
+const c10::Symbol kGet = c10::Symbol::aten("get");
 
 using torch::jit::Block;
 using torch::jit::Node;
 using torch::jit::Value;
 
 bool isList(const Value* v) { return v->type()->kind() == c10::TypeKind::ListType; }
+bool isDict(const Value* v) { return v->type()->kind() == c10::TypeKind::DictType; }
 
 bool writesArgument(const c10::FunctionSchema& schema, size_t i) {
   const c10::AliasInfo* a = schema.arguments()[i].alias_info();
@@ -78,6 +80,7 @@ Kind classify(const Node* n) {
       return Kind::ListUpdate;
     if (n->kind() == kExtend || n->kind() == c10::aten::clear) return Kind::InPlace;
   }
+  if (isDict(n->input(0)) && n->kind() == c10::aten::_set_item && n->inputs().size() == 3) return Kind::DictUpdate;
   if (n->kind() == c10::aten::copy_ && n->inputs().size() >= 2) return Kind::InPlace;
   return functionalKind(n) ? Kind::InPlace : Kind::Unsupported;
 }
@@ -203,11 +206,18 @@ void Analysis::analyzeBlock(Block* block, AliasSets& sets) {
         sets.unite(n->output(i), body->outputs()[i + 1]);
         sets.unite(n->output(i), n->input(i + 2));
       }
-    } else if (k == c10::prim::ListConstruct || k == c10::prim::TupleConstruct) {
+    } else if (k == c10::prim::ListConstruct || k == c10::prim::TupleConstruct || k == c10::prim::DictConstruct) {
       for (Value* in : n->inputs()) sets.holds(n->output(), in);
     } else if (k == c10::prim::ListUnpack || k == c10::prim::TupleUnpack || k == c10::prim::TupleIndex ||
-               ((k == c10::aten::__getitem__ || k == c10::aten::pop) && isList(n->input(0)))) {
+               ((k == c10::aten::__getitem__ || k == c10::aten::pop) && isList(n->input(0))) ||
+               ((k == c10::aten::__getitem__ || k == kGet) && isDict(n->input(0)))) {
       for (Value* out : n->outputs()) sets.elementOf(out, n->input(0));
+      if (k == kGet && n->inputs().size() == 3) sets.unite(n->output(), n->input(2));  // the default
+    } else if (k == c10::aten::_set_item && isDict(n->input(0))) {
+      for (Value* in : n->inputs().slice(1)) sets.holds(n->input(0), in);  // the key and the value
+    } else if ((k == c10::aten::values || k == c10::aten::keys || k == c10::aten::copy || k == c10::aten::dict) &&
+               n->inputs().size() == 1 && isDict(n->input(0))) {
+      sets.includes(n->output(), n->input(0));  // a new list or dict holding the dict's elements
     } else if ((k == c10::aten::append || k == c10::aten::insert || k == c10::aten::_set_item) &&
                isList(n->input(0))) {
       sets.holds(n->input(0), n->inputs().back());
@@ -350,8 +360,9 @@ void Analysis::checkFollowable() const {
   for (Node* m : mutations_) {
     if (classify(m) == Kind::Unsupported)
       throw ExportError("cannot export the mutation made by " + jit::describeNode(m) +
-                        ": pt2onnx rewrites in-place tensor ops, copy_, index_put_, and list append, "
-                        "item assignment, extend and clear into functional form, not this op");
+                        ": pt2onnx rewrites in-place tensor ops, copy_, index_put_, list append, "
+                        "item assignment, extend and clear, and dict item assignment into functional form, "
+                        "not this op");
     Value* mutated = m->input(0);
     if (!isMutable(mutated)) continue;
     Value* root = rootOf(mutated);

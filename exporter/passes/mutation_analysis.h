@@ -17,6 +17,7 @@ enum class Kind {
   None,
   InPlace,      // `relu_`, `add_`, `copy_`, `index_put_`, list `add_` / `extend` / `clear`: replaced
   ListUpdate,   // `aten::append.t`, `aten::_set_item.t`: kept, their output read as the new list
+  DictUpdate,   // `aten::_set_item` on a dict (`d[k] = v`): replaced by a new dict (static_dicts.h)
   Unsupported,  // writes to an argument in a way pt2onnx does not rewrite
 };
 

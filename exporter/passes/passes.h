@@ -110,6 +110,17 @@ bool dropGradModeRegions(torch::jit::Graph& graph);
 //   `aten::list.t`, `aten::slice.t`. The input list of `append.t`/`_set_item.t` is never read
 //   after it (so the TorchScript interpreter, which updates it in place, computes the same);
 //   lists carried through If/Loop are ordinary If outputs / Loop-carried values.
+// * Dicts: `d[key] = value` (`aten::_set_item` on a dict, which returns nothing) becomes a new
+//   `prim::DictConstruct` of d's entries with `key` set, read as d from then on. d's entries must be
+//   known where it is assigned (exporter/passes/static_dicts.h): d built by a DictConstruct,
+//   `aten::dict()` (`{}`, `OrderedDict()`), `copy`/`dict` of one, or a constant, then assigned to in
+//   straight-line code; in an If branch, where both branches leaving d with the same keys in the same
+//   order make one If output per value and d built again after the If (other key sets leave a dict If
+//   output, which a later assignment refuses); in a Loop body, where d is carried as its values and
+//   must have the same keys after every iteration (an ExportError naming both key lists otherwise).
+//   A key known only at run time is appended (a DictConstruct, like Python, keeps a repeated key's
+//   first position and last value). Other dict mutations (update, pop, setdefault, clear, del) are
+//   not rewritten.
 // Mutations the rewrite cannot follow are an ExportError naming the node and its source location:
 // a mutation whose effect could be seen through another alias (a `view`/`reshape`/`transpose`
 // result, a list holding the tensor, an If output that may be it) read after it or in a later
@@ -168,6 +179,15 @@ bool foldStringTruthiness(torch::jit::Graph& graph);
 // values is built once before the If. Lists stay values: nothing built is updated in place.
 // Returns whether anything was folded.
 bool foldListConstructs(torch::jit::Graph& graph);
+
+// After functionalize_mutation, on dicts built in sight (`prim::DictConstruct`, `aten::dict()`):
+// `d[k]` and `k in d` with keys that decide it (static_dicts.h: equal constants or the same value;
+// a missing key is left to raise), and `len(d)`, `d.keys()`, `d.values()` with distinct constant
+// keys, become the value, a constant, ListConstructs. A DictConstruct whose keys became constants is
+// built again with each key once; a dict If output both branches build with the same keys becomes
+// one If output per value (built with other keys: each `d[k]` after the If of a key both hold
+// becomes an If output of its two values). Returns whether anything was folded.
+bool foldDictConstructs(torch::jit::Graph& graph);
 
 // The nested tensors of nn.TransformerEncoder's fast path (aten::_nested_tensor_from_mask ->
 // _transformer_encoder_layer_fwd ... -> to_padded_tensor) kept padded: the layers get the padding as

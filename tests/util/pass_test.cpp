@@ -40,6 +40,21 @@ std::string compareValues(const c10::IValue& e, const c10::IValue& a, double tol
     }
     return "";
   }
+  if (e.isGenericDict() || a.isGenericDict()) {  // keys in insertion order, values element-wise
+    if (!e.isGenericDict() || !a.isGenericDict()) return where + ": a dict and a non-dict";
+    auto es = e.toGenericDict(), as = a.toGenericDict();
+    if (es.size() != as.size())
+      return where + ": " + std::to_string(es.size()) + " entries vs " + std::to_string(as.size());
+    for (auto ei = es.begin(), ai = as.begin(); ei != es.end(); ++ei, ++ai) {
+      std::ostringstream ek, ak;
+      ek << ei->key();
+      ak << ai->key();
+      if (ek.str() != ak.str()) return where + ": key " + ek.str() + " vs " + ak.str();
+      std::string diff = compareValues(ei->value(), ai->value(), tol, where + "[" + ek.str() + "]");
+      if (!diff.empty()) return diff;
+    }
+    return "";
+  }
   std::ostringstream ex, ac;
   ex << e;
   ac << a;

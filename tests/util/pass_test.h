@@ -24,7 +24,7 @@ std::shared_ptr<torch::jit::Graph> parseStatements(const std::string& irText);
 // cannot change the caller's tensors or lists).
 std::vector<c10::IValue> runGraph(const std::shared_ptr<torch::jit::Graph>& graph, const std::vector<c10::IValue>& inputs);
 // "" when both results are equal (tensors: shape, dtype and values within `tol`, NaN == NaN;
-// lists, tuples and numbers element-wise); otherwise the first difference.
+// lists, tuples and numbers element-wise, dicts by keys in order and values); otherwise the first difference.
 std::string compareResults(const std::vector<c10::IValue>& expected, const std::vector<c10::IValue>& actual,
                            double tol = 1e-6);
 // Parses `irText`, runs it on each input set, applies `pass` to a copy, lints it, runs the result
