@@ -3,8 +3,8 @@
 // ORT dlopens custom-op libraries with RTLD_NOW, so a library with undefined Py* symbols fails to
 // load in a program that has no Python. This loader makes sure libpython is in the process (a
 // Python host already has it; a C/C++ host gets it loaded RTLD_GLOBAL here), then loads the
-// bridge beside it (libpt2onnx_onnxruntime_bridge.so: the kernels, which call Python) and hands
-// it the registration.
+// bridge beside it that was built for that Python (libpt2onnx_onnxruntime_bridge_py3XY.so: the
+// kernels, which call Python) and hands it the registration.
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -40,17 +40,34 @@ bool ensureLibPython(std::string* error) {
   return false;
 }
 
+// "py313" for the Python in the process (its Py_GetVersion: "3.13.5 (main, ...)").
+std::string pythonTag(std::string* error) {
+  using VersionFn = const char* (*)();
+  auto version = reinterpret_cast<VersionFn>(dlsym(RTLD_DEFAULT, "Py_GetVersion"));
+  std::string text = version ? version() : "";
+  size_t dot = text.find('.');
+  size_t end = text.find_first_not_of("0123456789", dot + 1);
+  if (dot == std::string::npos || end == dot + 1) {
+    *error = "pt2onnx's onnxruntime ops cannot tell the version of the Python in this process (Py_GetVersion: \"" +
+             text + "\")";
+    return "";
+  }
+  return "py" + text.substr(0, dot) + text.substr(dot + 1, end - dot - 1);
+}
+
 RegisterFn loadBridge(std::string* error) {
   static std::mutex mutex;
   static RegisterFn bridge = nullptr;
   std::lock_guard<std::mutex> lock(mutex);
   if (bridge) return bridge;
   if (!ensureLibPython(error)) return nullptr;
+  std::string tag = pythonTag(error);
+  if (tag.empty()) return nullptr;
   // Never unloaded: sessions keep pointers into it after ORT unloads this library.
-  std::string path = directoryOf(reinterpret_cast<const void*>(&loadBridge)) + "/libpt2onnx_onnxruntime_bridge.so";
+  std::string path = directoryOf(reinterpret_cast<const void*>(&loadBridge)) + "/libpt2onnx_onnxruntime_bridge_" + tag + ".so";
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!handle) {
-    *error = std::string("loading pt2onnx's onnxruntime bridge failed: ") + dlerror();
+    *error = "loading pt2onnx's onnxruntime bridge for the Python in this process (" + tag + ") failed: " + dlerror();
     return nullptr;
   }
   bridge = reinterpret_cast<RegisterFn>(dlsym(handle, "pt2onnx_register_onnxruntime_ops"));

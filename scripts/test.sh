@@ -9,7 +9,7 @@ cd "$ROOT"
 status=0
 export PT2ONNX_LINT_EACH_PASS=1  # lint the TorchScript graph after every lowering pass (docs/testing.md)
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j 2 || status=1
-"$PYTHON" -m pytest -q -p no:cacheprovider tests/python tests/e2e tests/onnxruntime_ops tests/opinfo "$@" || status=1
+"$PYTHON" -m pytest -q -p no:cacheprovider --durations=30 tests/python tests/e2e tests/onnxruntime_ops tests/opinfo "$@" || status=1
 # A fixed seed: the same mutations on every run of the same corpus (docs/hardening.md). The other
 # torch tiers (scripts/test_torch.sh) set PT2ONNX_SKIP_FUZZ=1: they replay the fuzz regressions (CTest).
 if [ "${PT2ONNX_SKIP_FUZZ:-0}" != 1 ]; then

@@ -3,6 +3,9 @@
 
     python tools/build/repair_wheel.py RAW.whl OUT_DIR TORCH_LIB_DIR --exclude SONAME ...
 
+0. The wheel is tagged with every CPython whose extension module it carries (pt2onnx/_pt2onnx.cpython-3XY-*.so,
+   cmake/PythonLayers.cmake): cp311.cp313-cp311.cp313, say. pip picks the wheel for any of them, and
+   Python imports the module of its own version.
 1. auditwheel repair: copies every shared library the binaries need that is neither the base system's
    (the manylinux policy's) nor excluded, i.e. protobuf, spdlog, fmt, into pt2onnx.libs/ under
    private sonames, and tags the wheel with the lowest manylinux platform its symbol versions allow.
@@ -11,14 +14,18 @@
    extension finds torch's libraries in site-packages; it is put back here. Without it the extension
    loads only after `import torch` (the console script loads it without: python/pt2onnx_cli).
 3. Checks the result: no RPATH entry outside the installed site-packages, every DT_NEEDED library of
-   every binary either in the wheel, in torch's lib/ directory or in the policy's base system.
+   every binary either in the wheel (libpt2onnx.so, the core the modules share, or pt2onnx.libs/), in
+   torch's lib/ directory or in the policy's base system.
 """
 import argparse
 import json
 import pathlib
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 
 TORCH_RPATH = "$ORIGIN/../torch/lib"
 
@@ -39,6 +46,26 @@ def needed(binary):
     return run("patchelf", "--print-needed", binary).split()
 
 
+def python_tags(wheel):
+    """cp311.cp313 for a wheel carrying _pt2onnx.cpython-311-*.so and _pt2onnx.cpython-313-*.so."""
+    versions = sorted({int(m.group(1)) for name in zipfile.ZipFile(wheel).namelist()
+                       if (m := re.fullmatch(r"pt2onnx/_pt2onnx\.cpython-3(\d+)-[^/]*\.so", name))})
+    if not versions:
+        sys.exit(f"{wheel.name} carries no pt2onnx/_pt2onnx.cpython-3XY-*.so extension module")
+    return ".".join(f"cp3{v}" for v in versions)
+
+
+def retag(wheel, directory):
+    """A copy of the wheel in directory, tagged with the Pythons whose modules it carries."""
+    tags = python_tags(wheel)
+    directory.mkdir()
+    copy = directory / wheel.name
+    shutil.copy(wheel, copy)
+    run(sys.executable, "-m", "wheel", "tags", "--remove", f"--python-tag={tags}", f"--abi-tag={tags}", copy)
+    (tagged,) = directory.glob("*.whl")
+    return tagged
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("wheel", type=pathlib.Path)
@@ -50,13 +77,15 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
+        tagged = retag(args.wheel, tmp / "tagged")
         excludes = [a for name in args.exclude for a in ("--exclude", name)]
-        print(run(sys.executable, "-m", "auditwheel", "repair", *excludes, "-w", tmp / "repaired", args.wheel))
+        print(run(sys.executable, "-m", "auditwheel", "repair", *excludes, "-w", tmp / "repaired", tagged))
         (repaired,) = (tmp / "repaired").glob("*.whl")
 
         run(sys.executable, "-m", "wheel", "unpack", "-d", tmp / "tree", repaired)
         (tree,) = (tmp / "tree").iterdir()
         bundled = {p.name for d in tree.glob("*.libs") for p in d.iterdir()}
+        in_wheel = {p.name for p in elf_files(tree)}
         policy_libs = base_system_libraries(repaired) | {"ld-linux-x86-64.so.2"}  # the dynamic loader: libc's
         problems = []
         for binary in elf_files(tree):
@@ -69,7 +98,7 @@ def main():
                 if entry and not entry.startswith("$ORIGIN"):
                     problems.append(f"{binary.relative_to(tree)}: RPATH entry {entry} outside the installed packages")
             for n in names:
-                if n not in bundled and n not in torch_libs and n not in policy_libs:
+                if n not in in_wheel and n not in torch_libs and n not in policy_libs:
                     problems.append(f"{binary.relative_to(tree)} needs {n}: not in the wheel, torch or the base system")
         if problems:
             sys.exit("the repaired wheel is not self-contained:\n  " + "\n  ".join(problems))
