@@ -33,14 +33,7 @@ done
 [ "$(id -u)" -eq 0 ] || { echo "test_wheel.sh makes and enters a root filesystem (debootstrap, chroot): run it as root" >&2; exit 2; }
 bash "$ROOT/scripts/debian_packages.sh" debootstrap || exit 1
 
-release_of() {  # the Debian release whose python3 is X.Y
-  case "$1" in
-    3.11) echo bookworm ;;
-    3.13) echo trixie ;;
-    3.14|3.15) echo sid ;;
-    *) return 1 ;;
-  esac
-}
+release_of() { bash "$ROOT/scripts/python_headers.sh" --suite "$1"; }  # the Debian release packaging X.Y
 
 # A minimal root of that release with python X.Y and its venv module, kept as a tarball.
 root_tarball() {
