@@ -4,30 +4,49 @@
 #   bash scripts/build_wheel.sh 2.14.1       # -> dist/pt2onnx-0.1.0+torch2.14-cp311-cp311-manylinux_2_*.whl
 #   bash scripts/build_wheel.sh --all        # one wheel per requirements/torch-*.txt
 #   bash scripts/build_wheel.sh --keep 2.13.0   # keep the venv afterwards
+#   bash scripts/build_wheel.sh --host-toolchain 2.14.1   # with this machine's GCC (a higher tag)
+# The default toolchain is clang-16 against a Debian 11 sysroot (scripts/sysroot.sh,
+# cmake/toolchains/bullseye-clang.cmake): glibc 2.31 and GCC 10's libstdc++, so the wheel is
+# manylinux_2_31 or lower; the script fails if any binary of the wheel needs GLIBC > 2.31,
+# GLIBCXX > 3.4.28 or CXXABI > 1.3.12 (tools/build/symbol_versions.py, its report in the build dir).
 # Each torch gets its own venv (.venv-wheel-torch<V>, ~6 GB, removed afterwards unless --keep) and
-# build directory (build/wheel-torch<V>, ~2 GB with its precompiled headers, kept: a second run is
-# incremental). Torches that do not lie on this machine's disk come from the shared wheelhouse of
+# build directory (build/wheel-floor-torch<V>, or build/wheel-torch<V> with --host-toolchain; ~2 GB
+# with its precompiled headers, kept: a second run is incremental). Torches that do not lie on this machine's disk come from the shared wheelhouse of
 # scripts/test_torch.sh ($PT2ONNX_WHEELHOUSE).
 # The repair is auditwheel's: ONNX is linked statically by the build; protobuf, spdlog and fmt are
-# copied into the wheel under private sonames (pt2onnx.libs/); torch's libraries are not, they are
+# copied into the wheel under private sonames (pt2onnx.libs/; with the default toolchain spdlog and fmt
+# are header-only, so only protobuf); torch's libraries are not, they are
 # the user's torch's (found through the RPATH $ORIGIN/../torch/lib). The platform tag is the lowest
 # manylinux that auditwheel finds every symbol version of the binaries in.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-keep=0 versions=()
+keep=0 host_toolchain=0 versions=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --keep) keep=1 ;;
+    --host-toolchain) host_toolchain=1 ;;
     --all) for f in "$ROOT"/requirements/torch-*.txt; do versions+=("$(basename "$f" .txt | sed 's/^torch-//')"); done ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "build_wheel.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) versions+=("$1") ;;
   esac
   shift
 done
-[ ${#versions[@]} -gt 0 ] || { echo "usage: scripts/build_wheel.sh [--keep] VERSION... | --all (VERSION: $(cd "$ROOT/requirements" && ls torch-*.txt | sed 's/torch-//; s/\.txt//' | sort -V | tr '\n' ' '))" >&2; exit 2; }
+[ ${#versions[@]} -gt 0 ] || { echo "usage: scripts/build_wheel.sh [--keep] [--host-toolchain] VERSION... | --all (VERSION: $(cd "$ROOT/requirements" && ls torch-*.txt | sed 's/torch-//; s/\.txt//' | sort -V | tr '\n' ' '))" >&2; exit 2; }
 
-bash "$ROOT/scripts/debian_packages.sh" || exit 1
+# The floor's limits: auditwheel's manylinux_2_31 policy (tools/build/symbol_versions.py checks them).
+FLOOR_TAG=manylinux_2_31 FLOOR_MAX=(GLIBC=2.31 GLIBCXX=3.4.28 CXXABI=1.3.12)
+cmake_args=() build_prefix=wheel-torch
+if [ $host_toolchain = 0 ]; then
+  bash "$ROOT/scripts/debian_packages.sh" clang-16 || exit 1
+  sysroot=$ROOT/build/sysroot-bullseye
+  bash "$ROOT/scripts/sysroot.sh" "$sysroot" || { echo "build_wheel.sh: making the Debian 11 sysroot failed" >&2; exit 1; }
+  export PT2ONNX_SYSROOT=$sysroot
+  cmake_args=(-Ccmake.define.CMAKE_TOOLCHAIN_FILE="$ROOT/cmake/toolchains/bullseye-clang.cmake")
+  build_prefix=wheel-floor-torch
+else
+  bash "$ROOT/scripts/debian_packages.sh" || exit 1
+fi
 wheelhouse=${PT2ONNX_WHEELHOUSE:-$HOME/.cache/pt2onnx/wheels}
 dist=$ROOT/dist
 mkdir -p "$dist" "$wheelhouse" "$ROOT/build"
@@ -37,7 +56,7 @@ build_one() {
   local version=$1
   local requirements=$ROOT/requirements/torch-$version.txt
   [ -f "$requirements" ] || { echo "[wheel $version] no requirements/torch-$version.txt: not a supported torch" >&2; return 2; }
-  local venv=$ROOT/.venv-wheel-torch$version build=$ROOT/build/wheel-torch$version
+  local venv=$ROOT/.venv-wheel-torch$version build=$ROOT/build/$build_prefix$version
   local raw=$build/raw-wheel start=$(date +%s)
   # Only torch's pin applies (the tier's domain libraries are not build dependencies); it replaces
   # this machine's own cap on torch (a constraints file in pip's config).
@@ -58,7 +77,7 @@ build_one() {
   export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
   local build_start=$(date +%s)
   if ! (cd "$ROOT" && PATH="$venv/bin:$PATH" "$venv/bin/python" -m pip wheel --no-build-isolation --no-deps -v \
-          -Cbuild-dir="$build/cmake" -w "$raw" . > "$build/pip-wheel.log" 2>&1); then
+          -Cbuild-dir="$build/cmake" "${cmake_args[@]}" -w "$raw" . > "$build/pip-wheel.log" 2>&1); then
     grep -E "error|Error|FAILED" "$build/pip-wheel.log" | head -40 >&2
     echo "[wheel $version] building failed: $build/pip-wheel.log" >&2
     return 1
@@ -76,10 +95,25 @@ build_one() {
     > "$build/repair.log" 2>&1 || { cat "$build/repair.log" >&2; echo "[wheel $version] repair failed" >&2; return 1; }
   local repaired
   repaired=$(tail -1 "$build/repair.log")
+  # Every binary's needed symbol versions (and torch's libtorch_cpu.so's, for comparison).
+  local limits=()
+  if [ $host_toolchain = 0 ]; then
+    limits=(--max "${FLOOR_MAX[@]}")
+    case "$(basename "$repaired")" in
+      *manylinux_2_2[0-9]_*|*manylinux_2_3[01]_*|*manylinux_2_1[0-9]_*) ;;
+      *) echo "[wheel $version] $(basename "$repaired") is tagged above $FLOOR_TAG" >&2; return 1 ;;
+    esac
+  fi
+  if ! python3 "$ROOT/tools/build/symbol_versions.py" "${limits[@]}" "$repaired" --also "$torch_lib/libtorch_cpu.so" \
+       > "$build/symbol-versions.txt" 2>&1; then
+    cat "$build/symbol-versions.txt" >&2
+    echo "[wheel $version] a binary of the wheel needs symbol versions above $FLOOR_TAG's (above)" >&2; return 1
+  fi
+  sed 's/^/  /' "$build/symbol-versions.txt"
   local size_mb
   size_mb=$(awk -v b="$(stat -c %s "$repaired")" 'BEGIN { printf "%.1f", b / 1048576 }')
   echo "[wheel $version] $repaired: ${size_mb} MB, built in ${build_seconds} s ($(( $(date +%s) - start )) s with set-up)"
-  echo "torch $version | $(basename "$repaired") | ${size_mb} MB | build ${build_seconds} s | $(date -u +%F) $(git -C "$ROOT" rev-parse --short HEAD)" >> "$table"
+  echo "torch $version | $(basename "$repaired") | $([ $host_toolchain = 0 ] && echo "clang-16 + bullseye sysroot" || echo "host GCC") | ${size_mb} MB | build ${build_seconds} s | $(date -u +%F) $(git -C "$ROOT" rev-parse --short HEAD)" >> "$table"
   if [ $keep = 0 ]; then rm -rf "$venv"; fi
 }
 
