@@ -36,7 +36,7 @@ done
 
 # The floor's limits: auditwheel's manylinux_2_31 policy (tools/build/symbol_versions.py checks them).
 FLOOR_TAG=manylinux_2_31 FLOOR_MAX=(GLIBC=2.31 GLIBCXX=3.4.28 CXXABI=1.3.12)
-cmake_args=() build_prefix=wheel-torch
+cmake_args=() build_prefix=wheel-torch repair_args=()
 if [ $host_toolchain = 0 ]; then
   bash "$ROOT/scripts/debian_packages.sh" clang-16 || exit 1
   sysroot=$ROOT/build/sysroot-bullseye
@@ -44,6 +44,11 @@ if [ $host_toolchain = 0 ]; then
   export PT2ONNX_SYSROOT=$sysroot
   cmake_args=(-Ccmake.define.CMAKE_TOOLCHAIN_FILE="$ROOT/cmake/toolchains/bullseye-clang.cmake")
   build_prefix=wheel-floor-torch
+  # The sysroot's protobuf, which auditwheel bundles: only it, so that auditwheel's own Python does not
+  # load the sysroot's other libraries.
+  mkdir -p "$ROOT/build/sysroot-bundled-libs"
+  ln -sfn "$sysroot"/usr/lib/x86_64-linux-gnu/libprotobuf.so.[0-9]* "$ROOT/build/sysroot-bundled-libs/"
+  repair_args=(--library-path "$ROOT/build/sysroot-bundled-libs")
 else
   bash "$ROOT/scripts/debian_packages.sh" || exit 1
 fi
@@ -91,7 +96,7 @@ build_one() {
   # torch's libraries and what they bring stay the user's torch's: every library in its lib/ directory.
   local excludes=()
   for lib in "$torch_lib"/*.so*; do excludes+=(--exclude "$(basename "$lib")"); done
-  PATH="$venv/bin:$PATH" "$venv/bin/python" "$ROOT/tools/build/repair_wheel.py" "$wheel" "$dist" "$torch_lib" "${excludes[@]}" \
+  PATH="$venv/bin:$PATH" "$venv/bin/python" "$ROOT/tools/build/repair_wheel.py" "$wheel" "$dist" "$torch_lib" "${excludes[@]}" "${repair_args[@]}" \
     > "$build/repair.log" 2>&1 || { cat "$build/repair.log" >&2; echo "[wheel $version] repair failed" >&2; return 1; }
   local repaired
   repaired=$(tail -1 "$build/repair.log")
@@ -104,7 +109,7 @@ build_one() {
       *) echo "[wheel $version] $(basename "$repaired") is tagged above $FLOOR_TAG" >&2; return 1 ;;
     esac
   fi
-  if ! python3 "$ROOT/tools/build/symbol_versions.py" "${limits[@]}" "$repaired" --also "$torch_lib/libtorch_cpu.so" \
+  if ! python3 "$ROOT/tools/build/symbol_versions.py" "$repaired" --also "$torch_lib/libtorch_cpu.so" "${limits[@]}" \
        > "$build/symbol-versions.txt" 2>&1; then
     cat "$build/symbol-versions.txt" >&2
     echo "[wheel $version] a binary of the wheel needs symbol versions above $FLOOR_TAG's (above)" >&2; return 1

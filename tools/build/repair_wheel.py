@@ -1,12 +1,14 @@
 """Repairs a freshly built pt2onnx wheel for scripts/build_wheel.sh and prints the repaired wheel's path
 (its last line of output).
 
-    python tools/build/repair_wheel.py RAW.whl OUT_DIR TORCH_LIB_DIR --exclude SONAME ...
+    python tools/build/repair_wheel.py RAW.whl OUT_DIR TORCH_LIB_DIR --exclude SONAME ... [--library-path DIR]
 
 1. auditwheel repair: copies every shared library the binaries need that is neither the base system's
    (the manylinux policy's) nor excluded, i.e. protobuf, spdlog, fmt, into pt2onnx.libs/ under
    private sonames, and tags the wheel with the lowest manylinux platform its symbol versions allow.
    torch's libraries are excluded (--exclude, one per library in torch/lib): they are the user's torch's.
+   --library-path: where auditwheel finds libraries to bundle that are not the system's (the low-glibc
+   build's protobuf, from its Debian 11 sysroot).
 2. auditwheel keeps only RPATH entries inside the wheel, so it drops $ORIGIN/../torch/lib, where the
    extension finds torch's libraries in site-packages; it is put back here. Without it the extension
    loads only after `import torch` (the console script loads it without: python/pt2onnx_cli).
@@ -15,6 +17,7 @@
 """
 import argparse
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -24,7 +27,10 @@ TORCH_RPATH = "$ORIGIN/../torch/lib"
 
 
 def run(*cmd, **kw):
-    return subprocess.run([str(c) for c in cmd], check=True, text=True, capture_output=True, **kw).stdout
+    result = subprocess.run([str(c) for c in cmd], text=True, capture_output=True, **kw)
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(str(c) for c in cmd)} failed ({result.returncode}):\n{result.stdout}{result.stderr}")
+    return result.stdout
 
 
 def elf_files(root):
@@ -45,13 +51,17 @@ def main():
     parser.add_argument("out_dir", type=pathlib.Path)
     parser.add_argument("torch_lib", type=pathlib.Path)
     parser.add_argument("--exclude", action="append", default=[])
+    parser.add_argument("--library-path", action="append", default=[])
     args = parser.parse_args()
     torch_libs = {p.name for p in args.torch_lib.iterdir()}
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         excludes = [a for name in args.exclude for a in ("--exclude", name)]
-        print(run(sys.executable, "-m", "auditwheel", "repair", *excludes, "-w", tmp / "repaired", args.wheel))
+        env = dict(os.environ)
+        if args.library_path:
+            env["LD_LIBRARY_PATH"] = ":".join(args.library_path + [env.get("LD_LIBRARY_PATH", "")]).rstrip(":")
+        print(run(sys.executable, "-m", "auditwheel", "repair", *excludes, "-w", tmp / "repaired", args.wheel, env=env))
         (repaired,) = (tmp / "repaired").glob("*.whl")
 
         run(sys.executable, "-m", "wheel", "unpack", "-d", tmp / "tree", repaired)
