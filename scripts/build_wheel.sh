@@ -7,8 +7,10 @@
 #   bash scripts/build_wheel.sh --host-toolchain 2.14.1   # with this machine's GCC (a higher tag)
 # The default toolchain is clang-16 against a Debian 11 sysroot (scripts/sysroot.sh,
 # cmake/toolchains/bullseye-clang.cmake): glibc 2.31 and GCC 10's libstdc++, so the wheel is
-# manylinux_2_31 or lower; the script fails if any binary of the wheel needs GLIBC > 2.31,
-# GLIBCXX > 3.4.28 or CXXABI > 1.3.12 (tools/build/symbol_versions.py, its report in the build dir).
+# manylinux_2_31 by construction and, with two symbols linked to older versions
+# (cmake/compat/manylinux_2_28.cpp), manylinux_2_28, torch's own; the script fails if any binary of
+# the wheel needs GLIBC > 2.28, GLIBCXX > 3.4.24 or CXXABI > 1.3.11 (tools/build/symbol_versions.py,
+# its report in the build dir) or auditwheel tags it higher.
 # Each torch gets its own venv (.venv-wheel-torch<V>, ~6 GB, removed afterwards unless --keep) and
 # build directory (build/wheel-floor-torch<V>, or build/wheel-torch<V> with --host-toolchain; ~2 GB
 # with its precompiled headers, kept: a second run is incremental). Torches that do not lie on this machine's disk come from the shared wheelhouse of
@@ -34,8 +36,8 @@ while [ $# -gt 0 ]; do
 done
 [ ${#versions[@]} -gt 0 ] || { echo "usage: scripts/build_wheel.sh [--keep] [--host-toolchain] VERSION... | --all (VERSION: $(cd "$ROOT/requirements" && ls torch-*.txt | sed 's/torch-//; s/\.txt//' | sort -V | tr '\n' ' '))" >&2; exit 2; }
 
-# The floor's limits: auditwheel's manylinux_2_31 policy (tools/build/symbol_versions.py checks them).
-FLOOR_TAG=manylinux_2_31 FLOOR_MAX=(GLIBC=2.31 GLIBCXX=3.4.28 CXXABI=1.3.12)
+# The floor's limits: auditwheel's manylinux_2_28 policy (tools/build/symbol_versions.py checks them).
+FLOOR_TAG=manylinux_2_28 FLOOR_MAX=(GLIBC=2.28 GLIBCXX=3.4.24 CXXABI=1.3.11)
 cmake_args=() build_prefix=wheel-torch repair_args=()
 if [ $host_toolchain = 0 ]; then
   bash "$ROOT/scripts/debian_packages.sh" clang-16 || exit 1
@@ -105,7 +107,7 @@ build_one() {
   if [ $host_toolchain = 0 ]; then
     limits=(--max "${FLOOR_MAX[@]}")
     case "$(basename "$repaired")" in
-      *manylinux_2_2[0-9]_*|*manylinux_2_3[01]_*|*manylinux_2_1[0-9]_*) ;;
+      *manylinux_2_1[0-9]_*|*manylinux_2_2[0-8]_*|*manylinux[12]*_x86_64*) ;;
       *) echo "[wheel $version] $(basename "$repaired") is tagged above $FLOOR_TAG" >&2; return 1 ;;
     esac
   fi

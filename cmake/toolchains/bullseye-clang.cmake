@@ -36,3 +36,5 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(Protobuf_PROTOC_EXECUTABLE "${_sysroot}/protoc" CACHE FILEPATH "bullseye's protoc (scripts/sysroot.sh)")
 # spdlog and fmt header-only: compiled into pt2onnx's binaries, so the wheel bundles no libspdlog/libfmt.
 set(PT2ONNX_HEADER_ONLY_LOGGING ON CACHE BOOL "spdlog and fmt header-only")
+# pow@GLIBC_2.29 and GLIBCXX_3.4.26's runtime_error move linked to older versions: manylinux_2_28.
+set(PT2ONNX_MANYLINUX_2_28_SHIMS ON CACHE BOOL "manylinux_2_28's pow and runtime_error move")
