@@ -61,8 +61,10 @@ while IFS= read -r so; do
   missing=$(grep -E "not found" <<<"$out" || true)
   undefined=$(grep "undefined symbol" <<<"$out" || true)
   not_python=$(grep -vE "undefined symbol: _?Py" <<<"$undefined" || true)
-  echo "[bullseye root] $so: $resolved libraries resolved, $(grep -c . <<<"$undefined" || true) undefined symbols (Python's C API)"
-  if [ -n "$missing$not_python" ]; then
+  if [ -z "$missing$not_python" ]; then
+    echo "[bullseye root] $so: $resolved libraries resolved; undefined symbols: $(grep -c . <<<"$undefined" || true), all Python's C API"
+  else
+    echo "[bullseye root] $so: missing libraries, symbol versions or non-Python symbols:" >&2
     printf '%s\n%s\n' "$missing" "$not_python" | grep . | head -20 | sed 's/^/    /' >&2
     status=1
   fi
