@@ -13,13 +13,13 @@
 # its report in the build dir) or auditwheel tags it higher.
 # Each torch gets its own venv (.venv-wheel-torch<V>, ~6 GB, removed afterwards unless --keep) and
 # build directory (build/wheel-floor-torch<V>, or build/wheel-torch<V> with --host-toolchain; ~2 GB
-# with its precompiled headers, kept: a second run is incremental). Torches that do not lie on this machine's disk come from the shared wheelhouse of
-# scripts/test_torch.sh ($PT2ONNX_WHEELHOUSE).
-# The repair is auditwheel's: ONNX is linked statically by the build; protobuf, spdlog and fmt are
-# copied into the wheel under private sonames (pt2onnx.libs/; with the default toolchain spdlog and fmt
-# are header-only, so only protobuf); torch's libraries are not, they are
-# the user's torch's (found through the RPATH $ORIGIN/../torch/lib). The platform tag is the lowest
-# manylinux that auditwheel finds every symbol version of the binaries in.
+# with its precompiled headers, kept: a second run is incremental). Torches that do not lie on this
+# machine's disk come from the shared wheelhouse of scripts/test_torch.sh ($PT2ONNX_WHEELHOUSE).
+# The repair is auditwheel's: ONNX is linked statically by the build; protobuf (and, with
+# --host-toolchain, spdlog and fmt: the default toolchain uses them header-only) is copied into the
+# wheel under a private soname (pt2onnx.libs/); torch's libraries are not, they are the user's
+# torch's (found through the RPATH $ORIGIN/../torch/lib). The platform tag is the lowest manylinux
+# that auditwheel finds every symbol version of the binaries in.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 keep=0 host_toolchain=0 versions=()
@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
     --keep) keep=1 ;;
     --host-toolchain) host_toolchain=1 ;;
     --all) for f in "$ROOT"/requirements/torch-*.txt; do versions+=("$(basename "$f" .txt | sed 's/^torch-//')"); done ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "build_wheel.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) versions+=("$1") ;;
   esac

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes the Debian 11 (bullseye) sysroot that the low-glibc wheel build compiles and links against
-# (cmake/toolchains/bullseye-clang.cmake; docs/install.md "How the wheel's glibc floor is kept"):
+# (cmake/toolchains/bullseye-clang.cmake; docs/install.md "The glibc floor"):
 # glibc 2.31 and GCC 10's libstdc++ (so every binary needs at most GLIBC_2.31, GLIBCXX_3.4.28), their
 # headers, zlib and protobuf 3.12 (whose shared library the wheel bundles), plus bookworm's headers of
 # spdlog, fmt and CLI11 (used header-only, so nothing of them is bundled).
