@@ -314,6 +314,8 @@ TABLE = {
     "bash scripts/build_wheel.sh 2.14.1": Unrun(WHEEL),
     "bash scripts/build_wheel.sh --all": Unrun(WHEEL + ", once for each supported torch (several GB of downloads)"),
     "bash scripts/test_wheel.sh --all": Unrun(WHEEL),
+    "bash scripts/test_wheel_bullseye.sh dist/pt2onnx-*.whl": Unrun(WHEEL + " (and a Debian 11 root made by debootstrap)"),
+    "bash scripts/build_wheel.sh --host-toolchain 2.14.1": Unrun(WHEEL),
     "pt2onnx convert model.pt -o model.onnx -i x:1x3x224x224": [Run(
         0, files={"model.pt": "cnn_scripted.pt"},
         check=lambda r, w, fx: assert_runs_like_torch(w / "model.onnx", fx.module("cnn_scripted.pt"), (
