@@ -99,3 +99,12 @@ set(_pt2onnx_shared_libs ${BUILD_SHARED_LIBS})
 set(BUILD_SHARED_LIBS OFF)
 add_subdirectory(${_onnx_source_dir} ${CMAKE_BINARY_DIR}/_deps/onnx-build EXCLUDE_FROM_ALL SYSTEM)
 set(BUILD_SHARED_LIBS ${_pt2onnx_shared_libs})
+# ONNX's printer calls std::to_chars on floats unguarded: a standard library without it (GCC 10's,
+# the low-glibc wheels' sysroot) gets a shortest-round-trip replacement in that one file.
+include(CheckCXXSourceCompiles)
+check_cxx_source_compiles("#include <charconv>
+int main() { char b[32]; return std::to_chars(b, b + 32, 1.5).ptr == b; }" PT2ONNX_HAVE_FLOAT_TO_CHARS)
+if(NOT PT2ONNX_HAVE_FLOAT_TO_CHARS)
+  set_source_files_properties(${_onnx_source_dir}/onnx/defs/printer.cc TARGET_DIRECTORY onnx PROPERTIES
+    COMPILE_OPTIONS "-include;${CMAKE_SOURCE_DIR}/cmake/compat/float_to_chars.h")
+endif()

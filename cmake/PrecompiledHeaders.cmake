@@ -18,6 +18,9 @@ if(PT2ONNX_PRECOMPILED_HEADERS AND CCACHE_PROGRAM)
   set(CMAKE_CXX_COMPILER_LAUNCHER env CCACHE_SLOPPINESS=pch_defines,time_macros ${CCACHE_PROGRAM})
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     add_compile_options(-fpch-preprocess)
+  elseif(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    # clang's counterpart (ccache's manual): no timestamp in the .pch, which ccache would see change
+    add_compile_options("SHELL:-Xclang -fno-pch-timestamp")
   endif()
 endif()
 

@@ -305,15 +305,18 @@ TABLE = {
     "pip install --no-build-isolation -v /path/to/pt2onnx": Unrun(
         "builds pt2onnx from a checkout (~10 min on 2 cores); tests/slow/test_install_from_readme.py runs it "
         "in a fresh venv from a read-only copy"),
-    "pip install torch==2.14.1 dist/pt2onnx-0.1.0+torch2.14-cp311-cp311-manylinux_*_x86_64.whl": Unrun(
+    "pip install torch==2.14.1 dist/pt2onnx-0.1.0+torch2.14-*.whl": Unrun(
         WHEEL + "; it installs into the venv this suite runs from"),
     # docs/install.md
     "pip install torch==2.14.1": Unrun("installs torch into the venv this suite runs from (it has that torch already)"),
-    "pip install dist/pt2onnx-0.1.0+torch2.14-cp311-cp311-manylinux_*_x86_64.whl": Unrun(
+    "pip install dist/pt2onnx-0.1.0+torch2.14-*.whl": Unrun(
         WHEEL + "; it installs into the venv this suite runs from"),
     "bash scripts/build_wheel.sh 2.14.1": Unrun(WHEEL),
+    "bash scripts/build_wheel.sh 2.14.1 --python 3.13 --python 3.14": Unrun(WHEEL),
     "bash scripts/build_wheel.sh --all": Unrun(WHEEL + ", once for each supported torch (several GB of downloads)"),
     "bash scripts/test_wheel.sh --all": Unrun(WHEEL),
+    "bash scripts/test_wheel_bullseye.sh dist/pt2onnx-*.whl": Unrun(WHEEL + " (and a Debian 11 root made by debootstrap)"),
+    "bash scripts/build_wheel.sh --host-toolchain 2.14.1": Unrun(WHEEL),
     "pt2onnx convert model.pt -o model.onnx -i x:1x3x224x224": [Run(
         0, files={"model.pt": "cnn_scripted.pt"},
         check=lambda r, w, fx: assert_runs_like_torch(w / "model.onnx", fx.module("cnn_scripted.pt"), (

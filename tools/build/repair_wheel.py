@@ -1,7 +1,7 @@
 """Repairs a freshly built pt2onnx wheel for scripts/build_wheel.sh and prints the repaired wheel's path
 (its last line of output).
 
-    python tools/build/repair_wheel.py RAW.whl OUT_DIR TORCH_LIB_DIR --exclude SONAME ...
+    python tools/build/repair_wheel.py RAW.whl OUT_DIR TORCH_LIB_DIR --exclude SONAME ... [--library-path DIR]
 
 0. The wheel is tagged with every CPython whose extension module it carries (pt2onnx/_pt2onnx.cpython-3XY-*.so,
    cmake/PythonLayers.cmake): cp311.cp313-cp311.cp313, say. pip picks the wheel for any of them, and
@@ -10,15 +10,18 @@
    (the manylinux policy's) nor excluded, i.e. protobuf, spdlog, fmt, into pt2onnx.libs/ under
    private sonames, and tags the wheel with the lowest manylinux platform its symbol versions allow.
    torch's libraries are excluded (--exclude, one per library in torch/lib): they are the user's torch's.
+   --library-path: where auditwheel finds libraries to bundle that are not the system's (the low-glibc
+   build's protobuf, from its Debian 11 sysroot).
 2. auditwheel keeps only RPATH entries inside the wheel, so it drops $ORIGIN/../torch/lib, where the
    extension finds torch's libraries in site-packages; it is put back here. Without it the extension
    loads only after `import torch` (the console script loads it without: python/pt2onnx_cli).
-3. Checks the result: no RPATH entry outside the installed site-packages, every DT_NEEDED library of
+3. Checks the result (and 4. asks `auditwheel show` whether it agrees with the tag): no RPATH entry outside the installed site-packages, every DT_NEEDED library of
    every binary either in the wheel (libpt2onnx.so, the core the modules share, or pt2onnx.libs/), in
    torch's lib/ directory or in the policy's base system.
 """
 import argparse
 import json
+import os
 import pathlib
 import re
 import shutil
@@ -31,7 +34,10 @@ TORCH_RPATH = "$ORIGIN/../torch/lib"
 
 
 def run(*cmd, **kw):
-    return subprocess.run([str(c) for c in cmd], check=True, text=True, capture_output=True, **kw).stdout
+    result = subprocess.run([str(c) for c in cmd], text=True, capture_output=True, **kw)
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(str(c) for c in cmd)} failed ({result.returncode}):\n{result.stdout}{result.stderr}")
+    return result.stdout
 
 
 def elf_files(root):
@@ -72,6 +78,7 @@ def main():
     parser.add_argument("out_dir", type=pathlib.Path)
     parser.add_argument("torch_lib", type=pathlib.Path)
     parser.add_argument("--exclude", action="append", default=[])
+    parser.add_argument("--library-path", action="append", default=[])
     args = parser.parse_args()
     torch_libs = {p.name for p in args.torch_lib.iterdir()}
 
@@ -79,7 +86,10 @@ def main():
         tmp = pathlib.Path(tmp)
         tagged = retag(args.wheel, tmp / "tagged")
         excludes = [a for name in args.exclude for a in ("--exclude", name)]
-        print(run(sys.executable, "-m", "auditwheel", "repair", *excludes, "-w", tmp / "repaired", tagged))
+        env = dict(os.environ)
+        if args.library_path:
+            env["LD_LIBRARY_PATH"] = ":".join(args.library_path + [env.get("LD_LIBRARY_PATH", "")]).rstrip(":")
+        print(run(sys.executable, "-m", "auditwheel", "repair", *excludes, "-w", tmp / "repaired", tagged, env=env))
         (repaired,) = (tmp / "repaired").glob("*.whl")
 
         run(sys.executable, "-m", "wheel", "unpack", "-d", tmp / "tree", repaired)
@@ -107,7 +117,23 @@ def main():
         final = args.out_dir / repaired.name
         assert final.exists(), f"wheel pack wrote no {final}"
         print(f"bundled: {sorted(bundled)}")
+        print(check_auditwheel_show(final, torch_libs))
         print(final)
+
+
+def check_auditwheel_show(wheel, torch_libs):
+    """`auditwheel show` agrees with the tag: the platform its symbol versions allow is one of the
+    wheel's platform tags, and all it would have to bundle for them are torch's libraries (left out on
+    purpose: they are the user's torch's). Returns its verdict in a line."""
+    show = json.loads(run(sys.executable, "-m", "auditwheel", "show", "--json", wheel))
+    platforms = wheel.name.removesuffix(".whl").rsplit("-", 1)[1].split(".")
+    if show["sym_tag"] not in platforms:
+        sys.exit(f"auditwheel show puts {wheel.name}'s symbol versions at {show['sym_tag']}, not at its tags {platforms}")
+    for platform in platforms:
+        outside = set(show["policy_upgrades"].get(platform, {}).get("libs_to_eliminate", [])) - torch_libs
+        if outside:
+            sys.exit(f"auditwheel show: {wheel.name} would need {sorted(outside)} bundled for {platform}")
+    return f"auditwheel show: symbol versions allow {show['sym_tag']}; external libraries only torch's"
 
 
 def base_system_libraries(wheel):
