@@ -6,13 +6,15 @@
 # minbase, kept as build/bullseye-root.tar), with the wheel unpacked beside a torch (its site-packages
 # mounted read-only, so that $ORIGIN/../torch/lib resolves as in an install). It passes when every
 # library resolves, no symbol version is missing, and the only undefined symbols are Python's C API
-# (the interpreter's, at run time).
+# (the interpreter's, at run time), and when the Python-free core, libpt2onnx.so, loads there with
+# dlopen, its static initializers and torch's run (tools/build/load_library.c, built against the
+# Debian 11 sysroot of scripts/sysroot.sh).
 #   bash scripts/test_wheel_bullseye.sh dist/pt2onnx-0.1.0+torch2.14-*.whl
 #   bash scripts/test_wheel_bullseye.sh --site-packages DIR WHEEL   # DIR holds torch/ (default: the
 #                                                # wheel's build venv, build_wheel.sh --keep)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; }
 site_packages="" wheel=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -69,6 +71,16 @@ while IFS= read -r so; do
     status=1
   fi
 done < <(cd "$root/opt/wheel" && find . -name '*.so*' -type f | sed 's|^\./||' | sort)
-[ $status = 0 ] && echo "[bullseye root] $(basename "$wheel"): every shared object resolves on glibc 2.31" ||
+# The core has no Python in it: load it for real, as an import would.
+sysroot=$ROOT/build/sysroot-bullseye
+bash "$ROOT/scripts/sysroot.sh" "$sysroot" > /dev/null
+clang-16 --sysroot="$sysroot" --gcc-toolchain="$sysroot/usr" -O2 -o "$root/opt/load_library" \
+  "$ROOT/tools/build/load_library.c" -ldl
+if out=$(chroot "$root" /opt/load_library /opt/wheel/pt2onnx/libpt2onnx.so 2>&1); then
+  echo "[bullseye root] $out (dlopen: its libraries, symbol versions and static initializers, torch's included)"
+else
+  echo "[bullseye root] $out" >&2; status=1
+fi
+[ $status = 0 ] && echo "[bullseye root] $(basename "$wheel"): every shared object resolves on glibc 2.31; the core loads" ||
   echo "[bullseye root] $(basename "$wheel"): FAILED (above)" >&2
 exit $status
