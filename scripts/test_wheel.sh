@@ -12,9 +12,10 @@
 # The Python picks the Debian release: 3.11 Debian 12 (bookworm), 3.13 Debian 13 (trixie), 3.14 and
 # 3.15 Debian unstable (sid). Left out: every Python the wheel is tagged for that has a release here.
 # The first run of a release makes its root (debootstrap from deb.debian.org, ~3 min) and keeps it as a
-# tarball, build/clean-root-<release>-python<X.Y>.tar. torch comes from this machine's files or the
-# wheelhouse of scripts/test_torch.sh; the rest from PyPI. Each result is appended to
-# build/wheels-tested.log (docs/install.md's table).
+# tarball, build/clean-root-<release>-python<X.Y>.tar. What a root installs (torch, onnxruntime, the
+# wheel's dependencies) is downloaded for its Python by this machine's pip into the wheelhouse of
+# scripts/test_torch.sh, then installed offline. Each result is appended to build/wheels-tested.log
+# (docs/install.md's table).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ONNXRUNTIME_PIN=$(grep -m1 '^onnxruntime==' "$ROOT/requirements/common.txt")
@@ -23,7 +24,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --all) wheels+=("$ROOT"/dist/pt2onnx-*.whl) ;;
     --python) pythons+=("${2:?--python needs a version, e.g. 3.13}"); shift ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "test_wheel.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) wheels+=("$(realpath "$1")") ;;
   esac
