@@ -211,10 +211,25 @@ def _missing_stable(references, got):
     return sum(1 for k in _stable(references) if not any(_matches(first, k, got, j) for j in range(len(got["scores"]))))
 
 
-def compare(references, got):
+def noise_budget(references):
+    """PyTorch against itself: each reference run classified against the others, as compare() does an
+    exported model's detections. Returns (budget, budget_unexplained, budget_missing) (see compare).
+    Quadratic in the runs: a caller comparing several results with the same references computes it
+    once and passes it to each compare()."""
+    budget = budget_unexplained = budget_missing = 0
+    for i, run in enumerate(references):
+        others = references[:i] + references[i + 1:]
+        _, sw, un, _ = _classify(others, run)
+        budget, budget_unexplained = max(budget, sw + un), max(budget_unexplained, un)
+        budget_missing = max(budget_missing, _missing_stable(others, run))
+    return budget, budget_unexplained, budget_missing
+
+
+def compare(references, got, budget=None):
     """`references`: the reference runs' results for one image (from reference_runs); `got`: the
     exported model's detections as a dict with boxes, labels, scores (and masks, keypoints, ... as
-    the model returns them). Returns a dict: status ("pass" or "wrong numbers"), detections,
+    the model returns them); `budget`: noise_budget(references), computed here when not given.
+    Returns a dict: status ("pass" or "wrong numbers"), detections,
     reference_counts, stable, matched, swapped, unexplained, missing, worst (the largest relative
     difference of a matched detection's other outputs), and the noise budget: the most detections
     one reference run has that the others do not have (`budget`), or have not even as a candidate
@@ -224,13 +239,7 @@ def compare(references, got):
     stable = _stable(references)
     missing = _missing_stable(references, got)
     matched, swapped, unexplained, worst = _classify(references, got)
-    # PyTorch against itself: each reference run against the others, the same way.
-    budget = budget_unexplained = budget_missing = 0
-    for i, run in enumerate(references):
-        others = references[:i] + references[i + 1:]
-        _, sw, un, _ = _classify(others, run)
-        budget, budget_unexplained = max(budget, sw + un), max(budget_unexplained, un)
-        budget_missing = max(budget_missing, _missing_stable(others, run))
+    budget, budget_unexplained, budget_missing = budget or noise_budget(references)
     result = {"detections": n, "reference_counts": [min(counts), max(counts)], "stable": len(stable),
               "matched": matched, "swapped": swapped, "unexplained": unexplained, "missing": missing, "worst": worst,
               "budget": budget, "budget_unexplained": budget_unexplained, "budget_missing": budget_missing}
