@@ -93,9 +93,10 @@ test_one() (  # a subshell: its EXIT trap unmounts and removes the root, whateve
   # then installs offline. (A root's own pip cannot always verify this network's TLS: Python 3.13
   # checks certificates strictly.)
   echo "[clean root] $name: downloading what python$python installs (this machine's pip)"
-  # Its highest platform tag and every older manylinux (pip takes --platform tags literally).
-  local platform=${name%.whl}; platform=${platform##*-}; platform=${platform##*.}
-  local glibc_minor=${platform#manylinux_2_}; glibc_minor=${glibc_minor%%_*}
+  # Every manylinux the root's glibc runs (pip takes --platform tags literally).
+  local glibc_minor
+  glibc_minor=$(chroot "$root" ldd --version | head -1 | grep -oE '2\.[0-9]+$' | cut -d. -f2)
+  [ -n "$glibc_minor" ] || { echo "[clean root] cannot read the root's glibc version (ldd --version)" >&2; return 1; }
   local platforms="--platform manylinux2014_x86_64"
   for ((v = 17; v <= glibc_minor; v++)); do platforms+=" --platform manylinux_2_${v}_x86_64"; done
   PIP_CONSTRAINT= python3 -m pip download -q --progress-bar off --dest "$wheelhouse" --only-binary=:all: \
