@@ -5,9 +5,8 @@
 # headers, zlib and protobuf 3.12 (whose shared library the wheel bundles), plus bookworm's headers of
 # spdlog, fmt and CLI11 (used header-only, so nothing of them is bundled).
 #   bash scripts/sysroot.sh DEST        # e.g. build/sysroot-bullseye; idempotent
-# The .debs are pinned (below) and downloaded once through a private apt configuration (own sources,
-# state and cache; signatures checked against the Debian archive keyring; nothing is installed, the
-# system's apt state is untouched, no root needed) into $PT2ONNX_DEB_CACHE (~/.cache/pt2onnx/debs):
+# The .debs are pinned (below) and downloaded once by scripts/debian_debs.sh (a private apt
+# configuration: nothing is installed, no root needed) into $PT2ONNX_DEB_CACHE (~/.cache/pt2onnx/debs):
 # bullseye will leave deb.debian.org one day, and a cached .deb keeps building. Each is unpacked with
 # dpkg-deb -x; absolute symlinks (/lib64/ld-linux-x86-64.so.2 -> /lib/...) are made relative so that
 # they point inside DEST. DEST/protoc runs bullseye's protoc with its own libraries.
@@ -17,7 +16,6 @@ case "${1:-}" in -h|--help) usage; exit 0 ;; "") usage >&2; exit 2 ;; esac
 DEST=$(realpath -m "$1")
 MIRROR=${PT2ONNX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 CACHE=${PT2ONNX_DEB_CACHE:-$HOME/.cache/pt2onnx/debs}
-KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 
 # suite package=version: what the floor build sees. Changing a pin remakes DEST.
 PINS=(
@@ -43,7 +41,7 @@ stamp=$DEST/.pt2onnx-sysroot
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "${PINS[*]}" ]; then
   exit 0
 fi
-for tool in apt-get dpkg-deb realpath; do
+for tool in dpkg-deb realpath; do
   command -v $tool >/dev/null || { echo "sysroot.sh: $tool not found (a Debian-based build machine is needed)" >&2; exit 1; }
 done
 
@@ -51,36 +49,11 @@ done
 # architecture is amd64 or all), or nothing.
 deb_file() { local name=${1%%=*} version=${1#*=}; ls "$CACHE/${name}_${version/:/%3a}"_{amd64,all}.deb 2>/dev/null | head -1; }
 
-mkdir -p "$CACHE"
-missing=()
-for pin in "${PINS[@]}"; do
-  [ -n "$(deb_file "${pin#* }")" ] || missing+=("$pin")
-done
-if ((${#missing[@]})); then
-  [ -f "$KEYRING" ] || { echo "sysroot.sh: $KEYRING not found (package debian-archive-keyring)" >&2; exit 1; }
-  work=$(mktemp -d "${TMPDIR:-/tmp}/pt2onnx-sysroot-apt.XXXX")
-  trap 'rm -rf "$work"' EXIT
-  mkdir -p "$work/etc/sources.list.d" "$work/etc/preferences.d" "$work/state/lists/partial" "$work/cache/archives/partial"
-  : > "$work/state/status"  # an empty dpkg status: the system's installed packages play no part
-  for suite in bullseye bookworm; do echo "deb [signed-by=$KEYRING] $MIRROR $suite main"; done > "$work/etc/sources.list"
-  apt_options=(
-    -o "Dir::Etc::sourcelist=$work/etc/sources.list" -o "Dir::Etc::sourceparts=$work/etc/sources.list.d"
-    -o "Dir::Etc::preferencesparts=$work/etc/preferences.d" -o "Dir::State=$work/state"
-    -o "Dir::State::status=$work/state/status" -o "Dir::Cache=$work/cache" -o Debug::NoLocking=1
-    -o "APT::Sandbox::User=$(id -un)" -o "APT::Architectures::=amd64" -o Acquire::Languages=none)
-  if ! apt-get "${apt_options[@]}" -qq update >"$work/update.log" 2>&1; then
-    cat "$work/update.log" >&2
-    echo "sysroot.sh: apt-get update against $MIRROR (bullseye, bookworm) failed" >&2; exit 1
-  fi
-  for pin in "${missing[@]}"; do
-    if ! (cd "$CACHE" && apt-get "${apt_options[@]}" -qq download "${pin#* }") >"$work/download.log" 2>&1; then
-      cat "$work/download.log" >&2
-      echo "sysroot.sh: cannot download ${pin#* } from $MIRROR ${pin%% *}: the pin is gone from the mirror;" \
-           "put its .deb into $CACHE (or update the pin in $0)" >&2
-      exit 1
-    fi
-    [ -n "$(deb_file "${pin#* }")" ] || { echo "sysroot.sh: apt-get download ${pin#* } wrote no .deb into $CACHE" >&2; exit 1; }
-  done
+packages=()
+for pin in "${PINS[@]}"; do packages+=("${pin#* }"); done
+if ! bash "$(dirname "$0")/debian_debs.sh" --download-to "$CACHE" "bullseye bookworm" "${packages[@]}"; then
+  echo "sysroot.sh: a pin may be gone from $MIRROR: put its .deb into $CACHE (or update the pin in $0)" >&2
+  exit 1
 fi
 
 rm -rf "$DEST"
