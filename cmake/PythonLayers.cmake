@@ -57,6 +57,16 @@ function(pt2onnx_python_headers version out_target)
   set(${out_target} ${target} PARENT_SCOPE)
 endfunction()
 
+# pt2onnx_add_cli_library(target headers): the CLI and the PythonOp kernels (CMakeLists.txt's
+# PT2ONNX_PYTHON_LAYER_CLI_*) compiled against one Python's headers.
+function(pt2onnx_add_cli_library target headers)
+  add_library(${target} STATIC ${PT2ONNX_PYTHON_LAYER_CLI_SOURCES})
+  target_link_libraries(${target} PUBLIC ${PT2ONNX_PYTHON_LAYER_CLI_LINKS} ${headers})
+  target_compile_definitions(${target} PRIVATE PT2ONNX_VERSION="${PROJECT_VERSION}")
+  set_target_properties(${target} PROPERTIES CXX_VISIBILITY_PRESET hidden)  # as pybind11's types, which it holds
+  pt2onnx_precompile_headers(${target} ${PT2ONNX_PYTHON_LAYER_CLI_HEADERS})
+endfunction()
+
 # pt2onnx_add_python_layer(X.Y): the extension module for CPython X.Y (onnxruntime_ops/ adds the
 # ORT bridge of each version).
 function(pt2onnx_add_python_layer version)
@@ -68,11 +78,7 @@ function(pt2onnx_add_python_layer version)
   else()
     # The CLI and the PythonOp kernels again, compiled against this Python's headers.
     set(cli pt2onnx_cli_py${tag})
-    add_library(${cli} STATIC ${PT2ONNX_PYTHON_LAYER_CLI_SOURCES})
-    target_link_libraries(${cli} PUBLIC ${PT2ONNX_PYTHON_LAYER_CLI_LINKS} ${headers})
-    target_compile_definitions(${cli} PRIVATE PT2ONNX_VERSION="${PROJECT_VERSION}")
-    set_target_properties(${cli} PROPERTIES CXX_VISIBILITY_PRESET hidden)
-    pt2onnx_precompile_headers(${cli} ${PT2ONNX_PYTHON_LAYER_CLI_HEADERS})
+    pt2onnx_add_cli_library(${cli} ${headers})
     string(REGEX REPLACE "^cpython-3[0-9]+" "cpython-${tag}" soabi "${Python3_SOABI}")
   endif()
   set(module _pt2onnx_py${tag})
