@@ -31,6 +31,7 @@ void registerSpectralSymbolics(Registry& r);      // spectral.cpp: stft, hann/ha
 void registerDetectionSymbolics(Registry& r);     // detection.cpp: torchvision nms, roi_align, roi_pool
 void registerAttentionSymbolics(Registry& r);     // attention.cpp: scaled_dot_product_attention
 void registerUniqueSymbolics(Registry& r);        // unique.cpp: unique, unique_dim, unique_consecutive
+void registerQuantizationSymbolics(Registry& r);  // quantization.cpp: fake quantization, quantized_decomposed Q/DQ
 void liftRank0Operands(Registry& r);              // rank0_lifting.cpp: dim ops on 0-d tensors, via rank 1
 
 }  // namespace pt2onnx::symbolic

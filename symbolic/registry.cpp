@@ -101,6 +101,7 @@ void registerAllSymbolics(Registry& r) {
   registerDetectionSymbolics(r);
   registerAttentionSymbolics(r);
   registerUniqueSymbolics(r);
+  registerQuantizationSymbolics(r);
   liftRank0Operands(r);  // last: it wraps entries registered above
 }
 

@@ -10,11 +10,12 @@
 namespace pt2onnx::onnx_passes {
 namespace {
 
-// Ops whose result is not a function of their inputs, and Identity, which converters emit on
-// purpose (a value ONNX type inference must not see as constant, an output's own name).
-const std::set<std::string> kNeverFolded = {"Identity",          "RandomNormal",      "RandomNormalLike",
-                                            "RandomUniform",     "RandomUniformLike", "Bernoulli",
-                                            "Multinomial",       "Dropout"};
+// Ops whose result is not a function of their inputs; Identity, which converters emit on purpose (a
+// value ONNX type inference must not see as constant, an output's own name); and the quantization
+// pair, by which ONNX Runtime finds its quantized kernels (a weight's folded pair is a float weight).
+const std::set<std::string> kNeverFolded = {"Identity",         "RandomNormal",   "RandomNormalLike", "RandomUniform",
+                                            "RandomUniformLike", "Bernoulli",     "Multinomial",      "Dropout",
+                                            "QuantizeLinear",    "DequantizeLinear"};
 
 at::Tensor tensorOf(const ir::TensorData& data) {
   std::optional<at::ScalarType> type = jit::atenType(data.dtype);

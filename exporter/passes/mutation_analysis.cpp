@@ -68,6 +68,10 @@ std::optional<c10::Symbol> functionalKind(const Node* n) {
 Kind classify(const Node* n) {
   const c10::FunctionSchema* schema = n->maybeSchema();
   if (!schema) return Kind::None;
+  // Writes its statistics, scale and zero point only while its observer is on, which its symbolic
+  // refuses (symbolic/quantization.cpp): exported, it writes nothing.
+  static const c10::Symbol kObservedFakeQuantize = c10::Symbol::fromQualString("aten::fused_moving_avg_obs_fake_quant");
+  if (n->kind() == kObservedFakeQuantize) return Kind::None;
   bool writesFirst = false;
   for (size_t i = 0; i < schema->arguments().size(); ++i) {
     if (!writesArgument(*schema, i)) continue;
