@@ -16,14 +16,15 @@
 
 namespace pt2onnx::jit {
 
-c10::Symbol registerOwnOperator(const char* qualifiedName, const char* schema, torch::jit::Operation operation) {
+c10::Symbol registerOwnOperator(const char* qualifiedName, const char* schema, torch::jit::Operation operation,
+                                c10::AliasAnalysisKind aliasAnalysis) {
   static std::mutex mutex;  // two of the ops may be registered first by two exporting threads
   std::lock_guard<std::mutex> lock(mutex);
   const c10::Symbol symbol = c10::Symbol::fromQualString(qualifiedName);
   if (torch::jit::getAllOperatorsFor(symbol).empty()) {
     static std::vector<std::unique_ptr<torch::jit::RegisterOperators>> registrations;  // live as long as the process
     std::vector<std::optional<torch::jit::Operator>> ops;
-    ops.emplace_back(torch::jit::Operator(schema, std::move(operation), c10::AliasAnalysisKind::FROM_SCHEMA));
+    ops.emplace_back(torch::jit::Operator(schema, std::move(operation), aliasAnalysis));
     registrations.push_back(std::make_unique<torch::jit::RegisterOperators>(std::move(ops)));
   }
   return symbol;

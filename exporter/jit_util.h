@@ -40,7 +40,10 @@ std::string describeNode(const torch::jit::Node* node);
 // that graphs holding it still run in the interpreter; returns its symbol. The CLI embedding Python
 // holds two copies of this code (its own and the extension's): the first registration serves both,
 // which is why the ops must be stateless.
-c10::Symbol registerOwnOperator(const char* qualifiedName, const char* schema, torch::jit::Operation operation);
+// CONSERVATIVE alias analysis keeps LibTorch's constant propagation from computing the op at export
+// time (an op meant to stay in the graph although its inputs are constants).
+c10::Symbol registerOwnOperator(const char* qualifiedName, const char* schema, torch::jit::Operation operation,
+                                c10::AliasAnalysisKind aliasAnalysis = c10::AliasAnalysisKind::FROM_SCHEMA);
 
 // A value's debug name without TorchScript's ".N" suffix ("x.1" -> "x"), or `fallback` if it has none.
 std::string cleanName(const torch::jit::Value* v, const std::string& fallback);

@@ -105,6 +105,8 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
   const std::vector<Pass> passes = {
       pass("inline", [](auto& g) { torch::jit::Inline(*g); }),
       pass("drop_dead_autograd_calls", [](auto& g) { passes::dropDeadAutogradCalls(*g); }),
+      // Before any pass reads types: quantized tensors have no ONNX type.
+      pass("lower_quantized_modules", [](auto& g) { passes::lowerQuantizedModules(*g); }),
       pass("inline_autograd_functions",
            [&options](auto& g) {
              if (options.inlineAutogradFunction)

@@ -125,7 +125,9 @@ LiftedParameters liftParameters(torch::jit::Graph& graph, const torch::jit::Modu
     // Resolve the attribute on the module object.
     c10::IValue value = module._ivalue();
     for (const std::string& p : path) value = value.toObject()->getAttr(p);
-    if (value.isModule() || value.isObject()) continue;  // an intermediate submodule
+    // An intermediate submodule; a TorchScript custom class (a quantized layer's PackedParams) is a
+    // constant its ops read (exporter/passes/lower_quantized_modules.cpp).
+    if (value.isModule() || (value.isObject() && !value.isCustomClass())) continue;
     std::string name = join(path);
     torch::jit::Value* replacement = nullptr;
     if (value.isTensor()) {
@@ -142,8 +144,9 @@ LiftedParameters liftParameters(torch::jit::Graph& graph, const torch::jit::Modu
       replacement = graph.insertNode(graph.createList(c10::TensorType::get(), elements))->output();
     } else {
       torch::jit::WithInsertPoint guard(n);
-      auto constant = graph.insertConstant(value);
-      replacement = constant;
+      // A graph holds objects only through weak references to their compilation unit.
+      if (value.isObject()) value = value.toObject()->copy_to_weak_compilation_ref();
+      replacement = graph.insertConstant(value);
     }
     n->output()->replaceAllUsesWith(replacement);
   }

@@ -82,6 +82,13 @@ void markStopGradients(torch::jit::Graph& graph);
 // `pt2onnx::stop_gradient(Tensor(a) self) -> Tensor(a)`, registered on first use; its kernel is detach().
 c10::Symbol stopGradientOp();
 
+// torch.ao's quantized models (static and dynamic post-training quantization) as float ops between
+// fake quantizations, their packed weights unpacked into integer constants read through
+// `dequantizeLinearOp()` (ONNX Runtime's QDQ form); what has no such form is an ExportError.
+void lowerQuantizedModules(torch::jit::Graph& graph);
+// pt2onnx::dequantize_linear(Tensor x, Tensor scale, Tensor zero_point, int axis): ONNX's DequantizeLinear.
+c10::Symbol dequantizeLinearOp();
+
 // Removes scripted grad-mode regions (`with torch.no_grad():`, inference_mode, enable_grad,
 // set_grad_enabled): their context object, prim::Enter and prim::Exit. Returns whether it changed the graph.
 bool dropGradModeRegions(torch::jit::Graph& graph);

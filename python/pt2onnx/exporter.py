@@ -184,6 +184,28 @@ def _trace(model, args, escapes=None, stop_gradients=False):
 _TRACE_LOCK = threading.Lock()
 
 
+def _holds_quantized_state(model):
+    """Whether `model` is a torch.ao quantized model: its state holds quantized tensors or the
+    non-tensor entries (scales, zero points, dtypes of packed weights) torch.jit's ONNX tracer
+    cannot take as inputs."""
+    if not isinstance(model, torch.nn.Module) or isinstance(model, torch.jit.ScriptModule):
+        return False
+    return any(not isinstance(v, torch.Tensor) or v.is_quantized
+               for v in torch.jit._unique_state_dict(model, keep_vars=True).values())
+
+
+def _script_module_of_quantized(model, args):
+    """A quantized model is exported from its torch.jit.trace, as torch.onnx exports it (the tracer
+    it uses for other models refuses quantized state, pytorch#75761)."""
+    trace_args = args if isinstance(args, tuple) else (args,)
+    with _TRACE_LOCK, _training_mode(model, "EVAL"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        try:
+            return torch.jit.trace(model, trace_args)
+        except RuntimeError as e:
+            raise _pt2onnx.ExportError(f"tracing the quantized model with torch.jit.trace failed: {e}") from e
+
+
 def _with_traced_graph(model, args, options, autograd_functions, autograd_function_overrides, call, warn=True):
     """Traces `model` and returns (call(graph, param_names, param_values), the autograd.Function
     export state) with that state installed; sets the options the C++ side reads from the trace.
@@ -437,6 +459,8 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     options["modules_as_functions"] = _modules_as_functions_option(export_modules_as_functions)
     if external_data_threshold is not None:
         options["external_data_threshold"] = int(external_data_threshold)
+    if _holds_quantized_state(model):
+        model = _script_module_of_quantized(model, args)
     if isinstance(model, torch.jit.ScriptModule):
         if autograd_function_overrides:  # TorchScript cannot call autograd.Functions
             raise _pt2onnx.ExportError(
@@ -494,6 +518,8 @@ def unconvertible_ops(model, args, training=TrainingMode.EVAL, opset_version=Non
     cannot run) is listed too, as op "prim::PythonOp" with "function", "exported_as" and "runs_in"."""
     import json
     opset = _pt2onnx.DEFAULT_OPSET if opset_version is None else int(opset_version)
+    if _holds_quantized_state(model):
+        model = _script_module_of_quantized(model, args)
     if isinstance(model, torch.jit.ScriptModule):  # scripted or loaded: no trace, no autograd.Functions
         with _training_mode(model, "EVAL"):
             bound, defaulted = _normalize_script_args(model, args)
