@@ -184,13 +184,18 @@ def _trace(model, args, escapes=None, stop_gradients=False):
 _TRACE_LOCK = threading.Lock()
 
 
+_QUANTIZED_MODULE_PACKAGES = ("torch.ao.nn.quantized", "torch.ao.nn.intrinsic.quantized", "torch.nn.quantized")
+
+
 def _holds_quantized_state(model):
-    """Whether `model` is a torch.ao quantized model: its state holds quantized tensors or the
-    non-tensor entries (scales, zero points, dtypes of packed weights) torch.jit's ONNX tracer
-    cannot take as inputs."""
+    """Whether `model` is a torch.ao quantized model: it has quantized modules (whose state holds
+    the scales, zero points and packed weights torch.jit's ONNX tracer cannot take as inputs) or
+    quantized tensors."""
     if not isinstance(model, torch.nn.Module) or isinstance(model, torch.jit.ScriptModule):
         return False
-    return any(not isinstance(v, torch.Tensor) or v.is_quantized
+    if any(type(m).__module__.startswith(_QUANTIZED_MODULE_PACKAGES) for m in model.modules()):
+        return True
+    return any(isinstance(v, torch.Tensor) and v.is_quantized
                for v in torch.jit._unique_state_dict(model, keep_vars=True).values())
 
 
