@@ -326,3 +326,37 @@ def test_unsupported_quantized_op_is_located_export_error(tmp_path):
     with pytest.raises(pt2onnx.ExportError, match="quantized::mul_scalar"):
         pt2onnx.export(model, (torch.randn(2, 3),), tmp_path / "m.onnx", opset_version=17)
     assert not (tmp_path / "m.onnx").exists()
+
+
+def test_quantized_decomposed_ops(tmp_path):
+    """The integer-tensor quantization ops of pt2e graphs (quantized_decomposed, registered by
+    torch.ao.quantization.fx._decomposed), per tensor with a narrow range and per channel."""
+    import torch.ao.quantization.fx._decomposed  # noqa: F401  registers the ops
+
+    class Decomposed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(6, 8))
+            self.register_buffer("scales", self.w.detach().abs().amax(1) / 127)
+            self.register_buffer("zero_points", torch.zeros(6, dtype=torch.int64))
+
+        def forward(self, x):
+            ops = torch.ops.quantized_decomposed
+            q = ops.quantize_per_tensor(x, 0.05, 60, 0, 127, torch.uint8)
+            x = ops.dequantize_per_tensor(q, 0.05, 60, 0, 127, torch.uint8)
+            wq = ops.quantize_per_channel(self.w, self.scales, self.zero_points, 0, -127, 127, torch.int8)
+            w = ops.dequantize_per_channel(wq, self.scales, self.zero_points, 0, -127, 127, torch.int8)
+            return nn.functional.linear(x, w)
+
+    torch.manual_seed(5)
+    model = Decomposed().eval()
+    path = tmp_path / "decomposed.onnx"
+    pt2onnx.export(model, (torch.randn(2, 8),), path, opset_version=13, input_names=["x"],
+                   dynamic_axes={"x": {0: "batch"}})
+    counts = op_counts(path)
+    assert counts["QuantizeLinear"] == 2 and counts["DequantizeLinear"] == 2 and counts["Clip"] == 2, counts
+    x = torch.randn(9, 8) * 3
+    with torch.no_grad():
+        expected = model(x).numpy()
+    for runtime, actual in run_everywhere(path, x).items():
+        assert np.abs(actual - expected).max() <= 1e-4, runtime
