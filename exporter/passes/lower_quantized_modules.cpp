@@ -73,12 +73,12 @@ class QuantizedLowering {
   explicit QuantizedLowering(Graph& graph) : graph_(graph) {}
 
   void run() {
-    std::vector<Node*> nodes(graph_.nodes().begin(), graph_.nodes().end());
-    for (Node* n : nodes) lower(n);
     for (Value* v : graph_.outputs())
-      if (auto t = scalarTypeOf(v); t && isQuantizedType(*t) && !quantized_.count(v))
+      if (auto t = scalarTypeOf(v); t && isQuantizedType(*t))
         throw ExportError("the model returns a quantized tensor (" + std::string(c10::toString(*t)) +
                           "), which ONNX has no type for: return its dequantize()");
+    std::vector<Node*> nodes(graph_.nodes().begin(), graph_.nodes().end());
+    for (Node* n : nodes) lower(n);
   }
 
  private:

@@ -360,3 +360,13 @@ def test_quantized_decomposed_ops(tmp_path):
         expected = model(x).numpy()
     for runtime, actual in run_everywhere(path, x).items():
         assert np.abs(actual - expected).max() <= 1e-4, runtime
+
+
+def test_returning_a_quantized_tensor_is_an_export_error(tmp_path):
+    class Quantizing(nn.Module):
+        def forward(self, x):
+            return torch.quantize_per_tensor(x, 0.1, 0, torch.quint8)
+
+    with pytest.raises(pt2onnx.ExportError, match="returns a quantized tensor.*dequantize"):
+        pt2onnx.export(Quantizing(), (torch.randn(2, 3),), tmp_path / "m.onnx", opset_version=13)
+    assert not (tmp_path / "m.onnx").exists()
