@@ -83,6 +83,23 @@ bool isDifferentiableInput(const ir::Node* n, const GradientRegistry::Entry* e, 
   return std::find(e->differentiableInputs.begin(), e->differentiableInputs.end(), i) != e->differentiableInputs.end();
 }
 
+// The value input i's gradient goes to: the input, or for an integer input of an op whose gradient
+// crosses integer producers (Entry::through: DequantizeLinear of a QuantizeLinear), the float value
+// before them; null when there is none.
+ir::Value* gradientTarget(const ir::Node* n, const GradientRegistry::Entry* e, size_t i) {
+  ir::Value* v = n->inputs[i];
+  if (!v || carriesGradient(v) || !e || !e->through || !isDifferentiableInput(n, e, i)) return v;
+  return e->through(*n, i);
+}
+
+// Whether input i of `n` passes a gradient back to a value that depends on a requested tensor.
+bool wantsGradient(const ir::Node* n, const GradientRegistry::Entry* e, size_t i,
+                   const std::unordered_set<const ir::Value*>& reached) {
+  if (!isDifferentiableInput(n, e, i)) return false;
+  const ir::Value* target = gradientTarget(n, e, i);
+  return target && reached.count(target);
+}
+
 bool subgraphCarries(const ir::Graph& body, std::unordered_set<const ir::Value*>& reached, int opset);
 
 // Whether a gradient can flow from a reached value through `n` to its outputs; `reached` gains the
@@ -91,7 +108,7 @@ bool subgraphCarries(const ir::Graph& body, std::unordered_set<const ir::Value*>
 bool nodeCarries(const ir::Node* n, const GradientRegistry::Entry* e, std::unordered_set<const ir::Value*>& reached,
                  int opset) {
   for (size_t i = 0; i < n->inputs.size(); ++i)
-    if (n->inputs[i] && reached.count(n->inputs[i]) && isDifferentiableInput(n, e, i)) return true;
+    if (wantsGradient(n, e, i, reached)) return true;
   if (stopsGradient(n)) return false;
   bool carries = false;
   for (const ir::Attribute& attr : n->attributes) {
@@ -144,8 +161,7 @@ Analysis analyze(const ir::Graph& graph, const GradientRequest& request, int ops
     if (!feedsOutput) continue;
     a.active.push_back(n);
     for (size_t i = 0; i < n->inputs.size(); ++i)
-      if (n->inputs[i] && a.reached.count(n->inputs[i]) && isDifferentiableInput(n, a.entries[n], i))
-        live.insert(n->inputs[i]);
+      if (wantsGradient(n, a.entries[n], i, a.reached)) live.insert(gradientTarget(n, a.entries[n], i));
     for (const ir::Attribute& attr : n->attributes)
       if (attr.kind == ir::Attribute::Kind::Graph)
         for (const ir::Value* c : attr.g->capturedValues())
@@ -238,8 +254,11 @@ BackwardSummary buildBackward(ir::Graph& graph, const GradientRequest& request, 
     ir::Node* n = *it;
     const GradientRegistry::Entry* e = a.entries.at(n);
     std::vector<bool> needs(n->inputs.size(), false);
-    for (size_t i = 0; i < n->inputs.size(); ++i)
-      needs[i] = n->inputs[i] && a.reached.count(n->inputs[i]) && isDifferentiableInput(n, e, i);
+    std::vector<ir::Value*> targets(n->inputs.size(), nullptr);
+    for (size_t i = 0; i < n->inputs.size(); ++i) {
+      needs[i] = wantsGradient(n, e, i, a.reached);
+      if (needs[i]) targets[i] = gradientTarget(n, e, i);
+    }
     std::vector<ir::Value*> outGrads;
     bool any = false;
     for (ir::Value* o : n->outputs) {
@@ -249,9 +268,9 @@ BackwardSummary buildBackward(ir::Graph& graph, const GradientRequest& request, 
     if (!any) continue;  // its outputs' consumers passed no gradient back (e.g. through a zero path)
     graph.setScope(n->name + "_Grad");
     graph.setDocString(n->docString);
-    GradContext ctx(graph, *n, opset, std::move(needs), std::move(outGrads), typeNode);
+    GradContext ctx(graph, *n, opset, std::move(needs), std::move(outGrads), typeNode, targets);
     e->fn(ctx);
-    for (const auto& [i, g] : ctx.inputGrads()) grads.add(n->inputs[i], g);
+    for (const auto& [i, g] : ctx.inputGrads()) grads.add(targets[i], g);
   }
   graph.setDocString("");
 

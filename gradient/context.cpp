@@ -33,19 +33,25 @@ std::string describeForwardNode(const ir::Node& node, int opset) {
 }
 
 GradContext::GradContext(ir::Graph& graph, ir::Node& node, int opset, std::vector<bool> needsGrad,
-                         std::vector<ir::Value*> outputGrads, std::function<void(ir::Node&)> typeNode)
+                         std::vector<ir::Value*> outputGrads, std::function<void(ir::Node&)> typeNode,
+                         std::vector<ir::Value*> gradTargets)
     : graph_(graph),
       node_(node),
       opset_(opset),
       needsGrad_(std::move(needsGrad)),
       outputGrads_(std::move(outputGrads)),
-      typeNode_(std::move(typeNode)) {}
+      typeNode_(std::move(typeNode)),
+      gradTargets_(std::move(gradTargets)) {}
+
+ir::Value* GradContext::gradTarget(size_t i) const {
+  return i < gradTargets_.size() && gradTargets_[i] ? gradTargets_[i] : input(i);
+}
 
 void GradContext::setInputGrad(size_t i, ir::Value* grad) {
   PT2ONNX_ASSERT(grad, "null gradient for input " << i << " of " << node_.name);
   if (!needsGrad(i)) return;
-  // A gradient has its input's type; inference cannot always tell (shapes computed in the graph).
-  if (grad->type.dtype == ir::DType::Undefined || !grad->type.hasRank()) grad->type = node_.inputs[i]->type;
+  // A gradient has its target's type; inference cannot always tell (shapes computed in the graph).
+  if (grad->type.dtype == ir::DType::Undefined || !grad->type.hasRank()) grad->type = gradTarget(i)->type;
   inputGrads_.emplace_back(i, grad);
 }
 
@@ -74,6 +80,14 @@ std::optional<std::vector<int64_t>> GradContext::constInts(size_t i) const {
   if (!data || !data->data || ir::isFloating(data->dtype)) return std::nullopt;
   std::vector<int64_t> out;
   for (int64_t k = 0; k < data->numel(); ++k) out.push_back(data->elementAsInt64(k));
+  return out;
+}
+
+std::optional<std::vector<double>> GradContext::constDoubles(const ir::Value* v) {
+  const ir::TensorData* data = constantData(v);
+  if (!data || !data->data) return std::nullopt;
+  std::vector<double> out;
+  for (int64_t k = 0; k < data->numel(); ++k) out.push_back(data->elementAsDouble(k));
   return out;
 }
 

@@ -18,8 +18,11 @@ class GradContext {
  public:
   // `typeNode` types a node's outputs from its inputs (ONNX inference); used on forward nodes that
   // gain an output.
+  // `gradTargets[i]`: the value input i's gradient goes to, when not input i itself (an integer input
+  // whose gradient crosses its producers: GradientRegistry::Entry::through).
   GradContext(ir::Graph& graph, ir::Node& node, int opset, std::vector<bool> needsGrad,
-              std::vector<ir::Value*> outputGrads, std::function<void(ir::Node&)> typeNode = {});
+              std::vector<ir::Value*> outputGrads, std::function<void(ir::Node&)> typeNode = {},
+              std::vector<ir::Value*> gradTargets = {});
 
   ir::Node& node() { return node_; }
   int opset() const { return opset_; }
@@ -31,7 +34,10 @@ class GradContext {
   bool needsGrad(size_t i) const { return i < needsGrad_.size() && needsGrad_[i]; }
   // The gradient flowing into output j; null when none does (the output does not reach a seed).
   ir::Value* outputGrad(size_t j) const { return j < outputGrads_.size() ? outputGrads_[j] : nullptr; }
-  // Input i's gradient, of input i's shape and dtype; ignored when input i wants none.
+  // The value input i's gradient belongs to: input i, or for an integer input whose gradient crosses
+  // the ops producing it, the float value before them (a fake quantization's QuantizeLinear input).
+  ir::Value* gradTarget(size_t i) const;
+  // Input i's gradient, of gradTarget(i)'s shape and dtype; ignored when input i wants none.
   void setInputGrad(size_t i, ir::Value* grad);
   const std::vector<std::pair<size_t, ir::Value*>>& inputGrads() const { return inputGrads_; }
 
@@ -46,6 +52,8 @@ class GradContext {
   std::optional<std::vector<int64_t>> constInts(size_t i) const;
   // The value of a 0-d or one-element constant input i, as a double.
   std::optional<double> constScalar(size_t i) const;
+  // The elements of any forward value that is a constant, as doubles (nullopt when computed).
+  static std::optional<std::vector<double>> constDoubles(const ir::Value* v);
 
   // Emitters. Each new node is typed by ONNX inference as it is added.
   ir::Value* op(const std::string& opType, const std::vector<ir::Value*>& inputs,
@@ -84,6 +92,7 @@ class GradContext {
   std::vector<ir::Value*> outputGrads_;
   std::vector<std::pair<size_t, ir::Value*>> inputGrads_;
   std::function<void(ir::Node&)> typeNode_;
+  std::vector<ir::Value*> gradTargets_;
 };
 
 // "node '<name>' (<op>, opset N) from <location>": how gradient errors name a forward node.

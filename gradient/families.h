@@ -15,6 +15,7 @@ void registerPoolingGradients(GradientRegistry& r);        // pooling.cpp: MaxPo
 void registerNormalizationGradients(GradientRegistry& r);  // normalization.cpp: Batch/Layer/Group/RMSNormalization
 void registerAttentionGradients(GradientRegistry& r);      // attention.cpp: Attention
 void registerDropoutGradients(GradientRegistry& r);        // dropout.cpp: Dropout through its mask
+void registerQuantizationGradients(GradientRegistry& r);   // quantization.cpp: fake quantization (Q/DQ), straight through
 void registerPythonOpGradients(GradientRegistry& r);       // python_op.cpp: com.microsoft::PythonOp -> PythonOpGrad
 
 }  // namespace pt2onnx::gradient

@@ -12,7 +12,14 @@ std::string opKey(const std::string& domain, const std::string& opType) {
 void GradientRegistry::onOp(const std::string& op, int sinceOpset, GradientFn fn,
                             std::vector<size_t> differentiableInputs) {
   PT2ONNX_ASSERT(!entries_[op].count(sinceOpset), "gradient of " << op << " registered twice at opset " << sinceOpset);
-  entries_[op][sinceOpset] = Entry{op, sinceOpset, std::move(fn), std::move(differentiableInputs)};
+  entries_[op][sinceOpset] = Entry{op, sinceOpset, std::move(fn), std::move(differentiableInputs), {}};
+}
+
+void GradientRegistry::onOpThrough(const std::string& op, int sinceOpset, GradientFn fn,
+                                   std::vector<size_t> differentiableInputs, GradientThroughFn through) {
+  PT2ONNX_ASSERT(!differentiableInputs.empty() && through, "gradient of " << op << ": which inputs cross, and to where");
+  onOp(op, sinceOpset, std::move(fn), std::move(differentiableInputs));
+  entries_[op][sinceOpset].through = std::move(through);
 }
 
 const GradientRegistry::Entry* GradientRegistry::find(const std::string& domain, const std::string& opType,
@@ -54,7 +61,9 @@ std::string gradientOpsMarkdown(const GradientRegistry& registry) {
       "Generated from the gradient registry by `pt2onnx ops --gradients --format markdown`; do not edit.\n"
       "These are the ONNX ops a training-graph export (docs/gradients.md) differentiates, in standard ONNX ops\n"
       "(PythonOp's gradient is com.microsoft::PythonOpGrad). A builder registered at opset N serves every\n"
-      "target opset from N on. Inputs not listed (shapes, indices, conditions) get no gradient.\n\n"
+      "target opset from N on. Inputs not listed (shapes, indices, conditions) get no gradient. An input\n"
+      "\"through its integer producers\" is an integer whose gradient goes to the float value they quantized\n"
+      "(DequantizeLinear after QuantizeLinear: fake quantization's straight-through estimator).\n\n"
       "| operator | since opset | inputs with a gradient |\n|---|---|---|\n";
   for (const auto& [op, versions] : registry.listing()) {
     std::string since;
@@ -64,6 +73,7 @@ std::string gradientOpsMarkdown(const GradientRegistry& registry) {
     if (!e->differentiableInputs.empty()) {
       inputs.clear();
       for (size_t i : e->differentiableInputs) inputs += (inputs.empty() ? "" : ", ") + std::to_string(i);
+      if (e->through) inputs += " (through its integer producers)";
     }
     out += "| `" + op + "` | " + since + " | " + inputs + " |\n";
   }
@@ -81,6 +91,7 @@ void registerAllGradients(GradientRegistry& r) {
   registerNormalizationGradients(r);
   registerAttentionGradients(r);
   registerDropoutGradients(r);
+  registerQuantizationGradients(r);
   registerPythonOpGradients(r);
 }
 
