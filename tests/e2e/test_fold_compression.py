@@ -240,3 +240,17 @@ def test_cli_no_constant_folding_keeps_batchnorm(cli, tmp_path):
         ops = [n.op_type for n in onnx.load(str(out)).graph.node]
         assert ops.count("BatchNormalization") == batchnorms, ops
         check_runs_like_torch(model, out, torch.randn(2, 3, 10, 10))
+
+
+def test_cli_no_constant_folding_applies_to_python_models(cli, tmp_path):
+    (tmp_path / "conv_bn_model.py").write_text(
+        "import torch\n\n\ndef make():\n"
+        "    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)).eval()\n"
+        "    return model, (torch.randn(1, 3, 8, 8),)\n")
+    for flags, batchnorms in (([], 0), (["--no-constant-folding"], 1)):
+        out = tmp_path / f"m{batchnorms}.onnx"
+        proc = subprocess.run([cli, "convert", "--python", "conv_bn_model:make", "-o", str(out), *flags],
+                              capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                              env=dict(os.environ, PYTHONPATH=str(tmp_path)))
+        assert proc.returncode == 0, proc.stderr
+        assert [n.op_type for n in onnx.load(str(out)).graph.node].count("BatchNormalization") == batchnorms
