@@ -363,7 +363,8 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
   }
   // After type capture, which executes the graph: folded weights are computed while writing.
   // (Not under verify --bisect: a folded convolution's output is no longer its TorchScript value's.)
-  if (options.training == TrainingMode::Eval && !options.gradients && !capture) {
+  // With do_constant_folding only, as torch.onnx runs its eval peephole.
+  if (options.doConstantFolding && options.training == TrainingMode::Eval && !options.gradients && !capture) {
     passes::GraphParameters params{model.numUserInputs, model.paramNames, model.paramValues, model.computedParams};
     passes::foldConvBatchNorm(*model.graph, params, [&types](const torch::jit::Value* v) { types.erase(v); });
     timer.done("fold_conv_batchnorm");

@@ -27,6 +27,7 @@ struct ConvertOptions {
   std::vector<std::string> outputNames;
   bool noExportParams = false;
   bool keepInitializersAsInputs = false;
+  bool noConstantFolding = false;
   bool fallthrough = false;
   bool noDocStrings = false;
   std::vector<std::string> customOpsets;
@@ -64,6 +65,7 @@ std::vector<std::string> fleetConvertFlags(const ConvertOptions& o) {
   if (o.noExampleRun) flags.push_back("--no-example-run");
   if (o.noExportParams) flags.push_back("--no-export-params");
   if (o.keepInitializersAsInputs) flags.push_back("--keep-initializers-as-inputs");
+  if (o.noConstantFolding) flags.push_back("--no-constant-folding");
   if (o.externalDataThreshold) flags.push_back("--external-data-threshold=" + std::to_string(o.externalDataThreshold));
   if (o.typeInference != "static") flags.push_back("--type-inference=" + o.typeInference);
   for (const auto& c : o.customOpsets) flags.push_back("--custom-opset=" + c);
@@ -176,6 +178,7 @@ void runPythonConvert(const ConvertOptions& o) {
   r.dynamicAxes = dynamicAxesOf(o.source);
   r.exportParams = !o.noExportParams;
   r.keepInitializersAsInputs = o.keepInitializersAsInputs;
+  r.doConstantFolding = !o.noConstantFolding;
   r.fallthrough = o.fallthrough;
   r.customOpsets = parseCustomOpsets(o.customOpsets);
   r.externalDataThreshold = o.externalDataThreshold;
@@ -205,6 +208,7 @@ void runConvert(ConvertOptions o) {
   options.outputNames = o.outputNames;
   options.exportParams = !o.noExportParams;
   options.keepInitializersAsInputs = o.keepInitializersAsInputs;
+  options.doConstantFolding = !o.noConstantFolding;
   options.operatorExportType = o.fallthrough ? OperatorExportType::OnnxFallthrough : OperatorExportType::Onnx;
   options.docStrings = !o.noDocStrings;
   options.customOpsets = parseCustomOpsets(o.customOpsets);
@@ -259,6 +263,9 @@ void addConvertCommand(CLI::App& app, int& exitCode) {
                 "Do not store weights: parameters become graph inputs (torch.onnx export_params=False)");
   cmd->add_flag("--keep-initializers-as-inputs", opts->keepInitializersAsInputs,
                 "Also list every initializer as a graph input");
+  cmd->add_flag("--no-constant-folding", opts->noConstantFolding,
+                "Do not fold constants, initializer transposes and products, nor BatchNorm into convolutions "
+                "(torch.onnx do_constant_folding=False)");
   cmd->add_flag("--fallthrough", opts->fallthrough,
                 "Keep unsupported ops as custom-domain nodes instead of failing (ONNX_FALLTHROUGH)");
   cmd->add_option("--custom-opset", opts->customOpsets, "Version of a custom domain: DOMAIN=VERSION; repeatable")

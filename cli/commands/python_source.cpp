@@ -114,6 +114,7 @@ void convertPythonModel(const PythonConvertRequest& r) {
     options["run_on_example"] = r.runOnExample;
     options["show_progress"] = !isQuiet();
     if (r.keepInitializersAsInputs) options["keep_initializers_as_inputs"] = true;
+    options["do_constant_folding"] = r.doConstantFolding;
     if (r.fallthrough) options["operator_export_type"] = exporter.attr("OperatorExportTypes").attr("ONNX_FALLTHROUGH");
     if (!r.customOpsets.empty()) options["custom_opsets"] = r.customOpsets;
     options["type_inference"] = r.typeInference;

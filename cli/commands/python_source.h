@@ -26,6 +26,7 @@ struct PythonConvertRequest {
   std::map<std::string, std::map<int64_t, std::string>> dynamicAxes;
   bool exportParams = true;
   bool keepInitializersAsInputs = false;
+  bool doConstantFolding = true;
   bool fallthrough = false;
   std::map<std::string, int> customOpsets;
   uint64_t externalDataThreshold = 0;

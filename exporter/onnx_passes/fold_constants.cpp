@@ -70,6 +70,10 @@ size_t foldConstants(ir::Graph& graph, int opset, bool initializers) {
       continue;
     }
     if (n.inputs.empty() || kNeverFolded.count(n.opType)) continue;
+    // fold_initializer_transposes keeps a Transpose of an initializer that is also read as it is (a
+    // tied weight): a folded copy would store the weight twice.
+    if (n.opType == "Transpose" && n.inputs[0] && n.inputs[0]->isInitializer)
+      if (const ir::Attribute* perm = n.findAttribute("perm"); perm && perm->ints == std::vector<int64_t>{1, 0}) continue;
     std::vector<at::Tensor> inputs;
     bool allKnown = true;
     for (const ir::Value* in : n.inputs) {

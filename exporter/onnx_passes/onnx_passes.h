@@ -42,6 +42,13 @@ struct OnnxPassOptions {
 size_t foldConstants(ir::Graph& graph, int opset, bool initializers = false);
 constexpr size_t kMaxFoldedBytes = 64 * 1024;
 
+// Replaces each Mul of two initializers of one dtype and shape (not graph inputs or outputs) by one
+// initializer whose bytes are computed while writing: a pruned layer's weight_orig * weight_mask
+// becomes "<layer>.weight" (other products "<a>_mul_<b>"). The factors, left unread, are removed by
+// dead-node elimination. Eval exports with constant folding on initializers (foldInitializers).
+// Returns the number of products folded.
+size_t foldInitializerProducts(ir::Graph& graph);
+
 // Makes every reader of an initializer use the first initializer of identical dtype, dims and
 // bytes (tied embeddings and decoder weights, equal buffers), so each is stored once; the
 // duplicates are left unused. Initializers listed as graph inputs are kept. Returns the number of
@@ -58,8 +65,8 @@ void eliminateDeadNodes(ir::Graph& graph);
 size_t extractModuleFunctions(ir::Graph& graph, const ModuleFunctionOptions& options,
                               std::vector<std::string>& warnings);
 
-// The ordered list: fold constants, deduplicate initializers, eliminate dead nodes, extract module
-// functions. Appends warnings for the user to `warnings`.
+// The ordered list: fold initializer products, fold constants, deduplicate initializers, eliminate
+// dead nodes, extract module functions. Appends warnings for the user to `warnings`.
 void runOnnxPasses(ir::Graph& graph, const OnnxPassOptions& options, std::vector<std::string>& warnings);
 
 }  // namespace pt2onnx::onnx_passes

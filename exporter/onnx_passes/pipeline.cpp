@@ -6,6 +6,11 @@ namespace pt2onnx::onnx_passes {
 
 void runOnnxPasses(ir::Graph& graph, const OnnxPassOptions& options, std::vector<std::string>& warnings) {
   auto log = logger("pass.onnx");
+  // Before fold_constants, which would fold the small products into Constant nodes.
+  if (options.foldConstants && options.foldInitializers) {
+    size_t products = foldInitializerProducts(graph);
+    log->debug("fold_initializer_products: {} product(s) folded", products);
+  }
   if (options.foldConstants) {
     size_t folded = foldConstants(graph, options.opset, options.foldInitializers);
     log->debug("fold_constants: {} node(s) folded", folded);

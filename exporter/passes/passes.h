@@ -241,9 +241,12 @@ void dropEvalNoops(torch::jit::Graph& graph);
 void foldConvBatchNorm(torch::jit::Graph& graph, GraphParameters& params,
                        const std::function<void(const torch::jit::Value*)>& forget = nullptr);
 
-// On the emitted ONNX graph: replaces the output of each Transpose (perm [1, 0]) of a stored 2-D
-// initializer, where nodes read it, by a new initializer "<name>_transposed" whose bytes are
-// computed while writing. Unread Transposes and initializers are left for dead-node elimination.
+// On the emitted ONNX graph: a Gemm reading a Transpose (perm [1, 0]) of a 2-D initializer reads
+// the initializer with transA/transB flipped; the output of each other such Transpose, where nodes
+// read it, is replaced by a new initializer "<name>_transposed" whose bytes are computed while
+// writing, unless the initializer is also read untransposed (a weight tied to an embedding), which
+// would then be stored twice: that Transpose stays. Unread Transposes and initializers are left for
+// dead-node elimination.
 void foldInitializerTransposes(ir::Graph& graph);
 
 }  // namespace pt2onnx::passes

@@ -132,6 +132,18 @@ class DocFixtures:
         source = python_block("README.md", "class Gate")
         self._run_python(source + 'torch.jit.save(torch.jit.script(Gate()), "gate_scripted.pt")\n', "doc_readme_gate.py", "gate_scripted.pt")
 
+    def _demo_ops_py(self, path):  # docs/custom_ops.md: an op defined in Python and its converter
+        path.write_text(python_block("docs/custom_ops.md", "# demo_ops.py"))
+
+    def _demo_pt(self, path):  # docs/custom_ops.md's model block, as printed (it saves demo.pt), beside demo_ops.py
+        scratch = self.dir / "run_custom_ops_demo"
+        scratch.mkdir()
+        shutil.copy(self.get("demo_ops.py"), scratch / "demo_ops.py")
+        (scratch / "demo_model.py").write_text(python_block("docs/custom_ops.md", "class Demo"))
+        proc = subprocess.run([sys.executable, "demo_model.py"], cwd=scratch, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        shutil.move(scratch / "demo.pt", path)
+
     def _r18_pt(self, path):
         import torchvision
         torch.manual_seed(0)

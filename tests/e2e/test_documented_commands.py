@@ -231,6 +231,32 @@ def check_same_as(doc):
     return check
 
 
+# The op of docs/custom_ops.md is defined by importing demo_ops, once per process: checked in a Python of its own.
+DEMO_OP_CHECK = '''
+import sys
+import numpy as np
+import torch
+import demo_ops
+from samples import ort
+import pt2onnx
+module = torch.jit.load("demo.pt")
+for batch in (1, 5):
+    x = torch.randn(batch, 4)
+    expected = module(x).detach().numpy()
+    for got in (list(ort.run(sys.argv[1], {"x": x.numpy()}).values())[0],
+                pt2onnx.InferenceSession(sys.argv[1], runtime="builtin").run(None, {"x": x.numpy()})[0]):
+        assert got.shape == expected.shape and ort.max_rel_error(expected, got) < 1e-4
+'''
+
+
+def check_demo_op(path):
+    def check(result, work, fx):
+        proc = subprocess.run([sys.executable, "-c", DEMO_OP_CHECK, path], cwd=work, capture_output=True, text=True,
+                              timeout=300, env=dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{work}"))
+        assert proc.returncode == 0, proc.stderr
+    return check
+
+
 def check_gradients(result, work, fx):
     model = onnx.load(str(work / "train.onnx"))
     outputs = [o.name for o in model.graph.output]
@@ -424,6 +450,13 @@ TABLE = {
     "pt2onnx convert DIR_OR_GLOB... -o OUTDIR": [Run(
         0, files={"extra": "extra"}, subs=[("DIR_OR_GLOB...", "'extra/*.pt'"), ("OUTDIR", "onnx/")],
         check=check_fleet("onnx", ["e.onnx"]))],
+    # docs/custom_ops.md
+    "pt2onnx convert demo.pt -o demo.onnx -i x:2x4 -d x:0=batch --import demo_ops": [Run(
+        0, files={"demo.pt": "demo.pt", "demo_ops.py": "demo_ops.py"}, check=check_demo_op("demo.onnx"))],
+    "pt2onnx convert scale_add.pt -o scale_add.onnx -i x:2x4 -d x:0=batch --load-library ./libdemo_cpp_ops.so "
+    "--import demo_cpp_ops_onnx": Unrun(
+        "needs docs/custom_ops.md's C++ library compiled: tests/e2e/test_custom_ops_doc.py compiles it, runs this "
+        "line and compares the model with PyTorch"),
     # docs/control_flow.md
     "pt2onnx convert scripted.pt ...": [Run(0, files={"scripted.pt": "gate_scripted.pt"},
                                             subs=[("...", "-o m.onnx -i x:2x3 -i n=3")], check=check_readme_gate("m.onnx"))],

@@ -32,6 +32,24 @@ const char* kTiedLinears = R"IR(
     %b : Tensor = aten::linear(%a, %w, %none)
     return (%b))IR";
 
+// An embedding whose weight the output Linear reads too (tied weights: lin.weight = emb.weight).
+const char* kTiedEmbedding = R"IR(
+  graph(%x : Tensor, %w : Tensor):
+    %none : NoneType = prim::Constant()
+    %pad : int = prim::Constant[value=-1]()
+    %false : bool = prim::Constant[value=0]()
+    %e : Tensor = aten::embedding(%w, %x, %pad, %false, %false)
+    %y : Tensor = aten::linear(%e, %w, %none)
+    return (%y))IR";
+
+// addmm with a transposed weight: Gemm(x, Transpose(w), b).
+const char* kAddmmTransposed = R"IR(
+  graph(%x : Tensor, %w : Tensor, %b : Tensor):
+    %one : int = prim::Constant[value=1]()
+    %wt : Tensor = aten::t(%w)
+    %y : Tensor = aten::addmm(%b, %x, %wt, %one, %one)
+    return (%y))IR";
+
 using testing::initializerNamesOf;
 using testing::opTypesOf;
 // The unfolded graph's result in the TorchScript interpreter is the reference.
@@ -79,6 +97,30 @@ TEST(FoldInitializerTransposes, ATiedWeightIsTransposedOnce) {
   EXPECT_EQ(opTypesOf(p), (std::vector<std::string>{"MatMul", "MatMul"}));
   EXPECT_EQ(initializerNamesOf(p), (std::vector<std::string>{"shared.weight_transposed"}));
   EXPECT_EQ(testing::compareTensors(interpret(kTiedLinears, x, params), runInOrt(p, x), 1e-5), "");
+}
+
+TEST(FoldInitializerTransposes, AWeightTiedToAnEmbeddingIsStoredOnceAndTransposedInTheModel) {
+  at::manual_seed(7);
+  std::vector<at::Tensor> params{at::randn({50, 8})};
+  at::Tensor tokens = at::randint(0, 50, {2, 5}, at::kLong);
+  onnx::ModelProto p = exported(model(kTiedEmbedding, {"emb.weight"}, params, tokens), ExportOptions{});
+  EXPECT_EQ(opTypesOf(p), (std::vector<std::string>{"Gather", "Transpose", "MatMul"}));
+  EXPECT_EQ(initializerNamesOf(p), (std::vector<std::string>{"emb.weight"}));
+  EXPECT_EQ(testing::compareTensors(interpret(kTiedEmbedding, tokens, params), runInOrt(p, tokens), 1e-5), "");
+}
+
+TEST(FoldInitializerTransposes, AGemmReadsTheTransposedWeightWithTransB) {
+  at::manual_seed(8);
+  std::vector<at::Tensor> params{at::randn({6, 4}), at::randn({6})};
+  at::Tensor x = at::randn({3, 4});
+  onnx::ModelProto p = exported(model(kAddmmTransposed, {"fc.weight", "fc.bias"}, params, x), ExportOptions{});
+  ASSERT_EQ(opTypesOf(p), (std::vector<std::string>{"Gemm"}));
+  EXPECT_EQ(initializerNamesOf(p), (std::vector<std::string>{"fc.weight", "fc.bias"}));
+  int64_t transB = -1;
+  for (const auto& a : p.graph().node(0).attribute())
+    if (a.name() == "transB") transB = a.i();
+  EXPECT_EQ(transB, 1);
+  EXPECT_EQ(testing::compareTensors(interpret(kAddmmTransposed, x, params), runInOrt(p, x), 1e-5), "");
 }
 
 TEST(FoldInitializerTransposes, WeightsOverOneWriteChunkInTheModelAndInExternalData) {
