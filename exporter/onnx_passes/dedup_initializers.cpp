@@ -15,6 +15,8 @@ bool sameContents(const ir::TensorData& a, const ir::TensorData& b) {
          (a.data == b.data || std::memcmp(a.data, b.data, a.nbytes) == 0);
 }
 
+}  // namespace
+
 void redirectReaders(ir::Graph& graph, const std::unordered_map<const ir::Value*, ir::Value*>& to) {
   for (const auto& n : graph.nodes()) {
     for (ir::Value*& in : n->inputs) {
@@ -29,8 +31,6 @@ void redirectReaders(ir::Graph& graph, const std::unordered_map<const ir::Value*
     if (it != to.end()) out = it->second;
   }
 }
-
-}  // namespace
 
 size_t deduplicateInitializers(ir::Graph& graph) {
   // Inputs and outputs keep their names: an initializer that is one stays.

@@ -59,17 +59,6 @@ std::string productName(const ir::Value* a, const ir::Value* b) {
   return a->name + "_mul_" + b->name;
 }
 
-void redirectReaders(ir::Graph& graph, const std::unordered_map<const ir::Value*, ir::Value*>& to) {
-  for (const auto& n : graph.nodes()) {
-    for (ir::Value*& in : n->inputs) {
-      auto it = in ? to.find(in) : to.end();
-      if (it != to.end()) in = it->second;
-    }
-    for (ir::Attribute& a : n->attributes)
-      if (a.kind == ir::Attribute::Kind::Graph) redirectReaders(*a.g, to);
-  }
-}
-
 }  // namespace
 
 size_t foldInitializerProducts(ir::Graph& graph) {

@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/onnx_graph.h"
@@ -54,6 +55,10 @@ size_t foldInitializerProducts(ir::Graph& graph);
 // duplicates are left unused. Initializers listed as graph inputs are kept. Returns the number of
 // initializers redirected.
 size_t deduplicateInitializers(ir::Graph& graph);
+
+// Makes every reader of a key of `to` (node inputs, in subgraphs too, and graph outputs) read its
+// value instead (onnx_passes that replace initializers).
+void redirectReaders(ir::Graph& graph, const std::unordered_map<const ir::Value*, ir::Value*>& to);
 
 // Removes nodes whose outputs nothing reads (in subgraphs too) and unused initializers.
 void eliminateDeadNodes(ir::Graph& graph);

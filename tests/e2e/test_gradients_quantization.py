@@ -14,6 +14,7 @@ import torch.ao.quantization as tq
 from torch import nn
 
 import pt2onnx
+from samples.quantized import fake_quantize_qconfig, qat_mlp
 from samples import ort
 
 TOLERANCE = 1e-4
@@ -48,37 +49,10 @@ class PerChannelWeight(nn.Module):
         return torch.fake_quantize_per_tensor_affine(x, 0.04, 0, -128, 127) @ w.t() + self.bias
 
 
-class Mlp(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.quant, self.dequant = tq.QuantStub(), tq.DeQuantStub()
-        self.fc1, self.relu, self.fc2, self.fc3 = nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 16), nn.Linear(16, 3)
-
-    def forward(self, x):
-        return self.dequant(self.fc3(self.relu(self.fc2(self.relu(self.fc1(self.quant(x)))))))
 
 
-def fake_quantize_qconfig():
-    """torch.ao's classic FakeQuantize modules: uint8 activations per tensor, int8 weights per channel."""
-    act = tq.FakeQuantize.with_args(observer=tq.MovingAverageMinMaxObserver, quant_min=0, quant_max=255)
-    weight = tq.FakeQuantize.with_args(observer=tq.MovingAveragePerChannelMinMaxObserver, quant_min=-128,
-                                       quant_max=127, dtype=torch.qint8, qscheme=torch.per_channel_symmetric)
-    return tq.QConfig(activation=act, weight=weight)
 
 
-def qat_mlp(qconfig):
-    """prepare_qat, a few training steps with the observers on, then the observers off (eval())."""
-    torch.manual_seed(0)
-    model = Mlp().train()
-    model.qconfig = qconfig
-    prepared = tq.prepare_qat(model)
-    optimizer = torch.optim.SGD(prepared.parameters(), lr=0.01)
-    for _ in range(5):
-        optimizer.zero_grad()
-        prepared(torch.randn(8, 6)).pow(2).mean().backward()
-        optimizer.step()
-    prepared.apply(tq.disable_observer)
-    return prepared.eval()
 
 
 def export(model, path, gradients):
@@ -196,7 +170,8 @@ def test_per_channel_weight(tmp_path):
 @pytest.mark.parametrize("qconfig", ["fake_quantize", "fused_default"])
 @pytest.mark.parametrize("gradients", ["parameters", "all"])
 def test_qat_mlp(qconfig, gradients, tmp_path):
-    model = qat_mlp(fake_quantize_qconfig() if qconfig == "fake_quantize" else tq.get_default_qat_qconfig("x86"))
+    qconfig = fake_quantize_qconfig() if qconfig == "fake_quantize" else tq.get_default_qat_qconfig("x86")
+    model = qat_mlp(qconfig, sizes=(6, 16, 16, 3), input_scale=1.0)
     path = tmp_path / "qat.onnx"
     s = export(model, path, gradients)
     params = [f"{n}_grad" for n, _ in model.named_parameters()]

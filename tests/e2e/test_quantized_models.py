@@ -19,6 +19,7 @@ import torch.ao.quantization as tq
 import torch.nn as nn
 
 import pt2onnx
+from samples.quantized import Mlp, fake_quantize_qconfig, qat_mlp
 
 warnings.filterwarnings("ignore", message=".*quantiz.*")
 warnings.filterwarnings("ignore", message=".*migrat.*")
@@ -65,41 +66,15 @@ def expect_on_grid_of(actual, expected, step, runtime):
 # ------------------------------------------------------------- quantization-aware training
 
 
-class Mlp(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.quant, self.dequant = tq.QuantStub(), tq.DeQuantStub()
-        self.fc1, self.relu, self.fc2, self.fc3 = nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.Linear(32, 5)
-
-    def forward(self, x):
-        return self.dequant(self.fc3(self.relu(self.fc2(self.relu(self.fc1(self.quant(x)))))))
 
 
-def per_channel_fake_quantize_qconfig():
-    """torch.ao's classic FakeQuantize modules: uint8 activations per tensor, int8 weights per channel."""
-    act = tq.FakeQuantize.with_args(observer=tq.MovingAverageMinMaxObserver, quant_min=0, quant_max=255)
-    weight = tq.FakeQuantize.with_args(observer=tq.MovingAveragePerChannelMinMaxObserver, quant_min=-128,
-                                       quant_max=127, dtype=torch.qint8, qscheme=torch.per_channel_symmetric)
-    return tq.QConfig(activation=act, weight=weight)
 
 
-def qat_mlp(qconfig):
-    torch.manual_seed(0)
-    model = Mlp().train()
-    model.qconfig = qconfig
-    prepared = tq.prepare_qat(model)
-    optimizer = torch.optim.SGD(prepared.parameters(), lr=0.01)
-    for _ in range(5):  # observers see data; weights move
-        optimizer.zero_grad()
-        prepared(torch.randn(8, 16) * 2).pow(2).mean().backward()
-        optimizer.step()
-    prepared.apply(tq.disable_observer)
-    return prepared.eval()
 
 
 @pytest.mark.parametrize("qconfig", ["fake_quantize", "fused_default"])
 def test_qat_mlp_per_channel_weights(qconfig, tmp_path):
-    model = qat_mlp(per_channel_fake_quantize_qconfig() if qconfig == "fake_quantize"
+    model = qat_mlp(fake_quantize_qconfig() if qconfig == "fake_quantize"
                     else tq.get_default_qat_qconfig("x86"))
     path = tmp_path / "qat.onnx"
     pt2onnx.export(model, (torch.randn(4, 16),), path, opset_version=17, input_names=["x"],
