@@ -329,6 +329,7 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
   setLocation(n);
   symbolic::Context ctx(*current_, options_.opset, jit::schemaText(n), args, outputTypes);
   ctx.setSourceNode(n);
+  ctx.setFusableAttention(options_.fusableAttention);
   std::optional<std::vector<ir::TensorType>> meta;  // PyTorch's output types, computed once when asked
   auto metaTypes = [&]() -> const std::vector<ir::TensorType>& {
     if (!meta) meta = metaOutputTypes(n, args);

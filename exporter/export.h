@@ -85,6 +85,11 @@ struct ExportOptions {
   // fails (removing what it wrote) when it does not run or computes other shapes than it declares
   // (exporter/example_run.h).
   bool runOnExample = true;
+  // scaled_dot_product_attention in the form ONNX Runtime's transformer optimizer fuses into its
+  // Attention op (at every opset, ONNX's Attention op included): no guard between Softmax and the
+  // last MatMul, so a query row the mask removes entirely gets the mean of the values, not
+  // PyTorch's 0 (docs/transformers.md).
+  bool fusableAttention = false;
 };
 
 // A graph ready for export: its first `numUserInputs` inputs are the model's inputs, the rest are

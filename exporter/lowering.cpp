@@ -156,6 +156,7 @@ void lowerGraph(torch::jit::Graph& graphRef, const ExportOptions& options) {
            }),
       pass("keep_nested_tensors_padded", [](auto& g) { passes::keepNestedTensorsPadded(*g); }),
       pass("decompose_fused_attention", [](auto& g) { passes::decomposeFusedAttention(*g); }),
+      pass("drop_identity_reshapes", [](auto& g) { passes::dropIdentityReshapes(*g); }),
       pass("lower_complex_to_real_view", [&options](auto& g) { passes::lowerComplexToRealView(*g, options.opset); }),
       // An op with a symbolic (a user's registered one included) converts by it, not by a rewrite.
       pass("lower_as_strided", [&hasSymbolic](auto& g) { passes::lowerAsStrided(*g, hasSymbolic); }),

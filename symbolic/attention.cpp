@@ -39,6 +39,31 @@ Value* sqrtScale(Context& ctx, Value* q, int64_t rank, DType dtype) {
   return ctx.op("Reciprocal", {ctx.op("Sqrt", {rootE})});
 }
 
+// sqrt(1/sqrt(E)) computed at run time from q's shape, ending in a Sqrt node: the form of the
+// scale ONNX Runtime's transformer optimizer matches (its "sdpa" Attention path; a constant, or a
+// Sqrt of a constant, is folded by its first pass and matches nothing). Only for the default
+// scale, or an explicit one equal to it: another scale stays a constant.
+std::optional<Value*> fusableSqrtScale(Context& ctx, Value* q, int64_t rank, DType dtype) {
+  if (hasArg(ctx, kScale)) {
+    auto e = staticDim(q, rank - 1);
+    if (!e || std::abs(ctx.float64(kScale) * std::sqrt(double(*e)) - 1.0) > 1e-6) return std::nullopt;
+  }
+  Value* e = ctx.op("Gather", {ctx.op("Shape", {q}), ctx.constInt64(rank - 1)}, {attr::i("axis", 0)});
+  Value* scale = ctx.op("Reciprocal", {ctx.op("Sqrt", {ctx.cast(e, dtype)})});
+  return ctx.op("Sqrt", {scale});
+}
+
+// The lowest finite value of a floating dtype: what a removed position gets in the fusable form
+// (-inf would make a fully removed row NaN, which no guard there turns into anything).
+double lowestFinite(DType dtype) {
+  switch (dtype) {
+    case DType::Double: return std::numeric_limits<double>::lowest();
+    case DType::Float16: return -65504.0;
+    case DType::BFloat16: return -3.3895313892515355e38;
+    default: return double(std::numeric_limits<float>::lowest());
+  }
+}
+
 // k or v with each of its heads (dim -3) repeated `repeats` times in place: (.., Hk, S, E) ->
 // (.., Hk * repeats, S, E), as repeat_interleave(repeats, dim=-3).
 Value* repeatHeads(Context& ctx, Value* t, int64_t rank, int64_t repeats) {
@@ -80,6 +105,61 @@ Value* causalKeep(Context& ctx, Value* q, Value* k, int64_t rank) {
   return ctx.op("Not", {ctx.op("Greater", {cols, rows})});
 }
 
+// Where attn_mask removes a whole row of scores (torch's _safe_softmax then gives 0, not NaN): a
+// bool mask with no true, a float mask of -inf only. Read from the mask, which is often smaller
+// than the scores ((B, 1, 1, S) against (B, H, L, S)), and by ReduceSum: ONNX Runtime's symbolic
+// shape inference, which its transformer optimizer needs, has no ReduceMax with axes as an input.
+Value* rowsMaskedEntirely(Context& ctx, Value* mask) {
+  Value* kept = mask;
+  if (ctx.dtypeOf(mask) != DType::Bool) {
+    // IsInf is opset 10; before it, -inf is what lies below float32's lowest finite value.
+    Value* minusInf = ctx.opset() >= 10 ? ctx.op("IsInf", {mask}, {attr::i("detect_positive", 0)})
+                                        : ctx.op("Less", {ctx.cast(mask, DType::Float),
+                                                          ctx.constScalar(std::numeric_limits<float>::lowest(), DType::Float)});
+    kept = ctx.op("Not", {minusInf});
+  }
+  // float32 counts the kept keys exactly up to 2^24 per row.
+  Value* keptPerRow = ctx.op("ReduceSum", {ctx.cast(kept, DType::Float), ctx.constInt64s({-1})},
+                             {attr::i("keepdims", 1)});
+  return ctx.op("Equal", {keptPerRow, ctx.constScalar(0.0, DType::Float)});
+}
+
+// ExportOptions::fusableAttention: the forms of ONNX Runtime's Attention fusion (fusion_attention.py).
+// With a mask: Softmax(Add(MatMul(Mul(q, Sqrt(s)), Mul(k^T, Sqrt(s))), mask)) @ v, a bool mask as
+// Where(mask, 0, lowest); without one: Softmax(Div(MatMul(q, k^T), 1/scale)) @ v. Nothing stands
+// between Softmax and the last MatMul, so a row the mask removes entirely is not guarded: it gets
+// the mean of v (as in ORT's fused kernel), not PyTorch's 0.
+Outputs fusableAttention(Context& ctx, Value* q, Value* k, Value* v, std::optional<Value*> mask, bool isCausal,
+                         const std::vector<int64_t>& perm) {
+  int64_t rank = int64_t(perm.size());
+  DType dtype = ctx.dtypeOf(q);
+  Value* kT = ctx.op("Transpose", {k}, {attr::ints("perm", perm)});
+  Value* scores;
+  if (!mask && !isCausal) {
+    double scale = hasArg(ctx, kScale) ? ctx.float64(kScale) : 0.0;
+    Value* divisor;
+    if (hasArg(ctx, kScale)) divisor = ctx.constScalar(1.0 / scale, dtype);
+    else if (auto e = staticDim(q, rank - 1)) divisor = ctx.constScalar(std::sqrt(double(*e)), dtype);
+    else divisor = ctx.op("Sqrt", {ctx.cast(ctx.op("Gather", {shapeOf(ctx, q), ctx.constInt64(rank - 1)}, {attr::i("axis", 0)}), dtype)});
+    scores = ctx.op("Div", {ctx.op("MatMul", {q, kT}), divisor});
+  } else {
+    Value* rootScale = fusableSqrtScale(ctx, q, rank, dtype).value_or(nullptr);
+    if (!rootScale) rootScale = sqrtScale(ctx, q, rank, dtype);
+    scores = ctx.op("MatMul", {ctx.op("Mul", {q, rootScale}), ctx.op("Mul", {kT, rootScale})});
+    if (isCausal)  // a causal row keeps its diagonal: never removed entirely
+      scores = ctx.op("Where", {causalKeep(ctx, q, k, rank), scores,
+                                ctx.constScalar(-std::numeric_limits<double>::infinity(), dtype)});
+    if (mask) {
+      Value* m = *mask;
+      Value* additive = ctx.dtypeOf(m) == DType::Bool
+                            ? ctx.op("Where", {m, ctx.constScalar(0.0, dtype), ctx.constScalar(lowestFinite(dtype), dtype)})
+                            : ctx.cast(m, dtype);
+      scores = ctx.op("Add", {scores, additive});
+    }
+  }
+  return {ctx.op("MatMul", {ctx.op("Softmax", {scores}, {attr::i("axis", -1)}), v})};
+}
+
 // aten::scaled_dot_product_attention(q, k, v, attn_mask?, dropout_p, is_causal[, scale?[, enable_gqa]])
 Outputs scaledDotProductAttention(Context& ctx) {
   Value* q = ctx.tensor(0);
@@ -119,6 +199,7 @@ Outputs scaledDotProductAttention(Context& ctx) {
   std::vector<int64_t> perm;
   for (int64_t d = 0; d < rank; ++d) perm.push_back(d);
   std::swap(perm[size_t(rank - 1)], perm[size_t(rank - 2)]);
+  if (ctx.fusableAttention()) return fusableAttention(ctx, q, k, v, mask, isCausal, perm);
   Value* rootScale = sqrtScale(ctx, q, rank, dtype);
   Value* kT = ctx.op("Mul", {ctx.op("Transpose", {k}, {attr::ints("perm", perm)}), rootScale});
   Value* scores = ctx.op("MatMul", {ctx.op("Mul", {q, rootScale}), kT});
@@ -132,10 +213,7 @@ Outputs scaledDotProductAttention(Context& ctx) {
     else scores = ctx.op("Add", {scores, ctx.cast(m, dtype)});
   }
   Value* weights = ctx.op("Softmax", {scores}, {attr::i("axis", -1)});
-  if (mask) {  // rows the mask removes entirely give 0, not NaN
-    Value* rowMax = ctx.op("ReduceMax", {scores}, {attr::ints("axes", {-1}), attr::i("keepdims", 1)});
-    weights = ctx.op("Where", {ctx.op("Equal", {rowMax, negInf}), zero, weights});
-  }
+  if (mask) weights = ctx.op("Where", {rowsMaskedEntirely(ctx, *mask), zero, weights});
   return {ctx.op("MatMul", {weights, v})};
 }
 
@@ -148,7 +226,10 @@ Outputs scaledDotProductAttention23(Context& ctx) {
   Value* k = ctx.tensor(1);
   Value* v = ctx.tensor(2);
   int64_t rank = ctx.rank(q);
-  if ((rank != 3 && rank != 4) || ctx.rank(k) != rank || ctx.rank(v) != rank) return scaledDotProductAttention(ctx);
+  // ORT's optimizer neither fuses ONNX's Attention nor infers shapes through it (which stops its
+  // SkipLayerNormalization fusion too): the fusable form is the decomposition at every opset.
+  if (ctx.fusableAttention() || (rank != 3 && rank != 4) || ctx.rank(k) != rank || ctx.rank(v) != rank)
+    return scaledDotProductAttention(ctx);
   std::optional<Value*> mask = ctx.optTensor(kMask);
   double dropout = hasArg(ctx, kDropout) ? ctx.float64(kDropout) : 0.0;
   bool isCausal = hasArg(ctx, kIsCausal) && ctx.boolean(kIsCausal);

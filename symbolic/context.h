@@ -140,6 +140,10 @@ class Context {
   // it; family files must not.
   const void* sourceNode() const { return sourceNode_; }
   void setSourceNode(const void* node) { sourceNode_ = node; }
+  // ExportOptions::fusableAttention: attention written in the form ONNX Runtime's transformer
+  // optimizer fuses (symbolic/attention.cpp says what that costs).
+  bool fusableAttention() const { return fusableAttention_; }
+  void setFusableAttention(bool on) { fusableAttention_ = on; }
 
  private:
   ir::Value* materialize(const Arg& a, ir::DType dtypeIfNumber);
@@ -153,6 +157,7 @@ class Context {
   std::function<ir::TensorType(size_t)> outputTypeOracle_;
   std::vector<ir::DType> tracedOutputDtypes_;
   const void* sourceNode_ = nullptr;
+  bool fusableAttention_ = false;
   std::vector<std::string> warnings_;
 };
 

@@ -114,6 +114,7 @@ struct DimIndex {
   int64_t dim;
   ir::Value* index;
   int64_t rank;  // -1 when unknown
+  bool nonNegative = false;  // a mask's NonZero row: no Python-style negative positions
 };
 
 ir::Value* listElementTensor(Context& ctx, const Arg& e) {
@@ -143,7 +144,7 @@ std::vector<DimIndex> advancedIndices(Context& ctx, const Arg& list) {
       if (maskRank == 0) ctx.fail("index: 0-d boolean masks are not supported");
       ir::Value* nonzero = ctx.op("NonZero", {index});  // [maskRank, n]
       for (int64_t r = 0; r < maskRank; ++r)
-        out.push_back({dim + r, ctx.op("Gather", {nonzero, ctx.constInt64(r)}, {i("axis", 0)}), 1});
+        out.push_back({dim + r, ctx.op("Gather", {nonzero, ctx.constInt64(r)}, {i("axis", 0)}), 1, true});
       dim += maskRank;
       continue;
     }
@@ -172,6 +173,35 @@ void broadcastIndices(Context& ctx, std::vector<DimIndex>& indices) {
   for (DimIndex& d : indices) d.index = ctx.op("Expand", {d.index, shape});
 }
 
+// x[i0, ..., ik-1] on the leading k dims, as torch.onnx writes it: Gather from Flatten(x, k) at the
+// row-major position sum(i_j * stride_j) (the index tensors broadcast in the sum), then Reshape to
+// (-1, rest...) and to (broadcast..., rest...). The two Reshapes are torch.onnx's: ONNX Runtime's
+// transformer optimizer recognises transformers 5's padding mask (mask[batch_idx, kv_idx]) by them.
+// Negative positions count from the end, as in PyTorch (torch.onnx's form gets them wrong).
+ir::Value* indexLeadingDims(Context& ctx, ir::Value* x, const std::vector<DimIndex>& indices) {
+  int64_t k = static_cast<int64_t>(indices.size());
+  ir::Value* shape = shapeOf(ctx, x);
+  auto size = [&](int64_t d) { return ctx.op("Gather", {shape, ctx.constInt64(d)}, {i("axis", 0)}); };
+  ir::Value* position = nullptr;
+  ir::Value* stride = nullptr;
+  for (int64_t d = k - 1; d >= 0; --d) {
+    ir::Value* index = indices[size_t(d)].index;
+    ir::Value* dimSize = size(d);
+    if (!indices[size_t(d)].nonNegative) {
+      index = ctx.opset() >= 10 ? ctx.op("Mod", {index, dimSize})
+                                : ctx.op("Where", {ctx.op("Less", {index, ctx.constInt64(0)}),
+                                                   ctx.op("Add", {index, dimSize}), index});
+    }
+    ir::Value* term = stride ? ctx.op("Mul", {index, stride}) : index;
+    position = position ? ctx.op("Add", {position, term}) : term;
+    stride = stride ? ctx.op("Mul", {stride, dimSize}) : dimSize;
+  }
+  ir::Value* rows = ctx.op("Gather", {ctx.op("Flatten", {x}, {i("axis", k)}), position}, {i("axis", 0)});
+  ir::Value* rest = ctx.op("Slice", {shape, ctx.constInt64s({k}), ctx.constInt64s({std::numeric_limits<int64_t>::max()})});
+  ir::Value* folded = ctx.op("Reshape", {rows, ctx.op("Concat", {ctx.constInt64s({-1}), rest}, {i("axis", 0)})});
+  return ctx.op("Reshape", {folded, ctx.op("Concat", {shapeOf(ctx, position), rest}, {i("axis", 0)})});
+}
+
 Outputs indexSymbolic(Context& ctx) {  // index.Tensor(self, Tensor?[] indices)
   ir::Value* x = ctx.tensor(0);
   std::vector<DimIndex> indices = advancedIndices(ctx, ctx.arg(1));
@@ -182,21 +212,20 @@ Outputs indexSymbolic(Context& ctx) {  // index.Tensor(self, Tensor?[] indices)
   int64_t k = static_cast<int64_t>(indices.size());
   bool adjacent = indices.back().dim - indices.front().dim == k - 1;
   bool leading = adjacent && indices.front().dim == 0;
-  int64_t rank = leading ? x->type.rank() : ctx.requireRank(x, "the indexed tensor");
+  if (leading) return {indexLeadingDims(ctx, x, indices)};
+  int64_t rank = ctx.requireRank(x, "the indexed tensor");
 
   // Move the indexed dims to the front, then GatherND: [broadcast dims..., remaining dims...].
-  if (!leading) {
-    std::vector<int64_t> perm;
-    for (const DimIndex& d : indices) perm.push_back(d.dim);
-    for (int64_t d = 0; d < rank; ++d)
-      if (std::find(perm.begin(), perm.end(), d) == perm.end()) perm.push_back(d);
-    x = ctx.op("Transpose", {x}, {ints("perm", perm)});
-  }
+  std::vector<int64_t> front;
+  for (const DimIndex& d : indices) front.push_back(d.dim);
+  for (int64_t d = 0; d < rank; ++d)
+    if (std::find(front.begin(), front.end(), d) == front.end()) front.push_back(d);
+  x = ctx.op("Transpose", {x}, {ints("perm", front)});
   broadcastIndices(ctx, indices);
   std::vector<ir::Value*> columns;
   for (const DimIndex& d : indices) columns.push_back(ctx.unsqueeze(d.index, {-1}));
   ir::Value* gathered = ctx.op("GatherND", {x, ctx.op("Concat", columns, {i("axis", -1)})});
-  if (!adjacent || leading) return {gathered};  // torch puts the broadcast dims first here too
+  if (!adjacent) return {gathered};  // torch puts the broadcast dims first here too
 
   // Adjacent indices after `before` plain dims: torch keeps the broadcast dims in their place.
   int64_t before = indices.front().dim;

@@ -319,15 +319,18 @@ Outputs squeezeDimSymbolic(Context& ctx) {
 
 Outputs expandSymbolic(Context& ctx) {
   ir::Value* x = ctx.tensor(0);
-  // torch's -1 keeps a dim; Expand broadcasts, so 1 does the same. Sizes are >= 0 otherwise,
-  // which makes Abs a branch-free -1 -> 1 for dynamic sizes.
+  // torch's -1 keeps a dim; Expand broadcasts, so 1 does the same. Dynamic sizes go through
+  // Where(Equal(s, -1), 1, s), as torch.onnx writes it: ORT's symbolic shape inference (which its
+  // transformer optimizer needs) computes through Where and Equal, not through Abs.
   ir::Value* shape;
   if (ctx.arg(1).isStatic()) {
     std::vector<int64_t> sizes = ctx.ints(1);
     for (int64_t& v : sizes) v = v == -1 ? 1 : v;
     shape = ctx.constInt64s(sizes);
   } else {
-    shape = ctx.op("Abs", {ctx.intsAsTensor(1)});
+    ir::Value* sizes = ctx.intsAsTensor(1);
+    ir::Value* keeps = ctx.op("Equal", {sizes, ctx.constInt64s({-1})});
+    shape = ctx.op("Where", {keeps, ctx.constInt64s({1}), sizes});
   }
   return {ctx.op("Expand", {x, shape})};
 }

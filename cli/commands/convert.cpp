@@ -48,6 +48,7 @@ struct ConvertOptions {
   bool force = false;
   bool allowStatic = false;  // fleet: a model static where it should vary counts as converted
   bool noExampleRun = false;
+  bool fusableAttention = false;
 };
 
 bool isFleet(const ConvertOptions& o) {
@@ -66,6 +67,7 @@ std::vector<std::string> fleetConvertFlags(const ConvertOptions& o) {
   if (o.noExportParams) flags.push_back("--no-export-params");
   if (o.keepInitializersAsInputs) flags.push_back("--keep-initializers-as-inputs");
   if (o.noConstantFolding) flags.push_back("--no-constant-folding");
+  if (o.fusableAttention) flags.push_back("--fusable-attention");
   if (o.externalDataThreshold) flags.push_back("--external-data-threshold=" + std::to_string(o.externalDataThreshold));
   if (o.typeInference != "static") flags.push_back("--type-inference=" + o.typeInference);
   for (const auto& c : o.customOpsets) flags.push_back("--custom-opset=" + c);
@@ -186,6 +188,7 @@ void runPythonConvert(const ConvertOptions& o) {
   r.gradients = o.gradients;
   r.inputSpecs = o.source.inputShapes;
   r.runOnExample = !o.noExampleRun;
+  r.fusableAttention = o.fusableAttention;
   if (!o.modulesAsFunctions.empty()) {
     onnx_passes::ModuleFunctionOptions f = parseModulesAsFunctions(o.modulesAsFunctions);
     r.modulesAsFunctions = f.allTypes ? std::vector<std::string>{} : std::vector<std::string>(f.typeNames.begin(), f.typeNames.end());
@@ -217,6 +220,7 @@ void runConvert(ConvertOptions o) {
   if (!o.gradients.empty()) options.gradients = parseGradients(o.gradients);
   if (!o.modulesAsFunctions.empty()) options.modulesAsFunctions = parseModulesAsFunctions(o.modulesAsFunctions);
   options.runOnExample = !o.noExampleRun;
+  options.fusableAttention = o.fusableAttention;
   auto loaded = std::chrono::steady_clock::now();
   ExportSummary summary;
   try {
@@ -273,6 +277,10 @@ void addConvertCommand(CLI::App& app, int& exitCode) {
   cmd->add_flag("--no-example-run", opts->noExampleRun,
                 "Do not run the written model once on the example inputs (by default a model that does not run, "
                 "or computes other shapes than it declares, is an error and is not left behind)");
+  cmd->add_flag("--fusable-attention", opts->fusableAttention,
+                "Write scaled_dot_product_attention in the form ONNX Runtime's transformer optimizer fuses into "
+                "Attention; a query row the mask removes entirely then gives the mean of the values, not 0 "
+                "(docs/transformers.md)");
   cmd->add_flag("--no-doc-strings", opts->noDocStrings, "Do not record PyTorch source locations in doc_string");
   cmd->add_option("--external-data-threshold", opts->externalDataThreshold,
                   "Write weights as external data (one <output>.data file) when they total more than "

@@ -112,6 +112,7 @@ void convertPythonModel(const PythonConvertRequest& r) {
     options["strict_dynamic_axes"] = true;  // as for archives: a -d typo is an error, not a static model
     options["export_params"] = r.exportParams;
     options["run_on_example"] = r.runOnExample;
+    if (r.fusableAttention) options["fusable_attention"] = true;
     options["show_progress"] = !isQuiet();
     if (r.keepInitializersAsInputs) options["keep_initializers_as_inputs"] = true;
     options["do_constant_folding"] = r.doConstantFolding;

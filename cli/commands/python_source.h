@@ -36,6 +36,7 @@ struct PythonConvertRequest {
   std::vector<std::string> modulesAsFunctions;  // --modules-as-functions TYPE,TYPE,...
   std::vector<std::string> inputSpecs;   // -i: replace the example arguments they name
   bool runOnExample = true;              // false: --no-example-run
+  bool fusableAttention = false;         // --fusable-attention
 };
 
 // Runs the export in an embedded interpreter and prints its summary. Throws ExportError.

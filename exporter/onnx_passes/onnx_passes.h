@@ -50,6 +50,11 @@ constexpr size_t kMaxFoldedBytes = 64 * 1024;
 // Returns the number of products folded.
 size_t foldInitializerProducts(ir::Graph& graph);
 
+// Makes each Transpose of a Transpose (in the same graph) read the first one's input with the
+// composed permutation; a composition that is the identity is bypassed (but for a graph output).
+// Returns the number of pairs folded.
+size_t foldTransposePairs(ir::Graph& graph);
+
 // Makes every reader of an initializer use the first initializer of identical dtype, dims and
 // bytes (tied embeddings and decoder weights, equal buffers), so each is stored once; the
 // duplicates are left unused. Initializers listed as graph inputs are kept. Returns the number of
@@ -70,7 +75,7 @@ void eliminateDeadNodes(ir::Graph& graph);
 size_t extractModuleFunctions(ir::Graph& graph, const ModuleFunctionOptions& options,
                               std::vector<std::string>& warnings);
 
-// The ordered list: fold initializer products, fold constants, deduplicate initializers, eliminate
+// The ordered list: fold transpose pairs, fold initializer products, fold constants, deduplicate initializers, eliminate
 // dead nodes, extract module functions. Appends warnings for the user to `warnings`.
 void runOnnxPasses(ir::Graph& graph, const OnnxPassOptions& options, std::vector<std::string>& warnings);
 

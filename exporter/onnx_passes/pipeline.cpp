@@ -6,6 +6,8 @@ namespace pt2onnx::onnx_passes {
 
 void runOnnxPasses(ir::Graph& graph, const OnnxPassOptions& options, std::vector<std::string>& warnings) {
   auto log = logger("pass.onnx");
+  size_t transposes = foldTransposePairs(graph);
+  log->debug("fold_transpose_pairs: {} pair(s) folded", transposes);
   // Before fold_constants, which would fold the small products into Constant nodes.
   if (options.foldConstants && options.foldInitializers) {
     size_t products = foldInitializerProducts(graph);

@@ -210,6 +210,12 @@ void keepNestedTensorsPadded(torch::jit::Graph& graph);
 // need_weights, average_attn_weights, use_gelu and norm_first must be constants.
 void decomposeFusedAttention(torch::jit::Graph& graph);
 
+// Drops each aten::reshape / aten::view whose sizes are proven, one by one, to be its input's own
+// (aten::size of the same dim, or of the query/value dim an SDPA output inherits; one -1 allowed):
+// transformers 5's reshape after scaled_dot_product_attention, which hides ONNX Runtime's Attention
+// pattern. Returns how many.
+size_t dropIdentityReshapes(torch::jit::Graph& graph);
+
 // Complex tensors become their real view, (..., 2), and the ops on them the real ops computing it:
 // stft(return_complex=True), view_as_real/view_as_complex, complex, polar, real, imag, abs, conj,
 // add, sub, mul and div, istft of the view, and the 1-D FFTs (from opset 17 as `pt2onnx::dft` nodes,

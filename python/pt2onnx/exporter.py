@@ -405,7 +405,7 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
            keep_initializers_as_inputs=None, custom_opsets=None, export_modules_as_functions=False,
            autograd_functions="auto", autograd_function_overrides=None, type_inference="static",
            external_data_threshold=None, gradients=None, show_progress=None, strict_dynamic_axes=False,
-           run_on_example=True):
+           run_on_example=True, fusable_attention=False):
     """Exports `model` to ONNX, like torch.onnx.export (TorchScript path) with the same arguments.
 
     `args` as torch.onnx takes them: a tensor or a tuple of arguments (nested tuples, lists and dicts of
@@ -452,6 +452,11 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     show_progress: for an export that runs longer than ~3 s, show its phase, nodes converted and
     bytes written on stderr when stderr is a terminal. Default (None): with verbose=True only, so
     scripts stay silent.
+
+    fusable_attention: write scaled_dot_product_attention in the form ONNX Runtime's transformer
+    optimizer (onnxruntime.transformers.optimizer.optimize_model) fuses into its Attention op, at
+    every opset. The one difference from PyTorch: a query row that the mask removes entirely gets
+    the mean of the values instead of 0 (docs/transformers.md).
     """
     options = _options(opset_version, export_params, verbose, training, input_names, output_names,
                        operator_export_type, do_constant_folding, dynamic_axes,
@@ -459,6 +464,7 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     options["type_inference"] = type_inference
     options["unknown_dynamic_axis_is_error"] = bool(strict_dynamic_axes)
     options["run_on_example"] = bool(run_on_example)
+    options["fusable_attention"] = bool(fusable_attention)
     options["progress"] = bool(verbose if show_progress is None else show_progress)
     options["gradients"] = _gradients_option(gradients)
     options["modules_as_functions"] = _modules_as_functions_option(export_modules_as_functions)
