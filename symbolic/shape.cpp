@@ -84,17 +84,49 @@ ir::Value* reshapeTo(Context& ctx, ir::Value* x, ir::Value* shape) {
 // torch's sizes hold no "copy the input's dim" (ONNX Reshape's 0 unless allowzero=1, opset 14):
 // - sizes with a 0 known at export time make an empty tensor, whose values do not matter
 //   (ConstantOfShape, every opset);
-// - sizes computed at run time are read literally from opset 14 on (allowzero=1); before it a 0
+// - sizes computed at run time are read literally from opset 14 on (allowzero=1), unless each is a
+//   product of tensors' sizes (`sizesFromShapes`, see computedSizesAreSizes); before opset 14 a 0
 //   computed at run time would copy the input's dim instead (docs/opsets.md).
-ir::Value* reshapeToSizes(Context& ctx, ir::Value* x, ir::Value* sizes, bool hasStaticZero) {
+ir::Value* reshapeToSizes(Context& ctx, ir::Value* x, ir::Value* sizes, bool hasStaticZero, bool sizesFromShapes = false) {
   if (hasStaticZero) {
     ir::DType dtype = elementTypeOf(ctx, x);
     ir::DType storage = dtype == ir::DType::BFloat16 ? ir::DType::Float : dtype;  // no bf16 constants
     ir::Value* empty = ctx.op("ConstantOfShape", {sizes}, {ir::attr::t("value", ir::TensorData::fromDoubles({0.0}, storage, {1}))});
     return storage == dtype ? empty : ctx.cast(empty, dtype);
   }
-  if (ctx.opset() >= 14 && !knownData(sizes)) return ctx.op("Reshape", {x, sizes}, {i("allowzero", 1)});
+  if (ctx.opset() >= 14 && !knownData(sizes) && !sizesFromShapes)
+    return ctx.op("Reshape", {x, sizes}, {i("allowzero", 1)});
   return reshapeTo(ctx, x, sizes);
+}
+
+// Whether `size` (0-d or 1-element int64) is a product of tensors' sizes (Gather(Shape(t), d)) and
+// positive constants: 0 only when one of those tensors is empty.
+bool productOfSizes(const ir::Value* size, int depth = 0) {
+  const ir::Node* n = size ? size->producer : nullptr;
+  if (!n || depth > 8) return false;
+  if (n->opType == "Constant") {
+    const ir::Attribute* value = n->findAttribute("value");
+    return value && value->t && value->t->numel() == 1 && value->t->elementAsInt64(0) > 0;
+  }
+  if (n->opType == "Gather" && n->inputs.size() == 2)
+    return n->inputs[0]->producer && n->inputs[0]->producer->opType == "Shape";
+  if (n->opType == "Mul") return productOfSizes(n->inputs[0], depth + 1) && productOfSizes(n->inputs[1], depth + 1);
+  if (n->opType == "Cast" || n->opType == "Squeeze" || n->opType == "Unsqueeze") return productOfSizes(n->inputs[0], depth + 1);
+  return false;
+}
+
+// Whether each size computed at run time is a product of tensors' sizes (x.size(0), h.size(1) *
+// h.size(2), ...), as in every reshape of a transformer's heads. Those are written with
+// allowzero=0, as torch.onnx writes them: ONNX Runtime's transformer optimizer rewrites such sizes
+// as "0 = copy the input's dim" without looking at allowzero, which with allowzero=1 makes an
+// invalid model ("product of 0 in combination with -1": GPT-2, Whisper). The two readings differ
+// only when such a size is 0, i.e. on empty tensors, where ONNX Runtime then raises a shape error
+// or the empty result has another shape.
+bool computedSizesAreSizes(const Arg& list) {
+  if (list.kind != Arg::Kind::List || list.value) return false;
+  for (const Arg& e : list.elems)
+    if (!(e.kind == Arg::Kind::Int && !e.value) && !productOfSizes(e.value)) return false;
+  return true;
 }
 
 // Whether an int[] argument has an element that is 0 at export time.
@@ -120,7 +152,7 @@ std::optional<std::vector<int64_t>> staticSizes(const ir::Value* x, int64_t from
 Outputs reshapeSymbolic(Context& ctx) {
   ir::Value* x = ctx.tensor(0);
   const Arg& size = ctx.arg(1);
-  ir::Value* y = reshapeToSizes(ctx, x, ctx.intsAsTensor(1), holdsStaticZero(size));
+  ir::Value* y = reshapeToSizes(ctx, x, ctx.intsAsTensor(1), holdsStaticZero(size), computedSizesAreSizes(size));
   // ONNX infers at most the rank from a shape computed at run time (no rank before ONNX 1.15); the
   // sizes known at export time give those dims.
   if (size.kind == Arg::Kind::List && !size.isDynamicList() &&
