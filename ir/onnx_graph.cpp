@@ -2,7 +2,10 @@
 
 #include <cassert>
 #include <cstring>
+#include <sstream>
 #include <unordered_set>
+
+#include "common/errors.h"
 
 namespace pt2onnx::ir {
 
@@ -131,6 +134,21 @@ uint16_t floatToHalfBits(float f) {
   return static_cast<uint16_t>(sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13));
 }
 
+// bfloat16 is float32's upper half, rounded to nearest even (as PyTorch converts); NaN stays NaN.
+uint16_t floatToBFloat16Bits(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+float bfloat16BitsToFloat(uint16_t b) {
+  uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
 float halfBitsToFloat(uint16_t h) {
   uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu;
   uint32_t bits;
@@ -152,13 +170,15 @@ TensorData TensorData::fromDoubles(const std::vector<double>& values, DType dtyp
       case DType::Float: appendAs<float>(bytes, static_cast<float>(v)); break;
       case DType::Double: appendAs<double>(bytes, v); break;
       case DType::Float16: appendAs<uint16_t>(bytes, floatToHalfBits(static_cast<float>(v))); break;
+      case DType::BFloat16: appendAs<uint16_t>(bytes, floatToBFloat16Bits(static_cast<float>(v))); break;
       case DType::Int64: appendAs<int64_t>(bytes, static_cast<int64_t>(v)); break;
       case DType::Int32: appendAs<int32_t>(bytes, static_cast<int32_t>(v)); break;
       case DType::Int16: appendAs<int16_t>(bytes, static_cast<int16_t>(v)); break;
       case DType::Int8: appendAs<int8_t>(bytes, static_cast<int8_t>(v)); break;
       case DType::Uint8: appendAs<uint8_t>(bytes, static_cast<uint8_t>(v)); break;
       case DType::Bool: appendAs<uint8_t>(bytes, v != 0 ? 1 : 0); break;
-      default: assert(false && "fromDoubles: unsupported dtype"); break;
+      // Never bytes missing from a constant (an invalid TensorProto in the written model).
+      default: PT2ONNX_ASSERT(false, "fromDoubles: no constants of dtype " << dtypeName(dtype));
     }
   }
   return fromBytes(dtype, std::move(dims), std::move(bytes));
@@ -171,6 +191,7 @@ double TensorData::elementAsDouble(int64_t i) const {
     case DType::Float: { float v; std::memcpy(&v, p, 4); return v; }
     case DType::Double: { double v; std::memcpy(&v, p, 8); return v; }
     case DType::Float16: { uint16_t v; std::memcpy(&v, p, 2); return halfBitsToFloat(v); }
+    case DType::BFloat16: { uint16_t v; std::memcpy(&v, p, 2); return bfloat16BitsToFloat(v); }
     case DType::Int64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
     case DType::Int32: { int32_t v; std::memcpy(&v, p, 4); return v; }
     case DType::Int16: { int16_t v; std::memcpy(&v, p, 2); return v; }

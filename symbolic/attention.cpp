@@ -112,8 +112,11 @@ Value* causalKeep(Context& ctx, Value* q, Value* k, int64_t rank) {
 Value* rowsMaskedEntirely(Context& ctx, Value* mask) {
   Value* kept = mask;
   if (ctx.dtypeOf(mask) != DType::Bool) {
-    // IsInf is opset 10; before it, -inf is what lies below float32's lowest finite value.
-    Value* minusInf = ctx.opset() >= 10 ? ctx.op("IsInf", {mask}, {attr::i("detect_positive", 0)})
+    // IsInf is opset 10 (half types from 20: they are read as float32, -inf stays -inf); before
+    // it, -inf is what lies below float32's lowest finite value.
+    DType type = ctx.dtypeOf(mask);
+    Value* wide = type == DType::Float || type == DType::Double ? mask : ctx.cast(mask, DType::Float);
+    Value* minusInf = ctx.opset() >= 10 ? ctx.op("IsInf", {wide}, {attr::i("detect_positive", 0)})
                                         : ctx.op("Less", {ctx.cast(mask, DType::Float),
                                                           ctx.constScalar(std::numeric_limits<float>::lowest(), DType::Float)});
     kept = ctx.op("Not", {minusInf});

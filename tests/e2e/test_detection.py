@@ -255,24 +255,6 @@ def test_faster_rcnn_at_opset_11_matches_torch_on_another_image(tmp_path):
         assert result["status"] == "pass", f"{runtime}: {detection_check.describe(result)}"
 
 
-def test_detection_check_finds_a_shifted_box_and_a_wrong_score():
-    """The comparison can fail: one box moved by 2 pixels, or one score changed by 1e-3, is unexplained."""
-    torch.manual_seed(0)
-    model = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_320_fpn(
-        weights=None, weights_backbone=None, box_score_thresh=0.0).eval()
-    image = torch.rand(3, 320, 320)
-    references = [run[0] for run in detection_check.reference_runs(model, [image], perturbations=1)]
-    keys = ("boxes", "labels", "scores")
-    exact = {k: references[0][k].copy() for k in keys}
-    budget = detection_check.noise_budget(references)
-    assert detection_check.compare(references, exact, budget)["unexplained"] == 0
-    for key, change in (("boxes", 2.0), ("scores", 1e-3)):
-        wrong = {k: references[0][k].copy() for k in keys}
-        wrong[key][0] += change
-        result = detection_check.compare(references, wrong, budget)
-        assert result["status"] == "wrong numbers" and result["unexplained"] >= 1, (key, result)
-
-
 def test_score_tie_runs_reorder_only_boxes_tied_within_float_noise():
     """A candidate that NMS dropped for a box of its label scoring within SCORE_TIE gets a run where it
     wins instead; one dropped for a clearly better box (or of another label) gets none."""
