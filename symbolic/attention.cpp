@@ -139,9 +139,8 @@ Outputs fusableAttention(Context& ctx, Value* q, Value* k, Value* v, std::option
   Value* kT = ctx.op("Transpose", {k}, {attr::ints("perm", perm)});
   Value* scores;
   if (!mask && !isCausal) {
-    double scale = hasArg(ctx, kScale) ? ctx.float64(kScale) : 0.0;
     Value* divisor;
-    if (hasArg(ctx, kScale)) divisor = ctx.constScalar(1.0 / scale, dtype);
+    if (hasArg(ctx, kScale)) divisor = ctx.constScalar(1.0 / ctx.float64(kScale), dtype);
     else if (auto e = staticDim(q, rank - 1)) divisor = ctx.constScalar(std::sqrt(double(*e)), dtype);
     else divisor = ctx.op("Sqrt", {ctx.cast(ctx.op("Gather", {shapeOf(ctx, q), ctx.constInt64(rank - 1)}, {attr::i("axis", 0)}), dtype)});
     scores = ctx.op("Div", {ctx.op("MatMul", {q, kT}), divisor});
