@@ -7,8 +7,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <unordered_set>
 
@@ -234,9 +236,33 @@ void checkModel(const onnx::ModelProto& model) {
   if (model.ir_version() >= 8) onnx::checker::check_model_local_functions(model, ctx, lex);
 }
 
-// Checks the model as it will be written. Streamed initializers have no bytes in `enc.model`.
-void validate(const Encoded& enc) {
-  registerTrainingSchemas();
+// Strict shape inference (types checked, node errors raised), in place, with data propagation
+// first. ONNX 1.23.2's data propagation is wrong for Unsqueeze of a 1-D tensor (it takes a[5] for a
+// vector of 5 values and passes them through unchanged), so the valid Mul(Unsqueeze(a[5], 1),
+// Unsqueeze(b[10], 0)) of torch.outer / addr fails "Invalid rank for Mul broadcasting: (5) vs (10)"
+// from opset 14 (Mul-14 propagates data). A model that passes without data propagation is valid; one
+// that fails both ways raises the first error, as before. Inference rewrites its model: the second
+// run infers `reload()`, the model as it was.
+void inferShapesStrict(onnx::ModelProto& model, const std::function<onnx::ModelProto()>& reload) {
+  try {
+    onnx::ShapeInferenceOptions strict(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), strict);
+  } catch (const onnx::InferenceError& withDataPropagation) {
+    std::exception_ptr error = std::current_exception();
+    model = reload();
+    try {
+      onnx::ShapeInferenceOptions plain(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/false);
+      onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), plain);
+    } catch (const onnx::InferenceError&) {
+      std::rethrow_exception(error);
+    }
+    logger("writer")->debug("the model passes strict shape inference without data propagation: accepted "
+                            "(ONNX 1.23's data propagation rejects it: {})", withDataPropagation.what());
+  }
+}
+
+// The model as it will be written. Streamed initializers have no bytes in `enc.model`.
+onnx::ModelProto modelToCheck(const Encoded& enc) {
   onnx::ModelProto model = enc.model;  // no large tensor bytes in it: cheap to copy
   for (size_t k = 0; k < enc.placement.size(); ++k) {
     if (enc.placement[k] == Placement::Inline) continue;
@@ -249,11 +275,16 @@ void validate(const Encoded& enc) {
     e->set_key("location");
     e->set_value("streamed");
   }
+  return model;
+}
+
+// Checks the model as it will be written.
+void validate(const Encoded& enc) {
+  registerTrainingSchemas();
+  onnx::ModelProto model = modelToCheck(enc);
   try {
     checkModel(model);
-    onnx::ModelProto& inferred = model;
-    onnx::ShapeInferenceOptions strict(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
-    onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(), strict);
+    inferShapesStrict(model, [&] { return modelToCheck(enc); });
   } catch (const std::exception& e) {
     // For converter development (docs/testing.md): the rejected model, to read what is wrong.
     if (const char* dump = std::getenv("PT2ONNX_DUMP_INVALID_MODEL")) {
@@ -273,8 +304,11 @@ std::string checkModelBytes(const std::string& modelBytes) {
   if (!model.ParseFromString(modelBytes)) throw ExportError("not a serialized ONNX model");
   try {
     checkModel(model);
-    onnx::ShapeInferenceOptions strict(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), strict);
+    inferShapesStrict(model, [&] {
+      onnx::ModelProto original;
+      original.ParseFromString(modelBytes);
+      return original;
+    });
   } catch (const std::exception& e) {
     throw ExportError(std::string("the model is not valid ONNX (onnx checker / shape inference): ") + e.what());
   }

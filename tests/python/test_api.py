@@ -466,6 +466,37 @@ def test_opset_version_applied(opset, tmp_path):
     assert proto.ir_version == ir_versions.get(opset, 8 if opset >= 15 else 7)
 
 
+class OuterProducts(torch.nn.Module):
+    """Mul(Unsqueeze(a, 1), Unsqueeze(b, 0)) of two vectors: torch.outer, torch.addr and by hand."""
+
+    def forward(self, x, a, b):
+        return torch.outer(a, b), torch.addr(x, a, b, beta=0.5, alpha=2.0), a.unsqueeze(1) * b.unsqueeze(0) + 1
+
+
+@pytest.mark.parametrize("opset", [13, 14, 17, 20, 25])
+def test_outer_products_of_vectors_export_at_every_opset(opset, tmp_path):
+    """Valid ONNX that ONNX 1.23's data propagation rejects from opset 14 ("Invalid rank for Mul
+    broadcasting: (5) vs (10)": it passes a 1-D tensor's values through Unsqueeze unchanged): written,
+    run like PyTorch, and pt2onnx.check_model accepts it (OpInfo's outer and addr at opset 17)."""
+    model, args = OuterProducts(), (torch.randn(5, 10), torch.randn(5), torch.randn(10))
+    path = tmp_path / "m.onnx"
+    pt2onnx.export(model, args, path, opset_version=opset)
+    proto = check_runs_like_torch(model, args, path)
+    assert [v.name for v in pt2onnx.check_model(proto).graph.value_info]
+
+
+def test_check_model_rejects_what_fails_shape_inference():
+    """What fails without data propagation too is still an error, with ONNX's message."""
+    f = onnx.TensorProto.FLOAT
+    graph = onnx.helper.make_graph([onnx.helper.make_node("Add", ["a", "b"], ["c"])], "g",
+                                   [onnx.helper.make_tensor_value_info("a", f, [3]),
+                                    onnx.helper.make_tensor_value_info("b", f, [4])],
+                                   [onnx.helper.make_tensor_value_info("c", f, [3])])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+    with pytest.raises(pt2onnx.ExportError, match="Incompatible dimensions"):
+        pt2onnx.check_model(model)
+
+
 # ---------------------------------------------------------------------------------------------
 # unsupported ops
 
