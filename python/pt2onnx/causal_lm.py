@@ -52,9 +52,10 @@ def _new_cache(config):
 
 
 class CausalLMWithCache(torch.nn.Module):
-    """forward(input_ids, attention_mask, position_ids, *past) -> (logits, *present), `past` and
-    `present` flattened as key, value of layer 0, key, value of layer 1, ...: the model's Cache
-    object is filled from `past` inside forward(), so a trace records it as graph ops."""
+    """forward(input_ids, attention_mask, position_ids, past_key_values) -> (logits, *present), the
+    tuple `past_key_values` and `present` flattened as key, value of layer 0, key, value of layer 1,
+    ...: the model's Cache object is filled from them inside forward(), so a trace records it as
+    graph ops."""
 
     def __init__(self, model, num_layers):
         super().__init__()
@@ -62,7 +63,8 @@ class CausalLMWithCache(torch.nn.Module):
         self.num_layers = num_layers
         self.cache_argument = _cache_argument(model)
 
-    def forward(self, input_ids, attention_mask, position_ids, *past):
+    def forward(self, input_ids, attention_mask, position_ids, past_key_values):
+        past = past_key_values
         if len(past) != 2 * self.num_layers:
             raise ValueError(f"expected {2 * self.num_layers} past tensors (key and value of {self.num_layers} "
                              f"layers), got {len(past)}")
@@ -117,7 +119,7 @@ class CausalLMExport:
         cache = getattr(prefill, "cache", None) or prefill.past_key_values
         past = [t.detach().clone() for kv in _layers_of(cache) for t in kv]
         ids = torch.randint(0, vocab, (batch, new_length), generator=g)
-        self.args = (ids, mask, position_ids_for(mask, new_length), *past)
+        self.args = (ids, mask, position_ids_for(mask, new_length), tuple(past))
         self.input_names = [INPUT_IDS, ATTENTION_MASK, POSITION_IDS] + past_names(self.num_layers)
         self.output_names = [LOGITS] + present_names(self.num_layers)
         # Optimum's axis names (optimum/exporters/onnx: TextDecoderWithPositionIdsOnnxConfig).
@@ -165,10 +167,15 @@ def save_causal_lm(model, path):
         warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
         warnings.filterwarnings("ignore", category=FutureWarning)
         traced = torch.jit.trace(spec.wrapper, spec.args, check_trace=False)
-    argument_names = [v.debugName().split(".")[0] for v in traced.graph.inputs()][1:]
+    # The archive's argument names are its graph inputs' (a trace names them after values inside the model).
+    argument_names = ["input_ids", "attention_mask", "position_ids", "past_key_values"]
+    for value, name in zip(list(traced.graph.inputs())[1:], argument_names):
+        value.setDebugName(name)
+    *tensors, past = spec.args
     arguments = []
-    for name, value in zip(argument_names, spec.args):
+    for name, value in zip(argument_names, tensors):
         arguments += ["-i", _spec_of(name, value)]
+    arguments += ["-i", "past_key_values:(" + ",".join(_spec_of("", t)[1:] for t in past) + ")"]
     arguments += ["--input-names", ",".join(spec.input_names), "--output-names", ",".join(spec.output_names)]
     for name, axes in spec.dynamic_axes.items():
         for axis, dim in axes.items():
