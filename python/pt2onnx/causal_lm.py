@@ -43,6 +43,13 @@ def _layers_of(cache):
     return [tuple(kv[:2]) for kv in cache]
 
 
+def _sliding_window(config):
+    """The window of a model whose cache keeps only the last tokens of some layers (Mistral's
+    sliding_window, Qwen2's use_sliding_window), else None."""
+    layers = getattr(_new_cache(config), "layers", [])
+    return getattr(config, "sliding_window", None) if any("Sliding" in type(l).__name__ for l in layers) else None
+
+
 def _new_cache(config):
     from transformers import DynamicCache
     try:
@@ -104,6 +111,13 @@ class CausalLMExport:
             raise TypeError(f"export_causal_lm takes a transformers causal LM (what AutoModelForCausalLM returns), "
                             f"got {type(model).__name__}")
         self.num_layers = _num_layers(model)
+        if window := _sliding_window(model.config):
+            from ._pt2onnx import ExportError
+            raise ExportError(
+                f"{type(model).__name__} attends within a sliding window of {window} tokens (config.sliding_window): "
+                f"export_causal_lm writes decoders that attend to the whole cache, so its model would compute "
+                f"another thing past {window} tokens. For sequences of at most {window} tokens, where the two are "
+                f"the same, set model.config.sliding_window = None before exporting")
         self.wrapper = CausalLMWithCache(model, self.num_layers).eval()
         vocab = int(getattr(model.config, "vocab_size", 2) or 2)
         g = torch.Generator().manual_seed(0)

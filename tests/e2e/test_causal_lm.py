@@ -113,3 +113,16 @@ def test_what_export_causal_lm_refuses(tmp_path):
     with pytest.raises(TypeError, match="'input_names' is not an option"):
         pt2onnx.export_causal_lm(causal_lms.build("gpt2", layers=1), str(tmp_path / "x.onnx"), input_names=["a"])
     assert not (tmp_path / "x.onnx").exists()
+
+
+def test_sliding_window_models_are_refused_until_the_window_is_lifted(tmp_path):
+    """A decoder attending to the whole cache computes another thing past the window (measured: other
+    tokens from the first step): refused, saying how to export one for sequences within the window."""
+    model = causal_lms.build("mistral")
+    model.config.sliding_window = 16
+    with pytest.raises(pt2onnx.ExportError, match="sliding window of 16 tokens.*sliding_window = None"):
+        pt2onnx.export_causal_lm(model, str(tmp_path / "x.onnx"))
+    assert not (tmp_path / "x.onnx").exists()
+    model.config.sliding_window = None
+    pt2onnx.export_causal_lm(model, str(tmp_path / "x.onnx"))
+    check_generation(ort_session(tmp_path / "x.onnx"), model)
