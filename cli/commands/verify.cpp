@@ -1,4 +1,5 @@
 #include <iostream>
+#include <optional>
 
 #include <pybind11/embed.h>
 #include <pybind11/stl.h>
@@ -20,8 +21,8 @@ struct VerifyOptions {
   std::vector<std::string> inputs;  // NAME=FILE.npy
   std::vector<std::string> inputSets;  // NAME=FILE.npy[,NAME=FILE.npy...], one more input set each
   int random = 0;
-  double rtol = 1e-3;
-  double atol = 1e-5;
+  std::optional<double> rtol;  // not given: by each output's dtype (pt2onnx.verify.default_tolerances)
+  std::optional<double> atol;
   std::string format = "text";
   std::string autogradFunctions = "auto";
   std::string runtime = "both";
@@ -85,8 +86,8 @@ bool runVerify(const VerifyOptions& o) {
     kwargs["input_specs"] = o.source.inputShapes;
     kwargs["input_files"] = files;
     kwargs["opset"] = o.source.opset;
-    kwargs["rtol"] = o.rtol;
-    kwargs["atol"] = o.atol;
+    kwargs["rtol"] = o.rtol ? py::object(py::float_(*o.rtol)) : py::object(py::none());
+    kwargs["atol"] = o.atol ? py::object(py::float_(*o.atol)) : py::object(py::none());
     kwargs["output_format"] = o.format;
     kwargs["autograd_functions"] = o.autogradFunctions;
     kwargs["input_sets"] = sets;
@@ -135,8 +136,12 @@ void addVerifyCommand(CLI::App& app, int& exitCode) {
                   "or both (ORT skipped, and said so, when the model has non-standard ops)")
       ->check(CLI::IsMember({"builtin", "ort", "both"}))
       ->capture_default_str();
-  cmd->add_option("--rtol", opts->rtol, "Relative tolerance")->capture_default_str();
-  cmd->add_option("--atol", opts->atol, "Absolute tolerance")->capture_default_str();
+  cmd->add_option("--rtol", opts->rtol,
+                  "Relative tolerance of every output (default by the output's dtype: 1e-3; float16 1e-2, bfloat16 "
+                  "5e-2)");
+  cmd->add_option("--atol", opts->atol,
+                  "Absolute tolerance of every output (default by the output's dtype: 1e-5; float16 1e-2, bfloat16 "
+                  "5e-2)");
   cmd->add_option("--tolerance", opts->tolerances,
                   "Tolerances of one output: OUTPUT=ATOL,RTOL (e.g. logits=1e-4,1e-3); repeatable")
       ->take_all();

@@ -17,6 +17,17 @@ from .runtime import InferenceSession
 
 STANDARD_DOMAINS = ("", "ai.onnx")
 
+# (atol, rtol) of an output whose tolerances are not given, by its dtype in PyTorch: float32 and
+# float64 as before; half precision about 10 of its ulps at 1.0 (float16's is 2**-10, bfloat16's
+# 2**-7), since PyTorch and the runtimes round intermediate results at other places.
+DEFAULT_TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (5e-2, 5e-2)}
+FLOAT32_TOLERANCES = (1e-5, 1e-3)
+
+
+def default_tolerances(dtype):
+    """(atol, rtol) for an output of this torch dtype when --atol/--rtol are not given."""
+    return DEFAULT_TOLERANCES.get(str(dtype).replace("torch.", ""), FLOAT32_TOLERANCES)
+
 
 def _flatten(outputs):
     """The outputs as export flattens them: tensors and Python numbers in order, through tuples, lists
@@ -152,7 +163,7 @@ def _runtimes(proto, onnx_path, feeds, runtime):
     elif not onnxruntime_oracle.available():
         skipped = "ONNX Runtime is not installed (pip install onnxruntime)"
     if runtime in ("ort", "both") and skipped is None:
-        outputs["onnxruntime"] = lambda: list(onnxruntime_oracle.run(onnx_path, feeds).values())
+        outputs["onnxruntime"] = lambda: list(onnxruntime_oracle.run_isolated(onnx_path, feeds).values())
     if runtime == "ort" and skipped is not None:
         raise ValueError(f"--runtime ort: ONNX Runtime cannot run this model: {skipped}; use --runtime builtin")
     return outputs, (skipped if runtime == "both" else None)
@@ -180,7 +191,9 @@ def _check_input_set(model, args, onnx_path, proto, rtol, atol, runtime="both", 
             produced = model(*args)
     except Exception as e:  # the model's own inputs check (torch.jit.Error, RuntimeError, ValueError, ...)
         return {"skipped": f"PyTorch rejects these inputs: {_pytorch_reason(e)}", "pass": None}
-    expected = [np.asarray(as_array(t)) for t in _flatten(produced)]
+    flat = _flatten(produced)
+    dtypes = [t.dtype if isinstance(t, torch.Tensor) else None for t in flat]
+    expected = [np.asarray(as_array(t)) for t in flat]
     feeds = model_feeds(model, args, proto)
     result = {"runtimes": {}}
     outputs, skipped = _runtimes(proto, onnx_path, feeds, runtime)
@@ -196,11 +209,17 @@ def _check_input_set(model, args, onnx_path, proto, rtol, atol, runtime="both", 
             continue
         results = {}
         for k, (name, e) in enumerate(zip(names, expected)):
-            out_atol, out_rtol = tolerances.get(name, (atol, rtol))
+            by_dtype = default_tolerances(dtypes[k])
+            out_atol, out_rtol = tolerances.get(name, (by_dtype[0] if atol is None else atol,
+                                                       by_dtype[1] if rtol is None else rtol))
             results[name] = _compare(e, actual[k], out_rtol, out_atol) if k < len(actual) else \
                 {"pass": False, "error": "missing"}
-            if name in tolerances:
+            if name in tolerances or (out_atol, out_rtol) != (FLOAT32_TOLERANCES[0] if atol is None else atol,
+                                                              FLOAT32_TOLERANCES[1] if rtol is None else rtol):
                 results[name]["atol"], results[name]["rtol"] = out_atol, out_rtol
+                if name not in tolerances:
+                    result.setdefault("dtype_tolerances", {})[str(dtypes[k]).replace("torch.", "")] = \
+                        [out_atol, out_rtol]
         if len(actual) != len(expected):
             results["<count>"] = {"pass": False, "error": f"{len(actual)} outputs, PyTorch gives {len(expected)}"}
         result["runtimes"][runtime_name] = {"outputs": results, "pass": all(r["pass"] for r in results.values())}
@@ -214,7 +233,7 @@ def _input_names(model, args):
     return arguments.input_names_of(model, len(args))
 
 
-def verify(model, args, onnx_path=None, opset=exporter._pt2onnx.DEFAULT_OPSET, rtol=1e-3, atol=1e-5,
+def verify(model, args, onnx_path=None, opset=exporter._pt2onnx.DEFAULT_OPSET, rtol=None, atol=None,
            autograd_functions="auto", more_args=(), random=0, seed=0, runtime="both", tolerances=None,
            bisect=None, dynamic_axes=None):
     """Exports `model` once with `args` (unless `onnx_path` is given), then checks it on `args`, on
@@ -223,7 +242,8 @@ def verify(model, args, onnx_path=None, opset=exporter._pt2onnx.DEFAULT_OPSET, r
     control flow that the example did not take is checked too. `dynamic_axes`: {input or output name:
     {axis: dim name}}, as export takes it (strict: a name that is neither is an error). `runtime`:
     "builtin", "ort" or "both"; `tolerances`: {output name: (atol, rtol)} for outputs that need their
-    own. Returns a report dict with one entry per input set under "input_sets" (the first that PyTorch
+    own; `rtol`/`atol` not given: by each output's dtype (default_tolerances). ONNX Runtime runs in a
+    child process: its crash is that runtime's error, not the caller's death. Returns a report dict with one entry per input set under "input_sets" (the first that PyTorch
     ran also as "runtimes"); a set PyTorch itself rejects is skipped ("skipped": why) and not counted;
     report["pass"] is False when any runtime's output mismatches on any set that ran. Raises
     ValueError when PyTorch rejects every set. bisect: True compares every intermediate value on the
@@ -260,7 +280,9 @@ def verify(model, args, onnx_path=None, opset=exporter._pt2onnx.DEFAULT_OPSET, r
             raise ValueError(f"--tolerance names {', '.join(unknown)}, but the model's outputs are "
                              f"{', '.join(o.name for o in proto.graph.output)}")
         report = {"model": type(model).__name__, "onnx": os.fspath(given) if given is not None else None,
-                  "rtol": rtol, "atol": atol, "runtime": runtime, "input_sets": []}
+                  "rtol": FLOAT32_TOLERANCES[1] if rtol is None else rtol,
+                  "atol": FLOAT32_TOLERANCES[0] if atol is None else atol,
+                  "tolerances_by_dtype": rtol is None and atol is None, "runtime": runtime, "input_sets": []}
         for source, set_args, varied in sets:
             result = _check_input_set(model, set_args, onnx_path, proto, rtol, atol, runtime, tolerances)
             result["source"] = source
@@ -277,12 +299,17 @@ def verify(model, args, onnx_path=None, opset=exporter._pt2onnx.DEFAULT_OPSET, r
         if "onnxruntime_skipped" in ran[0]:
             report["onnxruntime_skipped"] = ran[0]["onnxruntime_skipped"]
         report["pass"] = all(r["pass"] for r in ran)
+        for r in ran:
+            report.setdefault("dtype_tolerances", {}).update(r.pop("dtype_tolerances", {}))
         if bisect or (bisect is None and not report["pass"] and given is None):
             failing = next((k for k, r in enumerate(report["input_sets"]) if r["pass"] is False),
                            next(k for k, r in enumerate(report["input_sets"]) if "skipped" not in r))
             source, set_args, _ = sets[failing]
             try:
-                report["bisect"] = _bisect.bisect(model, set_args, opset, rtol, atol, autograd_functions,
+                widest = max((o.get("atol", report["atol"]), o.get("rtol", report["rtol"]))
+                             for r in report["input_sets"] for rt in r.get("runtimes", {}).values()
+                             for o in rt.get("outputs", {}).values())
+                report["bisect"] = _bisect.bisect(model, set_args, opset, widest[1], widest[0], autograd_functions,
                                                   onnx_path=given)
             except Exception as e:  # the bisection is extra information: its failure is reported, not raised
                 report["bisect"] = {"error": str(e).splitlines()[0] if str(e) else type(e).__name__}
@@ -308,8 +335,10 @@ def _detail(o):
 
 
 def format_text(report):
+    by_dtype = "".join(f"; {dtype} outputs atol {atol}, rtol {rtol}"
+                       for dtype, (atol, rtol) in sorted(report.get("dtype_tolerances", {}).items()))
     lines = [f"verify {report['model']} (pass when |a - b| <= atol + rtol * |a| for every element, a = PyTorch; "
-             f"rtol {report['rtol']}, atol {report['atol']}):"]
+             f"rtol {report['rtol']}, atol {report['atol']}{by_dtype}):"]
     sets = report["input_sets"]
     for result in sets:
         prefix = f"[{result['source']}] " if len(sets) > 1 else ""
@@ -330,8 +359,12 @@ def format_text(report):
     if report["min_atol"] is None:
         lines.append("  smallest tolerances that pass: none computed (no output was compared)")
     else:
-        lines.append(f"  smallest tolerances that pass: atol {report['min_atol']:.3g} (at rtol {report['rtol']}), "
-                     f"or rtol {report['min_rtol']:.3g} (at atol {report['atol']})")
+        own = any("rtol" in o for r in sets for rt in r.get("runtimes", {}).values()
+                  for o in rt.get("outputs", {}).values())
+        at_rtol, at_atol = (("each output's rtol", "each output's atol") if own else
+                            (f"rtol {report['rtol']}", f"atol {report['atol']}"))
+        lines.append(f"  smallest tolerances that pass: atol {report['min_atol']:.3g} (at {at_rtol}), "
+                     f"or rtol {report['min_rtol']:.3g} (at {at_atol})")
     if report["sets_skipped"]:
         lines.append(f"  {report['sets_ran']} of {len(sets)} input sets compared; {report['sets_skipped']} skipped "
                      f"(PyTorch rejects them)")

@@ -292,3 +292,60 @@ def test_convert_of_a_python_model_says_it_ran_on_the_example(cli, tmp_path):
                             "--no-example-run")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ran once on the example" not in proc.stdout, proc.stdout
+
+
+class HalfEncoder(torch.nn.Module):
+    """A float16 output beside a float32 one: each compared at its dtype's default tolerances."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128,
+                                                      batch_first=True).half().eval()
+
+    def forward(self, src):
+        out = self.layer(src)
+        return out, src.float().sum(-1)
+
+
+def test_half_precision_outputs_take_their_dtype_tolerances(cli, tmp_path):
+    """A scripted float16 encoder with a dynamic batch (issue 62: onnxruntime once segfaulted creating
+    its session): float16 rounding differs by an ulp or so, which float32's defaults fail and
+    float16's pass; a float32 output keeps float32's; given --atol/--rtol apply to every output."""
+    torch.manual_seed(0)
+    torch.jit.script(HalfEncoder().eval()).save(str(tmp_path / "enc.pt"))
+    argv = [tmp_path / "enc.pt", "-i", "src:2x7x64:float16", "-d", "src:0=batch", "--random", "2"]
+    code, report = verify_json(cli, *argv)
+    assert code == 0 and report["tolerances_by_dtype"], report
+    for result in report["input_sets"]:
+        for runtime in ("pt2onnx", "onnxruntime"):
+            outputs = result["runtimes"][runtime]["outputs"]
+            assert (outputs["output_0"]["atol"], outputs["output_0"]["rtol"]) == (1e-2, 1e-2)
+            assert "atol" not in outputs["output_1"]  # float32: the report's (1e-5, 1e-3)
+            assert outputs["output_0"]["max_abs"] > 1e-5  # float32's tolerances would not do
+    assert {r["varied"][0] for r in report["input_sets"][1:]} != {"batch: size 2 (example 2)"}
+    code, report = verify_json(cli, *argv, "--atol", "1e-5", "--rtol", "1e-3")
+    assert code == 1 and not report["tolerances_by_dtype"]
+    text = run(cli, "verify", *argv).stdout
+    assert "float16 outputs atol 0.01, rtol 0.01" in text and "(at each output's rtol)" in text
+
+
+def test_onnxruntime_crashing_is_that_runtime_s_error_not_verify_s_death(monkeypatch, tmp_path):
+    """onnxruntime runs in a child process: one that dies by a signal while optimizing (simulated: the
+    child kills itself unless its graph optimizations are off) is reported as onnxruntime's located
+    failure, and the caller lives on."""
+    from pt2onnx import onnxruntime_oracle
+    real = onnxruntime_oracle._child_command
+
+    def crashing_when_optimized(jobs, threads, optimize):
+        command = real(jobs, threads, optimize)
+        if not optimize:
+            return command
+        return [command[0], "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"]
+
+    monkeypatch.setattr(onnxruntime_oracle, "_child_command", crashing_when_optimized)
+    from pt2onnx.verify import verify
+    report = verify(torch.nn.Linear(3, 2).eval(), (torch.randn(2, 3),))
+    error = report["runtimes"]["onnxruntime"]["error"]
+    assert not report["pass"] and report["runtimes"]["pt2onnx"]["pass"]
+    assert "onnxruntime crashed (SIGSEGV, exit 139) in its graph optimizations" in error
+    assert "with them off (ORT_DISABLE_ALL) the same model and inputs run" in error
