@@ -4,12 +4,13 @@ import numpy as np
 import torch
 
 from . import arguments
+from .arrays import to_numpy
 
 
 def as_array(value):
     """A model argument as the array fed to the ONNX model (Python numbers are 0-d inputs)."""
     if isinstance(value, torch.Tensor):
-        return value.detach().numpy()
+        return to_numpy(value)
     if isinstance(value, bool):
         return np.array(value, dtype=np.bool_)
     if isinstance(value, int):
@@ -41,9 +42,9 @@ def model_feeds(model, args, proto):
         present = [x for k, a in enumerate(args) if k not in defaulted for x in _scripted_inputs(a)]
         return {i.name: a for i, a in zip(proto.graph.input, present)}
     inputs = arguments.traced_inputs(model, args)
-    by_name = {n: t.detach().numpy() for n, t in zip(inputs.names, inputs.tensors)}
+    by_name = {n: to_numpy(t) for n, t in zip(inputs.names, inputs.tensors)}
     names = [i.name for i in proto.graph.input]
     missing = [n for n in names if n not in by_name and n not in {t.name for t in proto.graph.initializer}]
     if missing:  # exported with other names: fall back to the order
-        return {n: t.detach().numpy() for n, t in zip(names, inputs.tensors)}
+        return {n: to_numpy(t) for n, t in zip(names, inputs.tensors)}
     return {n: by_name[n] for n in names if n in by_name}

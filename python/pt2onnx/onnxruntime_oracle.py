@@ -84,8 +84,7 @@ def _isolated_once(model_path, feeds, threads, optimize, tmp):
     os.makedirs(in_dir, exist_ok=True)
     manifest = {}
     for k, (name, array) in enumerate(feeds.items()):
-        np.save(os.path.join(in_dir, f"in_{k}.npy"), np.asarray(array, order="C"))
-        manifest[name] = f"in_{k}.npy"
+        manifest[name] = _save(in_dir, f"in_{k}", array)
     with open(os.path.join(in_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f)
     jobs = os.path.join(tmp, "jobs.json")
@@ -99,7 +98,7 @@ def _isolated_once(model_path, feeds, threads, optimize, tmp):
         with open(os.path.join(out_dir, "error.txt")) as f:
             raise RuntimeError(f.read())
     with open(os.path.join(out_dir, "manifest.json")) as f:
-        return {name: np.load(os.path.join(out_dir, file)) for name, file in json.load(f).items()}, proc
+        return {name: _load(out_dir, file) for name, file in json.load(f).items()}, proc
 
 
 def run_isolated(model_path, feeds, threads=1):
@@ -127,10 +126,31 @@ def run_isolated(model_path, feeds, threads=1):
                            f"optimizations on and off")
 
 
+def _save(directory, stem, array):
+    """np.save, for ml_dtypes.bfloat16 too (np.save would write it as raw void): its 16 bits, in a
+    file named STEM.bfloat16.npy. Returns the file name."""
+    array = np.asarray(array, order="C")
+    if array.dtype.name == "bfloat16":
+        file = stem + ".bfloat16.npy"
+        np.save(os.path.join(directory, file), array.view(np.uint16))
+    else:
+        file = stem + ".npy"
+        np.save(os.path.join(directory, file), array)
+    return file
+
+
+def _load(directory, file):
+    array = np.load(os.path.join(directory, file))
+    if file.endswith(".bfloat16.npy"):
+        import ml_dtypes
+        return array.view(ml_dtypes.bfloat16)
+    return array
+
+
 def _run_job(model, in_dir, out_dir, threads, optimize=True):
     with open(os.path.join(in_dir, "manifest.json")) as f:
         manifest = json.load(f)
-    feeds = {name: np.load(os.path.join(in_dir, file)) for name, file in manifest.items()}
+    feeds = {name: _load(in_dir, file) for name, file in manifest.items()}
     os.makedirs(out_dir, exist_ok=True)
     try:
         outputs = run(model, feeds, threads, optimize)
@@ -140,9 +160,7 @@ def _run_job(model, in_dir, out_dir, threads, optimize=True):
         return
     out_manifest = {}
     for k, (name, array) in enumerate(outputs.items()):
-        file = f"out_{k}.npy"
-        np.save(os.path.join(out_dir, file), np.asarray(array, order="C"))
-        out_manifest[name] = file
+        out_manifest[name] = _save(out_dir, f"out_{k}", array)
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(out_manifest, f, separators=(",", ":"))
 

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from . import onnxruntime_ops
+from .arrays import from_numpy, to_numpy
 
 RUNTIMES = ("auto", "onnxruntime", "builtin")
 _log = logging.getLogger("pt2onnx.runtime")
@@ -65,7 +66,7 @@ def feed(value):
     if isinstance(value, np.ndarray):
         return value
     if isinstance(value, torch.Tensor):
-        return value.detach().cpu().numpy()
+        return to_numpy(value)
     if isinstance(value, (list, tuple)):
         return [feed(v) for v in value]
     return value if value is None else np.asarray(value)
@@ -73,7 +74,7 @@ def feed(value):
 
 def as_tensor(value):
     if isinstance(value, np.ndarray):
-        return torch.from_numpy(value)
+        return from_numpy(value)
     if isinstance(value, list):
         return [as_tensor(v) for v in value]
     return value

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from . import _pt2onnx, onnxruntime_session
+from .arrays import from_numpy, to_numpy
 
 
 def _to_torch(value):
@@ -35,12 +36,12 @@ def _from_numpy(value):
     array = np.asarray(value, order="C")  # keeps 0-d arrays 0-d
     if not array.flags.writeable:  # np.load(mmap), frombuffer: torch warns on read-only memory
         array = array.copy()
-    return torch.from_numpy(array)
+    return from_numpy(array)
 
 
 def _to_numpy(value):
     if isinstance(value, torch.Tensor):
-        return value.numpy()
+        return to_numpy(value)
     if isinstance(value, list):
         return [_to_numpy(v) for v in value]
     return value  # None: an empty optional
@@ -166,6 +167,8 @@ def _load_error(e):
 def _runtime_error(e):
     """The session error for an extension error of a run (raised `from None`: one clear message)."""
     message = str(e)
+    if "the model expects tensor(bfloat16)" in message:
+        message += " (from Python: a torch.bfloat16 tensor, or an ml_dtypes.bfloat16 array as onnx's helpers make)"
     if isinstance(e, _pt2onnx.InvalidArgumentError):
         return _error_class(MissingInput if message.startswith("missing input '") else InvalidArgument)(message)
     return _error_class(Fail)(message)
