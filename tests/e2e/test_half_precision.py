@@ -119,3 +119,40 @@ def test_verify_runs_a_bfloat16_archive_and_says_what_onnxruntime_cannot(cli, tm
     assert "bfloat16 outputs atol 0.05, rtol 0.05" in proc.stdout
     assert proc.stdout.count("pt2onnx      output_0:") == 3
     assert "onnxruntime: skipped: onnxruntime's CPU kernels do not cover this bfloat16 model" in proc.stdout
+
+
+class _Normalizations(torch.nn.Module):
+    """What PyTorch computes in float32 inside for float16 inputs (LayerNorm, GroupNorm, RMSNorm,
+    softmax, log_softmax: float accumulation, one rounding at the end), on values far from 0."""
+
+    def __init__(self):
+        super().__init__()
+        self.ln, self.gn = torch.nn.LayerNorm(256), torch.nn.GroupNorm(4, 256)
+
+    def forward(self, x):
+        return (self.ln(x * 30 + 100), torch.softmax(x * 8, -1), torch.log_softmax(x * 8, -1),
+                self.gn(x.transpose(1, 2) * 30 + 100), torch.nn.functional.rms_norm(x * 30, (256,)))
+
+
+@pytest.mark.parametrize("opset", [14, 17, 23])  # decomposed; LayerNormalization (17); Group/RMSNormalization (21, 23)
+def test_float16_normalizations_round_once_as_pytorch_does(opset, tmp_path):
+    """Within 2 float16 ulps (at each output's largest magnitude) of PyTorch's float16 results, in
+    onnxruntime and pt2onnx's session: a normalization accumulating in float16 would be off by far
+    more (the sum of 256 values near 100 has an ulp of 16 in float16)."""
+    torch.manual_seed(0)
+    model = _Normalizations().half().eval()
+    x = torch.randn(4, 16, 256, dtype=torch.float16)
+    path = tmp_path / "norms.onnx"
+    pt2onnx.export(model, (x,), str(path), opset_version=opset, input_names=["x"], dynamic_axes={"x": {0: "batch"}})
+    assert all(o.type.tensor_type.elem_type == onnx.TensorProto.FLOAT16 for o in onnx.load(str(path)).graph.output)
+    import onnxruntime
+    other = torch.randn(2, 16, 256, dtype=torch.float16)
+    with torch.no_grad():
+        expected = [e.numpy() for e in model(other)]
+    for session in (onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"]),
+                    pt2onnx.InferenceSession(str(path))):
+        for actual, e in zip(session.run(None, {"x": other.numpy()}), expected):
+            assert actual.dtype == np.float16
+            ulp = float(np.spacing(np.abs(e).max()))
+            error = float(np.abs(actual.astype(np.float32) - e.astype(np.float32)).max())
+            assert error <= 2 * ulp, (type(session).__module__, error, ulp)
