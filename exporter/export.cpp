@@ -393,6 +393,7 @@ void buildOnnxGraphForward(ModelGraph& model, const ExportOptions& options, ir::
   passes.foldConstants = options.doConstantFolding;
   passes.deduplicateInitializers = options.training == TrainingMode::Eval && !options.gradients;
   passes.foldInitializers = passes.deduplicateInitializers && !keepsInitializersAsInputs(options);
+  passes.attentionPastInputs = !options.gradients;
   passes.moduleFunctions = options.modulesAsFunctions;
   if (passes.moduleFunctions) passes.moduleFunctions->rootTypeName = model.rootModuleType;
   onnx_passes::runOnnxPasses(out, passes, summary.warnings);

@@ -30,6 +30,9 @@ struct OnnxPassOptions {
   // Store initializers of identical contents once (eval exports: a training export keeps every
   // parameter, even two that are equal, as its own trainable value).
   bool deduplicateInitializers = true;
+  // From opset 23: Attention reads a KV cache's Concat through its past_key/past_value inputs
+  // (useAttentionPastInputs). Off when a backward graph is built (their gradient is not written).
+  bool attentionPastInputs = true;
   // Set: outline the calls of these module types into model-local functions (last).
   std::optional<ModuleFunctionOptions> moduleFunctions;
 };
@@ -55,6 +58,13 @@ size_t foldInitializerProducts(ir::Graph& graph);
 // Returns the number of pairs folded.
 size_t foldTransposePairs(ir::Graph& graph);
 
+// Makes each ONNX Attention (opset >= 23) of Q, Concat(past_k, k), Concat(past_v, v) on the sequence
+// axis of 4-D tensors (its heads possibly repeated as transformers' repeat_kv does for grouped-query
+// attention), with is_causal 0 and only Y read, read k, v and past_k, past_v as its past_key /
+// past_value inputs, the Concats' outputs becoming its present_key / present_value outputs (names
+// and readers kept). The Concats are left unread. Returns the number of Attention nodes rewritten.
+size_t useAttentionPastInputs(ir::Graph& graph);
+
 // Makes every reader of an initializer use the first initializer of identical dtype, dims and
 // bytes (tied embeddings and decoder weights, equal buffers), so each is stored once; the
 // duplicates are left unused. Initializers listed as graph inputs are kept. Returns the number of
@@ -75,8 +85,8 @@ void eliminateDeadNodes(ir::Graph& graph);
 size_t extractModuleFunctions(ir::Graph& graph, const ModuleFunctionOptions& options,
                               std::vector<std::string>& warnings);
 
-// The ordered list: fold transpose pairs, fold initializer products, fold constants, deduplicate initializers, eliminate
-// dead nodes, extract module functions. Appends warnings for the user to `warnings`.
+// The ordered list: fold transpose pairs, use Attention's past inputs, fold initializer products,
+// fold constants, deduplicate initializers, eliminate dead nodes, extract module functions. Appends warnings for the user to `warnings`.
 void runOnnxPasses(ir::Graph& graph, const OnnxPassOptions& options, std::vector<std::string>& warnings);
 
 }  // namespace pt2onnx::onnx_passes

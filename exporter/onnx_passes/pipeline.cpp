@@ -8,6 +8,10 @@ void runOnnxPasses(ir::Graph& graph, const OnnxPassOptions& options, std::vector
   auto log = logger("pass.onnx");
   size_t transposes = foldTransposePairs(graph);
   log->debug("fold_transpose_pairs: {} pair(s) folded", transposes);
+  if (options.attentionPastInputs && options.opset >= 23) {
+    size_t attentions = useAttentionPastInputs(graph);
+    log->debug("attention_past_inputs: {} Attention node(s) read their KV cache as past inputs", attentions);
+  }
   // Before fold_constants, which would fold the small products into Constant nodes.
   if (options.foldConstants && options.foldInitializers) {
     size_t products = foldInitializerProducts(graph);
