@@ -86,7 +86,8 @@ size_t extractModuleFunctions(ir::Graph& graph, const ModuleFunctionOptions& opt
                               std::vector<std::string>& warnings);
 
 // The ordered list: fold transpose pairs, use Attention's past inputs, fold initializer products,
-// fold constants, deduplicate initializers, eliminate dead nodes, extract module functions. Appends warnings for the user to `warnings`.
+// fold constants, deduplicate initializers, eliminate dead nodes, extract module functions.
+// Appends warnings for the user to `warnings`.
 void runOnnxPasses(ir::Graph& graph, const OnnxPassOptions& options, std::vector<std::string>& warnings);
 
 }  // namespace pt2onnx::onnx_passes
