@@ -163,19 +163,25 @@ std::vector<int64_t> trailingAxes(Context& ctx, size_t normalizedShapeIndex) {
 
 // layer_norm as ReduceMean / Sub / Pow / ReduceMean / Add / Sqrt / Div (+ Mul / Add), which is
 // what torch.onnx emits before LayerNormalization exists (opset 17). Returns (out, mean, rstd).
+// Half and bfloat16 inputs are normalized in float and rounded once, as PyTorch's kernel does (and
+// LayerNormalization's stash_type=1): squared deviations past 256 overflow float16.
 Outputs layerNormDecomposed(Context& ctx) {
-  Value* x = ctx.tensor(0);
+  Value* x0 = ctx.tensor(0);
   std::vector<int64_t> axes = trailingAxes(ctx, 1);
   std::optional<Value*> weight = ctx.optTensor(2);
   std::optional<Value*> bias = ctx.optTensor(3);
   double eps = ctx.float64(4);
-  DType dtype = elementType(ctx, x);
-  Moments m = moments(ctx, x, axes, eps, dtype);
+  DType dtype = elementType(ctx, x0);
+  DType compute = dtype == DType::Float16 || dtype == DType::BFloat16 ? DType::Float : dtype;
+  Value* x = compute == dtype ? x0 : ctx.cast(x0, compute);
+  Moments m = moments(ctx, x, axes, eps, compute);
   Value* out = ctx.op("Div", {m.centered, m.stddev});
   // The parameters have normalized_shape, so they broadcast against the trailing axes as is.
-  if (weight) out = ctx.op("Mul", {out, ctx.cast(*weight, dtype)});
-  if (bias) out = ctx.op("Add", {out, ctx.cast(*bias, dtype)});
-  return {out, m.mean, ctx.op("Reciprocal", {m.stddev})};
+  if (weight) out = ctx.op("Mul", {out, ctx.cast(*weight, compute)});
+  if (bias) out = ctx.op("Add", {out, ctx.cast(*bias, compute)});
+  Value* rstd = ctx.op("Reciprocal", {m.stddev});
+  if (compute == dtype) return {out, m.mean, rstd};
+  return {ctx.cast(out, dtype), ctx.cast(m.mean, dtype), ctx.cast(rstd, dtype)};
 }
 
 // LayerNormalization (opset 17). Scale is a required input, so a missing weight becomes ones.

@@ -156,3 +156,24 @@ def test_float16_normalizations_round_once_as_pytorch_does(opset, tmp_path):
             ulp = float(np.spacing(np.abs(e).max()))
             error = float(np.abs(actual.astype(np.float32) - e.astype(np.float32)).max())
             assert error <= 2 * ulp, (type(session).__module__, error, ulp)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_layer_norm_before_opset_17_normalizes_half_precision_in_float(dtype, tmp_path):
+    """The decomposition (ReduceMean, Pow, ...) of a float16 LayerNorm squared deviations past 256
+    into inf (onnx's reference evaluator, which computes each node as written, gave 2.69 off):
+    computed in float and rounded once, as PyTorch does. mean/rstd of native_layer_norm keep the
+    input's dtype."""
+    torch.manual_seed(0)
+    model = torch.nn.LayerNorm(64).to(dtype).eval()
+    x = (torch.randn(2, 3, 64) * 400).to(dtype)
+    path = tmp_path / "ln.onnx"
+    pt2onnx.export(model, (x,), str(path), opset_version=14, input_names=["x"])
+    proto = onnx.load(str(path))
+    assert proto.graph.output[0].type.tensor_type.elem_type == proto.graph.input[0].type.tensor_type.elem_type
+    with torch.no_grad():
+        expected = model(x).float().numpy()
+    feed = x.float().numpy().astype(ml_dtypes.bfloat16 if dtype == torch.bfloat16 else np.float16)
+    (actual,) = ReferenceEvaluator(proto).run(None, {"x": feed})
+    ulp = float(np.spacing(np.float16(np.abs(expected).max()))) * (8 if dtype == torch.bfloat16 else 1)
+    assert float(np.abs(actual.astype(np.float32) - expected).max()) <= 2 * ulp
