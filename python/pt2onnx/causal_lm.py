@@ -10,8 +10,8 @@ the model takes is built inside the traced wrapper (`CausalLMWithCache`), so the
 `save_causal_lm` saves that same wrapper as a TorchScript archive with the `pt2onnx convert`
 arguments that export it under the same names.
 """
+import contextlib
 import inspect
-import os
 import shlex
 import warnings
 
@@ -32,6 +32,22 @@ def present_names(layers):
 def _cache_argument(model):
     # transformers 5.x renamed forward()'s `past_key_values` to `cache` (the old name warns).
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def _cache_of(output):
+    cache = getattr(output, "cache", None)  # transformers 5.x; before: past_key_values
+    return cache if cache is not None else output.past_key_values
+
+
+@contextlib.contextmanager
+def _in_eval_mode(model):
+    """The model in eval mode (no dropout traced) and back in its own mode after."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
 
 
 def _layers_of(cache):
@@ -69,6 +85,8 @@ class CausalLMWithCache(torch.nn.Module):
         self.model = model
         self.num_layers = num_layers
         self.cache_argument = _cache_argument(model)
+        # The wrapper's mode is the model's: an export restores the mode it found, on both.
+        self.training = model.training
 
     def forward(self, input_ids, attention_mask, position_ids, past_key_values):
         past = past_key_values
@@ -80,9 +98,8 @@ class CausalLMWithCache(torch.nn.Module):
             cache.update(past[2 * layer], past[2 * layer + 1], layer)
         out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
                          use_cache=True, **{self.cache_argument: cache})
-        present = getattr(out, "cache", None) or out.past_key_values
         flat = [out.logits]
-        for keys, values in _layers_of(present):
+        for keys, values in _layers_of(_cache_of(out)):
             flat += [keys, values]
         return tuple(flat)
 
@@ -118,7 +135,7 @@ class CausalLMExport:
                 f"export_causal_lm writes decoders that attend to the whole cache, so its model would compute "
                 f"another thing past {window} tokens. For sequences of at most {window} tokens, where the two are "
                 f"the same, set model.config.sliding_window = None before exporting")
-        self.wrapper = CausalLMWithCache(model, self.num_layers).eval()
+        self.wrapper = CausalLMWithCache(model, self.num_layers)
         vocab = int(getattr(model.config, "vocab_size", 2) or 2)
         g = torch.Generator().manual_seed(0)
         total = past_length + new_length
@@ -127,11 +144,10 @@ class CausalLMExport:
         mask = torch.ones(batch, total, dtype=torch.int64)
         mask[-1, :1] = 0
         prefix = torch.randint(0, vocab, (batch, past_length), generator=g)
-        with torch.no_grad():
+        with torch.no_grad(), _in_eval_mode(model):
             prefill = model(input_ids=prefix, attention_mask=mask[:, :past_length],
                             position_ids=position_ids_for(mask[:, :past_length], past_length), use_cache=True)
-        cache = getattr(prefill, "cache", None) or prefill.past_key_values
-        past = [t.detach().clone() for kv in _layers_of(cache) for t in kv]
+        past = [t.detach().clone() for kv in _layers_of(_cache_of(prefill)) for t in kv]
         ids = torch.randint(0, vocab, (batch, new_length), generator=g)
         self.args = (ids, mask, position_ids_for(mask, new_length), tuple(past))
         self.input_names = [INPUT_IDS, ATTENTION_MASK, POSITION_IDS] + past_names(self.num_layers)
@@ -177,7 +193,7 @@ def save_causal_lm(model, path):
     `path`.args, the `pt2onnx convert` arguments that export it with export_causal_lm's names and axes
     (the fleet reads them by itself: `pt2onnx convert DIR -o OUT`). Returns those arguments."""
     spec = CausalLMExport(model)
-    with warnings.catch_warnings(), torch.no_grad():
+    with warnings.catch_warnings(), torch.no_grad(), _in_eval_mode(spec.wrapper):
         warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
         warnings.filterwarnings("ignore", category=FutureWarning)
         traced = torch.jit.trace(spec.wrapper, spec.args, check_trace=False)

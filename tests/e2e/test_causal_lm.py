@@ -126,3 +126,16 @@ def test_sliding_window_models_are_refused_until_the_window_is_lifted(tmp_path):
     model.config.sliding_window = None
     pt2onnx.export_causal_lm(model, str(tmp_path / "x.onnx"))
     check_generation(ort_session(tmp_path / "x.onnx"), model)
+
+
+def test_a_model_in_training_mode_is_exported_in_eval_mode_and_left_in_its_mode(tmp_path):
+    """Dropout (GPT-2's config has 0.1) is not traced, and the user's model keeps its mode."""
+    model = causal_lms.build("gpt2")
+    model.train()
+    pt2onnx.export_causal_lm(model, str(tmp_path / "decoder.onnx"))
+    arguments = pt2onnx.save_causal_lm(model, str(tmp_path / "decoder.pt"))
+    assert model.training and all(m.training for m in model.modules())
+    assert arguments and (tmp_path / "decoder.pt.args").exists()
+    ops = {n.op_type for n in onnx.load(str(tmp_path / "decoder.onnx")).graph.node}
+    assert "Dropout" not in ops
+    check_generation(ort_session(tmp_path / "decoder.onnx"), model.eval())
