@@ -1,6 +1,7 @@
 #include "ir/onnx_graph.h"
 
 #include <cassert>
+#include <cmath>
 #include <cstring>
 #include <sstream>
 #include <unordered_set>
@@ -122,16 +123,21 @@ void appendAs(std::vector<uint8_t>& out, T v) {
   out.insert(out.end(), p, p + sizeof(T));
 }
 
+// float16 rounded to nearest even, subnormals kept, as PyTorch converts (c10::Half); NaN stays NaN.
 uint16_t floatToHalfBits(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = x & 0x7fffffu;
-  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
-  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
-  if (exp <= 0) return static_cast<uint16_t>(sign);  // flush tiny values to zero
-  return static_cast<uint16_t>(sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13));
+  const auto sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  uint32_t magnitude = x & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) return sign | 0x7e00u;
+  if (magnitude >= 0x477ff000u) return sign | 0x7c00u;  // 65520 and up round to infinity
+  if (magnitude < 0x38800000u) {  // below 2^-14: a subnormal, in units of 2^-24 (exact scaling)
+    float a;
+    std::memcpy(&a, &magnitude, 4);
+    return sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0f));
+  }
+  magnitude += 0xfffu + ((magnitude >> 13) & 1u);  // round the 13 dropped bits to nearest even
+  return sign | static_cast<uint16_t>((magnitude - (112u << 23)) >> 13);  // rebias 127 -> 15
 }
 
 // bfloat16 is float32's upper half, rounded to nearest even (as PyTorch converts); NaN stays NaN.
@@ -152,8 +158,10 @@ float bfloat16BitsToFloat(uint16_t b) {
 float halfBitsToFloat(uint16_t h) {
   uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu;
   uint32_t bits;
-  if (exp == 0) bits = sign;  // zero (subnormals flushed)
-  else if (exp == 31) bits = sign | 0x7f800000u | (mant << 13);
+  if (exp == 0) {  // zero or a subnormal: mant * 2^-24
+    float f = static_cast<float>(mant) * 5.9604644775390625e-8f;
+    return (h & 0x8000u) ? -f : f;
+  } else if (exp == 31) bits = sign | 0x7f800000u | (mant << 13);
   else bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
   float f;
   std::memcpy(&f, &bits, 4);

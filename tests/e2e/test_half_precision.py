@@ -177,3 +177,4 @@ def test_layer_norm_before_opset_17_normalizes_half_precision_in_float(dtype, tm
     (actual,) = ReferenceEvaluator(proto).run(None, {"x": feed})
     ulp = float(np.spacing(np.float16(np.abs(expected).max()))) * (8 if dtype == torch.bfloat16 else 1)
     assert float(np.abs(actual.astype(np.float32) - expected).max()) <= 2 * ulp
+
