@@ -100,6 +100,8 @@ class OpsetForms {
 
   Values emit(const std::string& op, Values in, size_t numOutputs, Attributes attrs) {
     if (op == "Where" && in.size() == 3 && in[1]->type.dtype == DType::Bool) return {boolWhere(in)};
+    if (op == "Where" && in.size() == 3 && in[1]->type.dtype == DType::BFloat16 && opset_ < 16)
+      return {bfloat16Where(in)};
     if (opset_ >= 18) newerForm(op, in, numOutputs, attrs);
     if (opset_ >= 13) return node(op, in, numOutputs, std::move(attrs));
     if (opset_ < 11) normalizeAxisAttributes(op, in, attrs);
@@ -148,6 +150,12 @@ class OpsetForms {
     Value* fromX = node1("And", {in[0], in[1]});
     Value* fromY = node1("And", {node1("Not", {in[0]}), in[2]});
     return node1("Or", {fromX, fromY});
+  }
+
+  // Where takes bfloat16 from opset 16; before, the select is made in float (both conversions exact).
+  Value* bfloat16Where(const Values& in) {
+    Value* selected = node1("Where", {in[0], cast(in[1], DType::Float), cast(in[2], DType::Float)});
+    return cast(typed(selected, DType::Float), DType::BFloat16);
   }
 
   // Opsets 18 and later removed four opset-13 forms the converters write: every Reduce* but
