@@ -62,7 +62,9 @@ def detections(outputs):
 def test_traced_detection_archive_converts_and_matches_torch_jit_load(cli, traced_detector, tmp_path):
     """On another image of the example's size: the detections of ONNX Runtime and the builtin runtime,
     like those of torch.jit.load, are PyTorch's under float noise (samples/detection_check.py), and
-    the top detection is torch.jit.load's."""
+    the top detection is the top detection of one of PyTorch's runs: they flip between near-tied
+    boxes (measured 2026-12-07 on this image: six runs top 0.072912, four 0.071941, torch.jit.load
+    the first, both runtimes the second; on an earlier machine all agreed)."""
     detector, archive = traced_detector
     out = tmp_path / "frcnn.onnx"
     proc = run(cli, "convert", archive, "-o", out, "-i", "image:3x320x320")
@@ -79,10 +81,12 @@ def test_traced_detection_archive_converts_and_matches_torch_jit_load(cli, trace
     for name, got in runs.items():
         result = detection_check.compare(references, got, budget)
         assert result["status"] == "pass", f"{name}: {detection_check.describe(result)}"
-        top, expected = int(np.argmax(got["scores"])), int(np.argmax(loaded["scores"]))
-        assert got["labels"][top] == loaded["labels"][expected], name
-        np.testing.assert_allclose(got["scores"][top], loaded["scores"][expected], atol=1e-4, err_msg=name)
-        np.testing.assert_allclose(got["boxes"][top], loaded["boxes"][expected], atol=0.05, err_msg=name)
+        top = int(np.argmax(got["scores"]))
+        tops = [(r["labels"][k], r["scores"][k], r["boxes"][k]) for r in [loaded, *references]
+                for k in [int(np.argmax(r["scores"]))]]
+        assert any(got["labels"][top] == label and abs(got["scores"][top] - score) <= 1e-4 and
+                   np.abs(got["boxes"][top] - box).max() <= 0.05 for label, score, box in tops), \
+            (name, got["labels"][top], got["scores"][top], [(int(t[0]), float(t[1])) for t in tops])
 
 
 def test_traced_detection_archive_is_read_by_inspect(cli, traced_detector):
