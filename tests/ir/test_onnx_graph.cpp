@@ -27,24 +27,23 @@ uint16_t bitsAt(const TensorData& t, size_t i) {
   return bits;
 }
 
-TEST(TensorDataHalfPrecision, Float16RoundsAsPyTorchConverts) {
-  TensorData t = TensorData::fromDoubles(kValues, DType::Float16, {static_cast<int64_t>(kValues.size())});
+// Each value's bits are those of PyTorch's conversion `Torch` (c10::Half, c10::BFloat16), and read
+// back they are its value.
+template <typename Torch>
+void expectRoundsAsPyTorch(DType dtype) {
+  TensorData t = TensorData::fromDoubles(kValues, dtype, {static_cast<int64_t>(kValues.size())});
   for (size_t i = 0; i < kValues.size(); ++i) {
-    c10::Half expected(static_cast<float>(kValues[i]));
+    Torch expected(static_cast<float>(kValues[i]));
     EXPECT_EQ(bitsAt(t, i), expected.x) << kValues[i];
     EXPECT_EQ(t.elementAsDouble(static_cast<int64_t>(i)), static_cast<double>(static_cast<float>(expected)))
         << kValues[i];
   }
 }
 
+TEST(TensorDataHalfPrecision, Float16RoundsAsPyTorchConverts) { expectRoundsAsPyTorch<c10::Half>(DType::Float16); }
+
 TEST(TensorDataHalfPrecision, BFloat16RoundsAsPyTorchConverts) {
-  TensorData t = TensorData::fromDoubles(kValues, DType::BFloat16, {static_cast<int64_t>(kValues.size())});
-  for (size_t i = 0; i < kValues.size(); ++i) {
-    c10::BFloat16 expected(static_cast<float>(kValues[i]));
-    EXPECT_EQ(bitsAt(t, i), expected.x) << kValues[i];
-    EXPECT_EQ(t.elementAsDouble(static_cast<int64_t>(i)), static_cast<double>(static_cast<float>(expected)))
-        << kValues[i];
-  }
+  expectRoundsAsPyTorch<c10::BFloat16>(DType::BFloat16);
 }
 
 TEST(TensorDataHalfPrecision, NaNStaysNaN) {
