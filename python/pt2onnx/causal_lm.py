@@ -183,9 +183,7 @@ def export_causal_lm(model, path, **options):
 
 def _spec_of(name, tensor):
     dims = "x".join(str(d) for d in tensor.shape) or "1"
-    dtype = {torch.int64: "int64", torch.float32: "float32", torch.float16: "float16",
-             torch.bfloat16: "bfloat16"}[tensor.dtype]
-    return f"{name}:{dims}:{dtype}"
+    return f"{name}:{dims}:{str(tensor.dtype).replace('torch.', '')}"  # the -i dtype names are torch's
 
 
 def save_causal_lm(model, path):
