@@ -330,6 +330,7 @@ void GraphConverter::convertWithSymbolic(const torch::jit::Node* n) {
   symbolic::Context ctx(*current_, options_.opset, jit::schemaText(n), args, outputTypes);
   ctx.setSourceNode(n);
   ctx.setFusableAttention(options_.fusableAttention);
+  ctx.setOrtAttention(options_.ortAttention);
   std::optional<std::vector<ir::TensorType>> meta;  // PyTorch's output types, computed once when asked
   auto metaTypes = [&]() -> const std::vector<ir::TensorType>& {
     if (!meta) meta = metaOutputTypes(n, args);

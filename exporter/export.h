@@ -90,6 +90,10 @@ struct ExportOptions {
   // last MatMul, so a query row the mask removes entirely gets the mean of the values, not
   // PyTorch's 0 (docs/transformers.md).
   bool fusableAttention = false;
+  // scaled_dot_product_attention as one com.microsoft::MultiHeadAttention node (4-D float32/float16
+  // inputs with a known head count; others keep their form), which only ONNX Runtime runs among
+  // standard runtimes (and pt2onnx's): its fused kernel, with PyTorch's numbers, masks included.
+  bool ortAttention = false;
 };
 
 // A graph ready for export: its first `numUserInputs` inputs are the model's inputs, the rest are

@@ -53,6 +53,7 @@ ExportOptions optionsFromDict(const py::dict& d) {
     o.dynamicAxes = d["dynamic_axes"].cast<std::map<std::string, std::map<int64_t, std::string>>>();
   if (d.contains("run_on_example")) o.runOnExample = d["run_on_example"].cast<bool>();
   if (d.contains("fusable_attention")) o.fusableAttention = d["fusable_attention"].cast<bool>();
+  if (d.contains("ort_attention")) o.ortAttention = d["ort_attention"].cast<bool>();
   if (d.contains("unknown_dynamic_axis_is_error"))
     o.unknownDynamicAxisIsError = d["unknown_dynamic_axis_is_error"].cast<bool>();
   if (d.contains("keep_initializers_as_inputs") && !d["keep_initializers_as_inputs"].is_none())

@@ -7,6 +7,11 @@
 //   aligned bottom-right (a query attends keys up to its own position plus the past length); softcap;
 //   GQA (each KV head repeated for q_heads / kv_heads query heads); rows with no key left give 0.
 //   Outputs Y, present_key, present_value and qk_matmul_output (qk_matmul_output_mode 0-3).
+//   com.microsoft::MultiHeadAttention (ONNX Runtime's ContribOperators.md): query (B, S, N * H), key and
+//   value (B, L, N * H) or BNSH (B, N, L, H), bias (3 * hidden, with 3-D key/value), key_padding_mask
+//   (B, L) or key lengths (B), attention_bias (B|1, N|1, S, total), past_key / past_value (BNSH) ->
+//   output (B, S, N * Hv), present_key, present_value; masked keys get mask_filter_value (-10000),
+//   unidirectional masks j > i + past (so, unlike PyTorch, a fully masked row averages the values).
 //   RotaryEmbedding (23): X (B, S, H * D) or (B, H, S, D), cos/sin caches indexed by position_ids
 //   when given, halves or interleaved pairs rotated over the first rotary_embedding_dim channels.
 #include <cmath>
@@ -18,6 +23,7 @@
 #include <ATen/ATen.h>
 
 #include "runtime/kernel.h"
+#include "runtime_ops/compute_dtype.h"
 #include "runtime_ops/families.h"
 
 namespace pt2onnx::runtime {
@@ -162,6 +168,90 @@ std::vector<at::Tensor> attention(KernelContext& ctx) {
   return out;
 }
 
+// MultiHeadAttention's key or value as BNSH: 4-D as is, 3-D (B, L, N * H) split into heads.
+at::Tensor bnsh(KernelContext& ctx, const at::Tensor& t, int64_t heads, const char* what) {
+  if (t.dim() == 4) {
+    if (t.size(1) != heads)
+      ctx.fail(std::string(what) + " in BNSH form has " + std::to_string(t.size(1)) + " heads, num_heads is " +
+               std::to_string(heads));
+    return t;
+  }
+  if (t.dim() != 3) ctx.fail(std::string(what) + " must be 3-D or 4-D (BNSH), got rank " + std::to_string(t.dim()));
+  return splitHeads(ctx, t, heads, what);
+}
+
+std::vector<at::Tensor> multiHeadAttention(KernelContext& ctx) {
+  constexpr size_t kKey = 1, kValue = 2, kBias = 3, kKeyPadding = 4, kAttentionBias = 5, kPastK = 6, kPastV = 7;
+  const at::Tensor& query = ctx.input(0);
+  if (query.dim() != 3) ctx.fail("query must be (batch, sequence, hidden), got rank " + std::to_string(query.dim()) +
+                                 " (packed QKV is not supported)");
+  if (!ctx.hasInput(kKey) || !ctx.hasInput(kValue)) ctx.fail("key and value are required (packed QKV is not supported)");
+  for (size_t unsupported : {size_t(8), size_t(9)})
+    if (ctx.hasInput(unsupported)) ctx.fail("past_sequence_length and cache_indirection are not supported");
+  at::ScalarType type = query.scalar_type();
+  if (!at::isFloatingType(type)) ctx.fail("query must be a floating-point tensor");
+  int64_t heads = ctx.attrInt("num_heads");
+  if (heads <= 0) ctx.fail("num_heads must be positive");
+  at::Tensor q = toCompute(query), k = toCompute(ctx.input(kKey)), v = toCompute(ctx.input(kValue));
+  if (ctx.hasInput(kBias)) {
+    if (k.dim() != 3 || v.dim() != 3) ctx.fail("bias needs 3-D key and value");
+    at::Tensor bias = toCompute(ctx.input(kBias));
+    int64_t d = q.size(2), dk = k.size(2), dv = v.size(2);
+    if (bias.dim() != 1 || bias.size(0) != d + dk + dv)
+      ctx.fail("bias must be 1-D of size " + std::to_string(d + dk + dv) + ", got shape " + c10::str(bias.sizes()));
+    q = q + bias.narrow(0, 0, d);
+    k = k + bias.narrow(0, d, dk);
+    v = v + bias.narrow(0, d + dk, dv);
+  }
+  int64_t batch = q.size(0), S = q.size(1);
+  q = splitHeads(ctx, q, heads, "query");
+  k = bnsh(ctx, k, heads, "key");
+  v = bnsh(ctx, v, heads, "value");
+  bool hasPast = ctx.hasInput(kPastK) || ctx.hasInput(kPastV);
+  if (hasPast && !(ctx.hasInput(kPastK) && ctx.hasInput(kPastV)))
+    ctx.fail("past_key and past_value must be given together");
+  int64_t past = hasPast ? ctx.input(kPastK).size(2) : 0;
+  if (hasPast) {
+    k = at::cat({toCompute(ctx.input(kPastK)), k}, 2);
+    v = at::cat({toCompute(ctx.input(kPastV)), v}, 2);
+  }
+  int64_t total = k.size(2);
+  if (q.size(3) != k.size(3))
+    ctx.fail("query and key head sizes differ: " + std::to_string(q.size(3)) + " and " + std::to_string(k.size(3)));
+  double scale = ctx.attrFloat("scale", 0.0);
+  if (scale == 0.0) scale = 1.0 / std::sqrt(double(q.size(3)));
+  at::Tensor scores = at::matmul(q, k.transpose(-1, -2)) * scale;  // (B, N, S, total)
+  if (ctx.hasInput(kAttentionBias)) {
+    at::Tensor bias = toCompute(ctx.input(kAttentionBias));
+    if (bias.dim() != 4 || bias.size(2) != S || bias.size(3) != total ||
+        (bias.size(0) != 1 && bias.size(0) != batch) || (bias.size(1) != 1 && bias.size(1) != heads))
+      ctx.fail("attention_bias must be (batch or 1, num_heads or 1, " + std::to_string(S) + ", " +
+               std::to_string(total) + "), got " + c10::str(bias.sizes()));
+    scores = scores + bias;
+  }
+  double filter = ctx.attrFloat("mask_filter_value", -10000.0);
+  at::Tensor keep = at::ones({batch, total}, at::kBool);
+  if (ctx.hasInput(kKeyPadding)) {
+    at::Tensor m = ctx.input(kKeyPadding).to(at::kLong);
+    if (m.dim() == 1 && m.size(0) == batch) keep = at::arange(total, at::kLong).view({1, total}) < m.view({batch, 1});
+    else if (m.dim() == 2 && m.size(0) == batch && m.size(1) == total) keep = m != 0;
+    else ctx.fail("key_padding_mask must be (batch) key lengths or (batch, " + std::to_string(total) + "), got " +
+                  c10::str(m.sizes()));
+  }
+  at::Tensor filterBias = at::where(keep, 0.0, filter).to(scores.scalar_type()).view({batch, 1, 1, total});
+  if (ctx.attrInt("unidirectional", 0) != 0) {
+    at::Tensor seen = queryKeyDiff(S, total, at::scalar_tensor(past, at::kLong)) >= 0;  // (S, total)
+    filterBias = filterBias + at::where(seen, 0.0, filter).to(scores.scalar_type());
+  }
+  at::Tensor probs = at::softmax(scores + filterBias, -1);
+  at::Tensor y = at::matmul(probs, v).transpose(1, 2).reshape({batch, S, -1});
+  std::vector<at::Tensor> out{fromCompute(y, type).contiguous()};
+  if (ctx.numOutputs() > 1) out.push_back(fromCompute(k, type).contiguous());
+  if (ctx.numOutputs() > 2) out.push_back(fromCompute(v, type).contiguous());
+  if (ctx.numOutputs() > 3) ctx.fail("the qk output is not supported");
+  return out;
+}
+
 std::vector<at::Tensor> rotaryEmbedding(KernelContext& ctx) {
   const at::Tensor& x0 = ctx.input(0);
   at::Tensor cosCache = ctx.input(1), sinCache = ctx.input(2);
@@ -206,6 +296,7 @@ void registerAttentionKernels(KernelRegistry& r) {
   r.add("", "Attention", 24, attention);  // + nonpad_kv_seqlen
   r.add("", "Attention", 25, attention);  // + left_window_size, right_window_size
   r.add("", "RotaryEmbedding", 23, rotaryEmbedding);
+  r.add("com.microsoft", "MultiHeadAttention", 1, multiHeadAttention);
 }
 
 }  // namespace pt2onnx::runtime

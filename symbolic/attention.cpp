@@ -162,6 +162,76 @@ Outputs fusableAttention(Context& ctx, Value* q, Value* k, Value* v, std::option
   return {ctx.op("MatMul", {ctx.op("Softmax", {scores}, {attr::i("axis", -1)}), v})};
 }
 
+// ExportOptions::ortAttention: one com.microsoft::MultiHeadAttention node (ONNX Runtime's fused
+// attention kernel, float32 and float16 on its CPU), for 4-D (B, N, L, E) inputs with N known:
+//   query (B, L, N * E), key and value as they are (BNSH), attention_bias (B|1, N|1, L, S): the mask
+//   as an additive bias (a bool mask as Where(mask, 0, lowest), is_causal as its top-left triangle),
+//   expanded to (L, S), which ONNX Runtime does not broadcast; then rows the mask removes entirely are
+//   set to 0, as PyTorch's (ONNX Runtime gives the mean of the values there, or NaN).
+// nullopt where it cannot say the same: another dtype or rank, unknown or unequal head counts, a
+// zero scale (ONNX Runtime reads 0 as "the default").
+std::optional<Value*> ortMultiHeadAttention(Context& ctx, Value* q, Value* k, Value* v, std::optional<Value*> mask,
+                                            bool isCausal) {
+  DType dtype = ctx.dtypeOf(q);
+  if (ctx.rank(q) != 4 || ctx.rank(k) != 4 || ctx.rank(v) != 4 || (dtype != DType::Float && dtype != DType::Float16))
+    return std::nullopt;
+  auto heads = staticDim(q, 1), kHeads = staticDim(k, 1), vHeads = staticDim(v, 1);
+  if (!heads || !kHeads || !vHeads || *heads != *kHeads || *heads != *vHeads || *heads <= 0) return std::nullopt;
+  auto qSize = staticDim(q, 3), kSize = staticDim(k, 3);
+  if (qSize && kSize && *qSize != *kSize) return std::nullopt;
+  if (mask && ctx.rank(*mask) > 4) return std::nullopt;
+  std::vector<ir::Attribute> attrs = {attr::i("num_heads", *heads)};
+  if (hasArg(ctx, kScale)) {
+    double scale = ctx.float64(kScale);
+    if (scale == 0.0) return std::nullopt;
+    attrs.push_back(attr::f("scale", scale));
+  }
+  std::vector<int64_t> bnshToBsnh = {0, 2, 1, 3};
+  Value* query = ctx.op("Reshape", {ctx.op("Transpose", {q}, {attr::ints("perm", bnshToBsnh)}), ctx.constInt64s({0, 0, -1})});
+  std::vector<Value*> inputs = {query, ctx.cast(k, dtype), ctx.cast(v, dtype)};
+  if (mask || isCausal) {
+    Value* zero = ctx.constScalar(0.0, dtype);
+    Value* lowest = ctx.constScalar(lowestFinite(dtype), dtype);
+    Value* bias = isCausal ? ctx.op("Where", {causalKeep(ctx, q, k, 4), zero, lowest})
+                  : ctx.dtypeOf(*mask) == DType::Bool ? ctx.op("Where", {*mask, zero, lowest})
+                                                      : ctx.cast(*mask, dtype);
+    int64_t biasRank = ctx.rank(bias);
+    if (biasRank < 4) {
+      std::vector<int64_t> leading;
+      for (int64_t d = 0; d < 4 - biasRank; ++d) leading.push_back(d);
+      bias = ctx.unsqueeze(bias, leading);
+    }
+    auto sameSize = [&](int64_t biasDim, Value* of) {
+      auto a = staticDim(bias, biasDim), b = staticDim(of, 2);
+      return a && b && *a == *b;
+    };
+    if (!sameSize(2, q) || !sameSize(3, k)) {
+      Value* lengths = ctx.op("Concat", {ctx.constInt64s({1, 1}), ctx.unsqueeze(dimSize(ctx, q, 2), {0}),
+                                         ctx.unsqueeze(dimSize(ctx, k, 2), {0})},
+                              {attr::i("axis", 0)});
+      bias = ctx.op("Expand", {bias, lengths});
+    }
+    inputs.insert(inputs.end(), {nullptr, nullptr, bias});
+  }
+  Value* out = ctx.op("MultiHeadAttention", inputs, attrs, "com.microsoft");  // (B, L, N * Ev)
+  ir::TensorType type = ctx.typeOf(q);
+  if (type.shape) type.shape = std::vector<ir::Dim>{(*type.shape)[0], (*type.shape)[2], ir::Dim{}};
+  ctx.setType(out, type);
+  Value* bsnh = ctx.op("Reshape", {out, ctx.constInt64s({0, 0, *heads, -1})});
+  if (mask) {  // (.., L, 1) as the mask broadcasts, in (B, L, N, 1) order
+    Value* removed = rowsMaskedEntirely(ctx, *mask);
+    int64_t removedRank = ctx.rank(*mask);
+    if (removedRank < 4) {
+      std::vector<int64_t> leading;
+      for (int64_t d = 0; d < 4 - removedRank; ++d) leading.push_back(d);
+      removed = ctx.unsqueeze(removed, leading);
+    }
+    removed = ctx.op("Transpose", {removed}, {attr::ints("perm", bnshToBsnh)});
+    bsnh = ctx.op("Where", {removed, ctx.constScalar(0.0, dtype), bsnh});
+  }
+  return ctx.op("Transpose", {bsnh}, {attr::ints("perm", bnshToBsnh)});
+}
+
 // aten::scaled_dot_product_attention(q, k, v, attn_mask?, dropout_p, is_causal[, scale?[, enable_gqa]])
 Outputs scaledDotProductAttention(Context& ctx) {
   Value* q = ctx.tensor(0);
@@ -201,6 +271,8 @@ Outputs scaledDotProductAttention(Context& ctx) {
   std::vector<int64_t> perm;
   for (int64_t d = 0; d < rank; ++d) perm.push_back(d);
   std::swap(perm[size_t(rank - 1)], perm[size_t(rank - 2)]);
+  if (ctx.ortAttention())
+    if (auto fused = ortMultiHeadAttention(ctx, q, k, v, mask, isCausal)) return {*fused};
   if (ctx.fusableAttention()) return fusableAttention(ctx, q, k, v, mask, isCausal, perm);
   Value* rootScale = sqrtScale(ctx, q, rank, dtype);
   Value* kT = ctx.op("Mul", {ctx.op("Transpose", {k}, {attr::ints("perm", perm)}), rootScale});
@@ -229,8 +301,9 @@ Outputs scaledDotProductAttention23(Context& ctx) {
   Value* v = ctx.tensor(2);
   int64_t rank = ctx.rank(q);
   // ORT's optimizer neither fuses ONNX's Attention nor infers shapes through it (which stops its
-  // SkipLayerNormalization fusion too): the fusable form is the decomposition at every opset.
-  if (ctx.fusableAttention() || (rank != 3 && rank != 4) || ctx.rank(k) != rank || ctx.rank(v) != rank)
+  // SkipLayerNormalization fusion too): the fusable form is the decomposition at every opset, and
+  // ortAttention's MultiHeadAttention is written at every opset.
+  if (ctx.fusableAttention() || ctx.ortAttention() || (rank != 3 && rank != 4) || ctx.rank(k) != rank || ctx.rank(v) != rank)
     return scaledDotProductAttention(ctx);
   std::optional<Value*> mask = ctx.optTensor(kMask);
   double dropout = hasArg(ctx, kDropout) ? ctx.float64(kDropout) : 0.0;

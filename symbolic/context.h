@@ -144,6 +144,9 @@ class Context {
   // optimizer fuses (symbolic/attention.cpp says what that costs).
   bool fusableAttention() const { return fusableAttention_; }
   void setFusableAttention(bool on) { fusableAttention_ = on; }
+  // ExportOptions::ortAttention: attention as ONNX Runtime's com.microsoft::MultiHeadAttention.
+  bool ortAttention() const { return ortAttention_; }
+  void setOrtAttention(bool on) { ortAttention_ = on; }
 
  private:
   ir::Value* materialize(const Arg& a, ir::DType dtypeIfNumber);
@@ -158,6 +161,7 @@ class Context {
   std::vector<ir::DType> tracedOutputDtypes_;
   const void* sourceNode_ = nullptr;
   bool fusableAttention_ = false;
+  bool ortAttention_ = false;
   std::vector<std::string> warnings_;
 };
 

@@ -49,6 +49,7 @@ struct ConvertOptions {
   bool allowStatic = false;  // fleet: a model static where it should vary counts as converted
   bool noExampleRun = false;
   bool fusableAttention = false;
+  bool ortAttention = false;
 };
 
 bool isFleet(const ConvertOptions& o) {
@@ -68,6 +69,7 @@ std::vector<std::string> fleetConvertFlags(const ConvertOptions& o) {
   if (o.keepInitializersAsInputs) flags.push_back("--keep-initializers-as-inputs");
   if (o.noConstantFolding) flags.push_back("--no-constant-folding");
   if (o.fusableAttention) flags.push_back("--fusable-attention");
+  if (o.ortAttention) flags.push_back("--ort-attention");
   if (o.externalDataThreshold) flags.push_back("--external-data-threshold=" + std::to_string(o.externalDataThreshold));
   if (o.typeInference != "static") flags.push_back("--type-inference=" + o.typeInference);
   for (const auto& c : o.customOpsets) flags.push_back("--custom-opset=" + c);
@@ -189,6 +191,7 @@ void runPythonConvert(const ConvertOptions& o) {
   r.inputSpecs = o.source.inputShapes;
   r.runOnExample = !o.noExampleRun;
   r.fusableAttention = o.fusableAttention;
+  r.ortAttention = o.ortAttention;
   if (!o.modulesAsFunctions.empty()) {
     onnx_passes::ModuleFunctionOptions f = parseModulesAsFunctions(o.modulesAsFunctions);
     r.modulesAsFunctions = f.allTypes ? std::vector<std::string>{} : std::vector<std::string>(f.typeNames.begin(), f.typeNames.end());
@@ -221,6 +224,7 @@ void runConvert(ConvertOptions o) {
   if (!o.modulesAsFunctions.empty()) options.modulesAsFunctions = parseModulesAsFunctions(o.modulesAsFunctions);
   options.runOnExample = !o.noExampleRun;
   options.fusableAttention = o.fusableAttention;
+  options.ortAttention = o.ortAttention;
   auto loaded = std::chrono::steady_clock::now();
   ExportSummary summary;
   try {
@@ -280,6 +284,10 @@ void addConvertCommand(CLI::App& app, int& exitCode) {
   cmd->add_flag("--fusable-attention", opts->fusableAttention,
                 "Write scaled_dot_product_attention in the form ONNX Runtime's transformer optimizer fuses into "
                 "Attention; a query row the mask removes entirely then gives the mean of the values, not 0 "
+                "(docs/transformers.md)");
+  cmd->add_flag("--ort-attention", opts->ortAttention,
+                "Write scaled_dot_product_attention as ONNX Runtime's com.microsoft::MultiHeadAttention (its fused "
+                "kernel; the model then runs in ONNX Runtime and pt2onnx only), with PyTorch's numbers "
                 "(docs/transformers.md)");
   cmd->add_flag("--no-doc-strings", opts->noDocStrings, "Do not record PyTorch source locations in doc_string");
   cmd->add_option("--external-data-threshold", opts->externalDataThreshold,

@@ -113,6 +113,7 @@ void convertPythonModel(const PythonConvertRequest& r) {
     options["export_params"] = r.exportParams;
     options["run_on_example"] = r.runOnExample;
     if (r.fusableAttention) options["fusable_attention"] = true;
+    if (r.ortAttention) options["ort_attention"] = true;
     options["show_progress"] = !isQuiet();
     if (r.keepInitializersAsInputs) options["keep_initializers_as_inputs"] = true;
     options["do_constant_folding"] = r.doConstantFolding;

@@ -37,6 +37,7 @@ struct PythonConvertRequest {
   std::vector<std::string> inputSpecs;   // -i: replace the example arguments they name
   bool runOnExample = true;              // false: --no-example-run
   bool fusableAttention = false;         // --fusable-attention
+  bool ortAttention = false;             // --ort-attention
 };
 
 // Runs the export in an embedded interpreter and prints its summary. Throws ExportError.

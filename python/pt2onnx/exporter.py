@@ -405,7 +405,7 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
            keep_initializers_as_inputs=None, custom_opsets=None, export_modules_as_functions=False,
            autograd_functions="auto", autograd_function_overrides=None, type_inference="static",
            external_data_threshold=None, gradients=None, show_progress=None, strict_dynamic_axes=False,
-           run_on_example=True, fusable_attention=False):
+           run_on_example=True, fusable_attention=False, ort_attention=False):
     """Exports `model` to ONNX, like torch.onnx.export (TorchScript path) with the same arguments.
 
     `args` as torch.onnx takes them: a tensor or a tuple of arguments (nested tuples, lists and dicts of
@@ -457,6 +457,13 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     optimizer (onnxruntime.transformers.optimizer.optimize_model) fuses into its Attention op, at
     every opset. The one difference from PyTorch: a query row that the mask removes entirely gets
     the mean of the values instead of 0 (docs/transformers.md).
+
+    ort_attention: write scaled_dot_product_attention as one com.microsoft::MultiHeadAttention node,
+    ONNX Runtime's fused attention kernel, with PyTorch's numbers (masks, is_causal, scale, GQA and
+    fully masked rows included), for 4-D float32/float16 inputs whose head count is known; other
+    calls keep their form. The model then runs in ONNX Runtime (and pt2onnx's runtime), not in
+    runtimes without ONNX Runtime's contrib ops. It applies at every opset and takes precedence over
+    fusable_attention (docs/transformers.md).
     """
     options = _options(opset_version, export_params, verbose, training, input_names, output_names,
                        operator_export_type, do_constant_folding, dynamic_axes,
@@ -465,6 +472,7 @@ def export(model, args, f, export_params=True, verbose=False, training=TrainingM
     options["unknown_dynamic_axis_is_error"] = bool(strict_dynamic_axes)
     options["run_on_example"] = bool(run_on_example)
     options["fusable_attention"] = bool(fusable_attention)
+    options["ort_attention"] = bool(ort_attention)
     options["progress"] = bool(verbose if show_progress is None else show_progress)
     options["gradients"] = _gradients_option(gradients)
     options["modules_as_functions"] = _modules_as_functions_option(export_modules_as_functions)
