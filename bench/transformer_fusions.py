@@ -1,5 +1,6 @@
 """ONNX Runtime's transformer optimizer on transformers models exported by torch.onnx (dynamo=False),
-by pt2onnx, and by pt2onnx with fusable_attention=True: the ops onnxruntime.transformers.optimizer.
+by pt2onnx, by pt2onnx with fusable_attention=True and by pt2onnx with ort_attention=True (which
+writes com.microsoft::MultiHeadAttention itself): the ops onnxruntime.transformers.optimizer.
 optimize_model fuses in each export (what Optimum and ORT's docs run before serving), and the
 optimized model's time in onnxruntime.InferenceSession (1 intra-op thread, sequential,
 ORT_ENABLE_ALL), interleaved in blocks so every export sees the same machine load. Prints fused-op
@@ -46,7 +47,7 @@ FUSED = ("SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "Attentio
 SHORT = {"SkipLayerNormalization": "SkipLN", "SkipSimplifiedLayerNormalization": "SkipRMS", "Attention": "Attn",
          "MultiHeadAttention": "MHA", "EmbedLayerNormalization": "EmbedLN", "BiasGelu": "BiasGelu",
          "FastGelu": "FastGelu", "onnx Attention": "ONNX-Attn"}
-EXPORTERS = ("torch.onnx", "pt2onnx", "pt2onnx fusable")
+EXPORTERS = ("torch.onnx", "pt2onnx", "pt2onnx fusable", "pt2onnx ort-attention")
 
 
 def export(case, exporter, opset, path):
@@ -57,7 +58,8 @@ def export(case, exporter, opset, path):
             raise RuntimeError(f"torch.onnx (dynamo=False) writes opsets up to 23, not {opset}")
         torch.onnx.export(case.model, case.args, str(path), dynamo=False, **common)
     else:
-        pt2onnx.export(case.model, case.args, str(path), fusable_attention=exporter.endswith("fusable"), **common)
+        pt2onnx.export(case.model, case.args, str(path), fusable_attention=exporter.endswith("fusable"),
+                       ort_attention=exporter.endswith("ort-attention"), **common)
 
 
 def session(model):

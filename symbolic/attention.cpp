@@ -168,8 +168,8 @@ Outputs fusableAttention(Context& ctx, Value* q, Value* k, Value* v, std::option
 //   as an additive bias (a bool mask as Where(mask, 0, lowest), is_causal as its top-left triangle),
 //   expanded to (L, S), which ONNX Runtime does not broadcast; then rows the mask removes entirely are
 //   set to 0, as PyTorch's (ONNX Runtime gives the mean of the values there, or NaN).
-// nullopt where it cannot say the same: another dtype or rank, unknown or unequal head counts, a
-// zero scale (ONNX Runtime reads 0 as "the default").
+// nullopt where it cannot say the same: another dtype or rank, unknown or unequal head counts or
+// head sizes, a zero scale (ONNX Runtime reads 0 as "the default").
 std::optional<Value*> ortMultiHeadAttention(Context& ctx, Value* q, Value* k, Value* v, std::optional<Value*> mask,
                                             bool isCausal) {
   DType dtype = ctx.dtypeOf(q);
@@ -177,8 +177,9 @@ std::optional<Value*> ortMultiHeadAttention(Context& ctx, Value* q, Value* k, Va
     return std::nullopt;
   auto heads = staticDim(q, 1), kHeads = staticDim(k, 1), vHeads = staticDim(v, 1);
   if (!heads || !kHeads || !vHeads || *heads != *kHeads || *heads != *vHeads || *heads <= 0) return std::nullopt;
-  auto qSize = staticDim(q, 3), kSize = staticDim(k, 3);
-  if (qSize && kSize && *qSize != *kSize) return std::nullopt;
+  // ONNX Runtime reads BNSH key and value of one shape only.
+  auto qSize = staticDim(q, 3), kSize = staticDim(k, 3), vSize = staticDim(v, 3);
+  if (!qSize || !kSize || !vSize || *qSize != *kSize || *kSize != *vSize) return std::nullopt;
   if (mask && ctx.rank(*mask) > 4) return std::nullopt;
   std::vector<ir::Attribute> attrs = {attr::i("num_heads", *heads)};
   if (hasArg(ctx, kScale)) {
