@@ -11,6 +11,7 @@
 #include "common/errors.h"
 #include "exporter/data_dependent_types.h"
 #include "exporter/jit_util.h"
+#include "symbolic/helpers.h"
 
 namespace pt2onnx {
 namespace {
@@ -23,7 +24,11 @@ using symbolic::Arg;
 // dims, so a size read from a dim fits it again (view(x, [n, -1]), narrow(x, 1, n - 2, 2)); the
 // small one shows a number clamped by a known dim (x[:, :k] with k below it). The last gives each
 // unknown number of the op its own value below the dims (3, 4, 5...): with all of them equal,
-// x[a:b] would be empty in every probe and its size taken for a known 0.
+// x[a:b] would be empty in every probe and its size taken for a known 0; there each named unknown
+// dim gets its own size too (19, 20...), and a number read from a dim (Gather(Shape(x), i), what
+// aten::size converts to) the size of that dim's stand-in, in every probe: view(x, [x.size(0),
+// x.size(1), -1, 64]) then reads its -1 right (the heads of attention) where numbers of their own
+// would make it another size that also divides.
 // When fewer than two probes run, the fallback gives ranks only; CPU stand-ins (ops without meta
 // kernels) use the small probe.
 struct Unknowns {
@@ -75,13 +80,13 @@ class MetaStack {
         // number (an element of an int[] size list): an unknown number, as an Int argument would be.
         if (a.value && t->kind() == c10::TypeKind::IntType) {
           exact_ = false;
-          return c10::IValue(unknowns_.number + unknowns_.numberStep * unknownNumbers_++);
+          return c10::IValue(unknownNumber(a.value));
         }
         return tensorFor(a);
       case Arg::Kind::Int:
         if (a.value) exact_ = false;
         if (t->kind() == c10::TypeKind::TensorType) return tensorFor(a);
-        return c10::IValue(a.value ? unknowns_.number + unknowns_.numberStep * unknownNumbers_++ : a.i);
+        return c10::IValue(a.value ? unknownNumber(a.value) : a.i);
       case Arg::Kind::Double:
         if (a.value) exact_ = false;
         if (t->kind() == c10::TypeKind::TensorType) return tensorFor(a);
@@ -125,9 +130,8 @@ class MetaStack {
     std::vector<int64_t> sizes;
     int64_t numel = 1;
     for (const ir::Dim& d : *type.shape) {
-      std::optional<int64_t> example = exampleSize(d);
-      if (!d.isStatic() && !example) exact_ = false;
-      sizes.push_back(d.isStatic() ? d.size : example ? *example : unknowns_.dim);
+      if (!d.isStatic() && !exampleSize(d)) exact_ = false;
+      sizes.push_back(d.isStatic() ? d.size : dimSize(d));
       numel *= sizes.back();
     }
     bool confirming = standIn_ == StandIn::CpuZeros || standIn_ == StandIn::CpuOnes;
@@ -149,6 +153,40 @@ class MetaStack {
     // torch promotes a Python number wrapped into a tensor like a number, not like a 0-d tensor.
     if (!a.value && !a.constTensor) t.unsafeGetTensorImpl()->set_wrapped_number(true);
     return c10::IValue(t);
+  }
+
+  // The stand-in size of a dim that is not static: the example's, else the probe's (per name in
+  // the last probe).
+  int64_t dimSize(const ir::Dim& d) {
+    if (std::optional<int64_t> example = exampleSize(d)) return *example;
+    if (unknowns_.numberStep == 0 || d.param.empty()) return unknowns_.dim;
+    auto [it, added] = paramSizes_.emplace(d.param, unknowns_.dim + int64_t(paramSizes_.size()));
+    return it->second;
+  }
+
+  // An unknown number: a dim's stand-in size when it is read from one, else the probe's number.
+  int64_t unknownNumber(const ir::Value* v) {
+    if (const ir::Dim* d = dimReadBy(v)) return d->isStatic() ? d->size : dimSize(*d);
+    return unknowns_.number + unknowns_.numberStep * unknownNumbers_++;
+  }
+
+  // The dim `v` reads at run time when it is Gather(Shape(x), i) of a ranked x, else null.
+  static const ir::Dim* dimReadBy(const ir::Value* v) {
+    const ir::Node* gather = v ? v->producer : nullptr;
+    if (!gather || gather->opType != "Gather" || !gather->domain.empty() || gather->inputs.size() != 2 ||
+        !gather->inputs[0] || !gather->inputs[0]->producer)
+      return nullptr;
+    const ir::Attribute* axis = gather->findAttribute("axis");
+    const ir::Node* shape = gather->inputs[0]->producer;
+    if ((axis && axis->i != 0) || shape->opType != "Shape" || shape->inputs.empty() || !shape->inputs[0] ||
+        shape->findAttribute("start") || shape->findAttribute("end"))
+      return nullptr;
+    const ir::TensorData* index = symbolic::knownData(gather->inputs[1]);
+    const ir::TensorType& type = shape->inputs[0]->type;
+    if (!index || !index->dims.empty() || !type.hasRank()) return nullptr;
+    int64_t i = int64_t(index->elementAsDouble(0));
+    if (i < 0) i += type.rank();
+    return i >= 0 && i < type.rank() ? &(*type.shape)[size_t(i)] : nullptr;
   }
 
   std::optional<int64_t> exampleSize(const ir::Dim& d) const {
@@ -187,6 +225,7 @@ class MetaStack {
   bool exact_ = true;
   bool rankGuessed_ = false;
   int64_t unknownNumbers_ = 0;
+  std::map<std::string, int64_t> paramSizes_;
 };
 
 std::function<void()>& standInFailureHook() {

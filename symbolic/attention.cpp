@@ -172,19 +172,31 @@ Outputs fusableAttention(Context& ctx, Value* q, Value* k, Value* v, std::option
 // head sizes, a zero scale (ONNX Runtime reads 0 as "the default").
 std::optional<Value*> ortMultiHeadAttention(Context& ctx, Value* q, Value* k, Value* v, std::optional<Value*> mask,
                                             bool isCausal) {
-  DType dtype = ctx.dtypeOf(q);
-  if (ctx.rank(q) != 4 || ctx.rank(k) != 4 || ctx.rank(v) != 4 || (dtype != DType::Float && dtype != DType::Float16))
+  auto keep = [&](const std::string& why) -> std::optional<Value*> {
+    ctx.warn("ort_attention: this scaled_dot_product_attention keeps its ONNX form (no MultiHeadAttention): " + why);
     return std::nullopt;
-  auto heads = staticDim(q, 1), kHeads = staticDim(k, 1), vHeads = staticDim(v, 1);
-  if (!heads || !kHeads || !vHeads || *heads != *kHeads || *heads != *vHeads || *heads <= 0) return std::nullopt;
+  };
+  DType dtype = ctx.dtypeOf(q);
+  if (ctx.rank(q) != 4 || ctx.rank(k) != 4 || ctx.rank(v) != 4)
+    return keep("query, key and value must be 4-D (batch, heads, length, size), got ranks " +
+                std::to_string(ctx.rank(q)) + ", " + std::to_string(ctx.rank(k)) + " and " + std::to_string(ctx.rank(v)));
+  if (dtype != DType::Float && dtype != DType::Float16)
+    return keep("ONNX Runtime's CPU kernel takes float32 and float16, the query is " + std::string(ir::dtypeName(dtype)));
+  auto dims = [&](int64_t d) { return std::vector<std::optional<int64_t>>{staticDim(q, d), staticDim(k, d), staticDim(v, d)}; };
+  auto allKnownAndEqual = [](const std::vector<std::optional<int64_t>>& sizes) {
+    return std::all_of(sizes.begin(), sizes.end(), [&](const auto& s) { return s && *s > 0 && *s == *sizes[0]; });
+  };
+  if (!allKnownAndEqual(dims(1)))
+    return keep("the numbers of query, key and value heads (dim 1) must be known at export time and equal");
   // ONNX Runtime reads BNSH key and value of one shape only.
-  auto qSize = staticDim(q, 3), kSize = staticDim(k, 3), vSize = staticDim(v, 3);
-  if (!qSize || !kSize || !vSize || *qSize != *kSize || *kSize != *vSize) return std::nullopt;
-  if (mask && ctx.rank(*mask) > 4) return std::nullopt;
-  std::vector<ir::Attribute> attrs = {attr::i("num_heads", *heads)};
+  if (!allKnownAndEqual(dims(3)))
+    return keep("the query, key and value head sizes (dim 3) must be known at export time and equal");
+  if (mask && ctx.rank(*mask) > 4) return keep("the mask has more than 4 dims");
+  int64_t heads = *staticDim(q, 1);
+  std::vector<ir::Attribute> attrs = {attr::i("num_heads", heads)};
   if (hasArg(ctx, kScale)) {
     double scale = ctx.float64(kScale);
-    if (scale == 0.0) return std::nullopt;
+    if (scale == 0.0) return keep("scale=0, which ONNX Runtime reads as the default scale");
     attrs.push_back(attr::f("scale", scale));
   }
   std::vector<int64_t> bnshToBsnh = {0, 2, 1, 3};
@@ -218,7 +230,7 @@ std::optional<Value*> ortMultiHeadAttention(Context& ctx, Value* q, Value* k, Va
   ir::TensorType type = ctx.typeOf(q);
   if (type.shape) type.shape = std::vector<ir::Dim>{(*type.shape)[0], (*type.shape)[2], ir::Dim{}};
   ctx.setType(out, type);
-  Value* bsnh = ctx.op("Reshape", {out, ctx.constInt64s({0, 0, *heads, -1})});
+  Value* bsnh = ctx.op("Reshape", {out, ctx.constInt64s({0, 0, heads, -1})});
   if (mask) {  // (.., L, 1) as the mask broadcasts, in (B, L, N, 1) order
     Value* removed = rowsMaskedEntirely(ctx, *mask);
     int64_t removedRank = ctx.rank(*mask);
