@@ -1,5 +1,5 @@
-"""Decoders with a KV cache in ONNX Runtime: pt2onnx.export_causal_lm against torch.onnx (dynamo=False)
-exporting the same wrapper (pt2onnx.causal_lm.CausalLMWithCache) with the same names and axes.
+"""Decoders with a KV cache in ONNX Runtime: pt2onnx.export_causal_lm (by default and with
+ort_attention=True) against torch.onnx (dynamo=False) exporting the same wrapper (pt2onnx.causal_lm.CausalLMWithCache) with the same names and axes.
 
 For each model and opset: the prefill's time (batch 2 x --prompt tokens, empty past) and one decode
 step's (batch 2, 1 new token, --past cached tokens), median ms of --iterations runs interleaved in
@@ -37,14 +37,14 @@ from pt2onnx.causal_lm import CausalLMExport, greedy_generate  # noqa: E402
 from samples import causal_lms  # noqa: E402
 
 warnings.filterwarnings("ignore")
-EXPORTERS = ("torch.onnx", "pt2onnx")
+EXPORTERS = ("torch.onnx", "pt2onnx", "pt2onnx ort-attention")
 
 
 def export(model, exporter, opset, path):
-    if exporter == "pt2onnx":
+    if exporter.startswith("pt2onnx"):
         if opset > pt2onnx.MAX_OPSET:
             raise RuntimeError(f"pt2onnx writes opsets up to {pt2onnx.MAX_OPSET}")
-        pt2onnx.export_causal_lm(model, str(path), opset_version=opset)
+        pt2onnx.export_causal_lm(model, str(path), opset_version=opset, ort_attention=exporter.endswith("attention"))
         return
     spec = CausalLMExport(model)
     with torch.no_grad(), warnings.catch_warnings():
@@ -108,8 +108,8 @@ def main():
     print(f"onnxruntime {onnxruntime.__version__}, torch {torch.__version__}, pt2onnx {pt2onnx.__version__}; "
           f"{args.size} models, {args.layers} layers; prefill batch 2 x {args.prompt}; decode batch 2, "
           f"1 token after {args.past}; median ms of {args.iterations}")
-    print(f"{'model':8} {'opset':>5} | {'prefill torch.onnx':>18} {'pt2onnx':>16} | {'decode torch.onnx':>17} "
-          f"{'pt2onnx':>16}")
+    print(f"{'model':8} {'opset':>5} | {'prefill torch.onnx':>18} {'pt2onnx':>16} {'ort-attention':>16} | "
+          f"{'decode torch.onnx':>17} {'pt2onnx':>16} {'ort-attention':>16}")
     with tempfile.TemporaryDirectory() as tmp:
         for kind in args.models:
             model = causal_lms.build(kind, layers=args.layers, size=args.size)
@@ -138,8 +138,8 @@ def main():
                             cells.append(f"{ms[exporter]:.2f}")
                         else:
                             cells.append(f"{ms[exporter]:.2f} ({ms[exporter] / ref:.2f}x)")
-                print(f"{kind:8} {opset:>5} | {cells[0]:>18} {cells[1]:>16} | {cells[2]:>17} {cells[3]:>16}",
-                      flush=True)
+                print(f"{kind:8} {opset:>5} | {cells[0]:>18} {cells[1]:>16} {cells[2]:>16} | {cells[3]:>17} "
+                      f"{cells[4]:>16} {cells[5]:>16}", flush=True)
                 for exporter, note in notes.items():
                     if len(note) > 16:
                         print(f"    {exporter}: {note}")
