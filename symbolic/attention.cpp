@@ -199,6 +199,11 @@ std::optional<Value*> ortMultiHeadAttention(Context& ctx, Value* q, Value* k, Va
     if (scale == 0.0) return keep("scale=0, which ONNX Runtime reads as the default scale");
     attrs.push_back(attr::f("scale", scale));
   }
+  auto toRank4 = [&](Value* t) {  // leading dims of 1, as SDPA broadcasts a smaller mask
+    std::vector<int64_t> leading;
+    for (int64_t d = 0; d < 4 - ctx.rank(t); ++d) leading.push_back(d);
+    return leading.empty() ? t : ctx.unsqueeze(t, leading);
+  };
   std::vector<int64_t> bnshToBsnh = {0, 2, 1, 3};
   Value* query = ctx.op("Reshape", {ctx.op("Transpose", {q}, {attr::ints("perm", bnshToBsnh)}), ctx.constInt64s({0, 0, -1})});
   std::vector<Value*> inputs = {query, ctx.cast(k, dtype), ctx.cast(v, dtype)};
@@ -208,12 +213,7 @@ std::optional<Value*> ortMultiHeadAttention(Context& ctx, Value* q, Value* k, Va
     Value* bias = isCausal ? ctx.op("Where", {causalKeep(ctx, q, k, 4), zero, lowest})
                   : ctx.dtypeOf(*mask) == DType::Bool ? ctx.op("Where", {*mask, zero, lowest})
                                                       : ctx.cast(*mask, dtype);
-    int64_t biasRank = ctx.rank(bias);
-    if (biasRank < 4) {
-      std::vector<int64_t> leading;
-      for (int64_t d = 0; d < 4 - biasRank; ++d) leading.push_back(d);
-      bias = ctx.unsqueeze(bias, leading);
-    }
+    bias = toRank4(bias);
     auto sameSize = [&](int64_t biasDim, Value* of) {
       auto a = staticDim(bias, biasDim), b = staticDim(of, 2);
       return a && b && *a == *b;
@@ -232,14 +232,7 @@ std::optional<Value*> ortMultiHeadAttention(Context& ctx, Value* q, Value* k, Va
   ctx.setType(out, type);
   Value* bsnh = ctx.op("Reshape", {out, ctx.constInt64s({0, 0, heads, -1})});
   if (mask) {  // (.., L, 1) as the mask broadcasts, in (B, L, N, 1) order
-    Value* removed = rowsMaskedEntirely(ctx, *mask);
-    int64_t removedRank = ctx.rank(*mask);
-    if (removedRank < 4) {
-      std::vector<int64_t> leading;
-      for (int64_t d = 0; d < 4 - removedRank; ++d) leading.push_back(d);
-      removed = ctx.unsqueeze(removed, leading);
-    }
-    removed = ctx.op("Transpose", {removed}, {attr::ints("perm", bnshToBsnh)});
+    Value* removed = ctx.op("Transpose", {toRank4(rowsMaskedEntirely(ctx, *mask))}, {attr::ints("perm", bnshToBsnh)});
     bsnh = ctx.op("Where", {removed, ctx.constScalar(0.0, dtype), bsnh});
   }
   return ctx.op("Transpose", {bsnh}, {attr::ints("perm", bnshToBsnh)});
