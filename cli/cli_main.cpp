@@ -45,6 +45,7 @@ int runCli(int argc, char** argv) {
   addVerifyCommand(app, exitCode);
   addInspectCommand(app, exitCode);
   addDiffCommand(app, exitCode);
+  addFleetCommand(app, exitCode);
   app.parse_complete_callback([&] {
     if (quiet) setLogLevel(spdlog::level::err);
     else if (verbose >= 3) setLogLevel(spdlog::level::trace);

@@ -18,5 +18,6 @@ void addRunCommand(CLI::App& app, int& exitCode);
 void addVerifyCommand(CLI::App& app, int& exitCode);
 void addInspectCommand(CLI::App& app, int& exitCode);
 void addDiffCommand(CLI::App& app, int& exitCode);
+void addFleetCommand(CLI::App& app, int& exitCode);
 
 }  // namespace pt2onnx::cli

@@ -326,7 +326,10 @@ void addConvertCommand(CLI::App& app, int& exitCode) {
   cmd->add_option("--workers", opts->workers, "Fleet mode: archives converted at once")->capture_default_str();
   cmd->add_option("--shard", opts->shard,
                   "Fleet mode: convert only shard K of N (every N-th archive in sorted order from the K-th), e.g. "
-                  "1/4; the N shards together cover the fleet exactly once");
+                  "1/4; the N shards together cover the fleet exactly once. 'auto' reads K and N from a batch "
+                  "array's environment (SLURM_ARRAY_TASK_ID/_MIN/_COUNT), 'auto/N' the index alone "
+                  "(JOB_COMPLETION_INDEX of Kubernetes Indexed Jobs, AWS_BATCH_JOB_ARRAY_INDEX); 'fleet merge' "
+                  "joins the shards' --summary-json files (docs/fleet.md)");
   cmd->add_option("--manifest", opts->manifest,
                   "Fleet mode: a JSON file mapping archives (relative path, file name or glob) to their arguments, "
                   "e.g. {\"r18.pt\": [\"-i\", \"x:1x3x224x224\", \"-d\", \"x:0=batch\"]}");

@@ -29,6 +29,7 @@ from .symbolic_registry import (register_custom_op_symbolic, unregister_custom_o
 from . import autograd as _autograd
 from .onnxruntime_ops import onnxruntime_ops_library, register_onnxruntime_ops
 from .causal_lm import export_causal_lm, save_causal_lm
+from .fleet_executor import convert_many
 from .runtime import (InferenceSession, SessionOptions, RunOptions, GraphOptimizationLevel, ExecutionMode,
                       ModelMetadata, get_available_providers, Fail, InvalidArgument, NoSuchFile, InvalidGraph,
                       MissingInput, InvalidProtobuf, NotImplemented)  # not in __all__: a star import would hide the builtin
@@ -42,7 +43,7 @@ def _convert_python_op(g, *tensor_args):
 _pt2onnx.register_symbolic("prim::PythonOp", MIN_OPSET, _convert_python_op)
 
 __all__ = [
-    "export", "export_causal_lm", "save_causal_lm", "unconvertible_ops", "missing_gradients", "InferenceSession", "SessionOptions", "RunOptions",
+    "export", "export_causal_lm", "save_causal_lm", "convert_many", "unconvertible_ops", "missing_gradients", "InferenceSession", "SessionOptions", "RunOptions",
     "GraphOptimizationLevel", "ExecutionMode", "ModelMetadata", "get_available_providers", "Fail",
     "InvalidArgument", "NoSuchFile", "InvalidGraph", "MissingInput", "InvalidProtobuf", "ExportError", "TrainingMode", "OperatorExportTypes",
     "set_log_level", "check_model", "register_custom_op_symbolic", "unregister_custom_op_symbolic",

@@ -8,7 +8,8 @@ the path relative to the directory given, by file name, or by a glob), a spec fi
 inspect` finds for it. Relative paths in a manifest's arguments are read from the manifest's
 directory, those in an ARCHIVE.args file from that file's directory (the archive's convert runs
 there). --shard K/N takes every N-th archive (in sorted order) from the K-th, so N machines or a CI
-matrix split a zoo exactly. An archive whose output is newer than it and was made
+matrix split a zoo exactly; --shard auto reads K and N from a batch-array scheduler's environment, and
+`pt2onnx fleet merge` joins the shards' summaries (fleet_shards.py). An archive whose output is newer than it and was made
 with the same arguments is skipped (--force converts it again). Prints a line per archive as it
 finishes and a summary table; --summary-json and --junit write the results for CI. A written model
 that is static where it should vary (fleet_static.py) is "static", a failure unless --allow-static."""
@@ -20,10 +21,12 @@ import hashlib
 import json
 import os
 import shlex
+import shutil
 import subprocess
+import sys
 import time
 
-from . import fleet_static
+from . import fleet_shards, fleet_static
 from ._text import shortened
 
 ARCHIVE_SUFFIXES = (".pt", ".pth", ".ptl", ".torchscript")
@@ -67,16 +70,6 @@ def _expand(inputs):
         raise ValueError(f"no TorchScript archives ({', '.join('*' + s for s in ARCHIVE_SUFFIXES)}) in "
                          f"{', '.join(inputs)}")
     return sorted(((p, rel) for p, rel in found.items()), key=lambda item: item[1])
-
-
-def parse_shard(text):
-    try:
-        k, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise ValueError(f"--shard expects K/N (e.g. 1/4), got '{text}'") from None
-    if not 1 <= k <= n:
-        raise ValueError(f"--shard {text}: K must be between 1 and N")
-    return k, n
 
 
 def _manifest_args(manifest, rel):
@@ -151,7 +144,11 @@ def one_line(message, width=TABLE_ERROR_WIDTH):
 
 def _command(cli):
     """The command line that runs the CLI: its path, or a list (`python -m pt2onnx_cli` when the CLI
-    runs inside Python, the console script of a pip install)."""
+    runs inside Python, the console script of a pip install); None: this Python's (a cluster worker's)."""
+    if cli is None:
+        beside = os.path.join(os.path.dirname(sys.executable), "pt2onnx")
+        found = beside if os.path.isfile(beside) else shutil.which("pt2onnx")
+        return [found] if found else [sys.executable, "-m", "pt2onnx_cli"]
     return list(cli) if isinstance(cli, (list, tuple)) else [cli]
 
 
@@ -197,8 +194,22 @@ def _recorded_digest(entry):
     return entry.get("digest") if isinstance(entry, dict) else entry
 
 
+def _died(future, path, rel, out, args, source):
+    """The result of a task, or that archive's failure when the task itself died (a worker killed, a
+    broken pool, an engine's lost task): never the run's."""
+    try:
+        return future.result()
+    except Exception as e:  # noqa: BLE001 - whatever the engine raises for a lost task
+        return {"archive": path, "name": rel, "output": out, "args": args, "args_from": source, "status": "failed",
+                "error": f"the task converting it died: {type(e).__name__}: {one_line(str(e)) or 'no message'}",
+                "seconds": 0.0}
+
+
 def run_fleet(cli, inputs, outdir, manifest_path=None, defaults=(), convert_flags=(), workers=2, shard=None,
-              force=False, timeout=3600, progress=print, allow_static=False):
+              force=False, timeout=3600, progress=print, allow_static=False, executor=None):
+    """Converts the archives `inputs` name (files, directories, globs) into `outdir`; returns the summary.
+    Each archive's conversion is a task of `executor` (any concurrent.futures.Executor: a Dask client's,
+    a Ray pool's; by default `workers` threads), which runs `pt2onnx convert` in a process of its own."""
     manifest, manifest_dir = None, None
     if manifest_path:
         manifest_dir = os.path.dirname(os.path.abspath(manifest_path))
@@ -211,9 +222,12 @@ def run_fleet(cli, inputs, outdir, manifest_path=None, defaults=(), convert_flag
             raise ValueError(f"the manifest '{manifest_path}' must map archive names to lists of arguments")
     archives = _expand(inputs)
     total = len(archives)
+    names = [rel for _, rel in archives]
     if shard:
-        k, n = shard
+        k, n = shard[:2]
         archives = [a for i, a in enumerate(archives) if i % n == k - 1]
+        if len(shard) > 2 and shard[2] != "command line":
+            progress(f"shard {k}/{n} from {shard[2]}: {len(archives)} of {total} archives")
     os.makedirs(outdir, exist_ok=True)
     record_path = os.path.join(outdir, RECORD)
     try:
@@ -241,13 +255,15 @@ def run_fleet(cli, inputs, outdir, manifest_path=None, defaults=(), convert_flag
                      (" (static, allowed by --allow-static)" if "static_reason" in results[-1] else ""))
         else:
             pending.append((path, rel, out, args, source, base_dir, digest))
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+    own_pool = executor is None
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) if own_pool else executor
+    try:
         futures = {pool.submit(_convert_one, cli, path, rel, out, args, source, base_dir, common, timeout,
-                               allow_static): (rel, digest)
+                               allow_static): (path, rel, out, args, source, digest)
                    for path, rel, out, args, source, base_dir, digest in pending}
         for future in concurrent.futures.as_completed(futures):
-            rel, digest = futures[future]
-            r = future.result()
+            path, rel, out, args, source, digest = futures[future]
+            r = _died(future, path, rel, out, args, source)
             results.append(r)
             if r["status"] == "converted":  # of the arguments as planned (None when inspect found them)
                 record[rel] = ({"digest": digest, "static_reason": r["static_reason"]} if "static_reason" in r
@@ -259,11 +275,17 @@ def run_fleet(cli, inputs, outdir, manifest_path=None, defaults=(), convert_flag
                       f" ({one_line(r['static_reason'])})" if r["status"] == "static" else
                       f" in {format_duration(r['seconds'])}" +
                       (" (static, allowed by --allow-static)" if "static_reason" in r else "")))
+    finally:
+        if own_pool:
+            pool.shutdown()
     with open(record_path + ".tmp", "w") as f:
         json.dump(record, f, indent=1, sort_keys=True)
     os.replace(record_path + ".tmp", record_path)
     results.sort(key=lambda r: r["name"])
     summary = {"archives": total, "shard": f"{shard[0]}/{shard[1]}" if shard else None, "in_shard": len(archives),
+               # what `pt2onnx fleet merge` checks the shards against
+               "shard_source": shard[2] if shard and len(shard) > 2 else None, "fleet_digest": fleet_shards.fleet_digest(names),
+               "shard_names": [rel for _, rel in archives],
                "converted": sum(r["status"] == "converted" for r in results),
                "static": sum(r["status"] == "static" for r in results),
                "up_to_date": sum(r["status"] == "up to date" for r in results),
@@ -290,6 +312,8 @@ def format_table(summary):
     width = [max(len(row[i]) for row in rows) for i in range(3)]
     lines = ["  ".join(row[i].ljust(width[i]) for i in range(3)) + "  " + row[3] for row in rows]
     shard = f" (shard {summary['shard']}: {summary['in_shard']} of {summary['archives']})" if summary["shard"] else ""
+    if summary.get("shards"):
+        shard = f" (merged from {len(summary['shards'])} shards)"
     allowed = (f"; {summary['allowed_static']} static model(s) allowed by --allow-static"
                if summary["allowed_static"] else "")
     lines.append(f"{summary['converted']} converted, {summary['static']} static, {summary['up_to_date']} up to date, "
@@ -315,12 +339,9 @@ def cli_fleet(cli, inputs, outdir, manifest, defaults, convert_flags, workers, s
               allow_static=False):
     """The CLI's fleet mode: returns (table, all converted and none static, JUnit cases)."""
     summary = run_fleet(cli, inputs, outdir, manifest or None, defaults, convert_flags, workers,
-                        parse_shard(shard) if shard else None, force,
+                        fleet_shards.parse_shard(shard) if shard else None, force,
                         progress=(lambda line: None) if quiet else (lambda line: print(line, flush=True)),
                         allow_static=allow_static)
     if summary_json:
-        os.makedirs(os.path.dirname(summary_json) or ".", exist_ok=True)  # as --junit's directory
-        with open(summary_json + ".tmp", "w") as f:
-            json.dump(summary, f, indent=2)
-        os.replace(summary_json + ".tmp", summary_json)
+        fleet_shards.write_json(summary, summary_json)
     return format_table(summary), summary["failed"] == 0 and summary["static"] == 0, junit_cases(summary)

@@ -316,6 +316,10 @@ def check_no_output_error(result, work, fx):
 # --- the table: every documented line -> how it is run ---------------------------------------------
 
 NOT_HERE = "builds and reinstalls pt2onnx into the venv this suite runs from (minutes); CI's fresh-clone job runs it"
+FLEET_SCRIPT = ("a line of docs/fleet.md's SLURM script, which tests/e2e/test_fleet_shards.py runs whole as each array "
+                "task would")
+SLURM_SUBMIT = ("submits to a SLURM cluster (none here); tests/e2e/test_fleet_shards.py runs the script as each array "
+                "task would and the merge line as printed")
 FUZZ = "a clang libFuzzer build (~7 min) and minutes to hours of fuzzing; scripts/test.sh runs each target for 60 s"
 SANITIZE = "a clang ASan/TSan build of the whole GoogleTest suite (~1 h on 2 cores)"
 TIER = "downloads a 2.5-3 GB CUDA torch and builds and tests pt2onnx against it (30-60 min): the opt-in torch tier"
@@ -502,6 +506,23 @@ TABLE = {
         Run(0, files={"models": "models", "specs.json": "specs.json"}, env={"SHARD": str(k)},
             check=check_fleet("onnx", [rel], f"fleet-{k}.json", f"fleet-{k}.xml"))
         for k, rel in [(1, "a.onnx"), (4, "vision/b.onnx")]],
+    # docs/fleet.md: the SLURM array script, line by line as array tasks 1 and 4 of 4 run it (the whole
+    # script, the Kubernetes Job and the merge: tests/e2e/test_fleet_shards.py, on a fleet of its own)
+    "set -u": Unrun(FLEET_SCRIPT),
+    "mkdir -p onnx summaries": [Run(0)],
+    'pt2onnx convert models -o onnx --shard auto --workers "${SLURM_CPUS_PER_TASK:-1}" '
+    '--summary-json "summaries/shard-${SLURM_ARRAY_TASK_ID}.json"': [
+        Run(0, files={"models": "models_with_args"},
+            env={"SLURM_ARRAY_TASK_ID": str(task), "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "4",
+                 "SLURM_CPUS_PER_TASK": "2"},
+            check=check_fleet("onnx", [rel], f"summaries/shard-{task}.json"))
+        for task, rel in [(1, "a.onnx"), (4, "vision/b.onnx")]],
+    "jobid=$(sbatch --parsable convert_fleet.sbatch)": Unrun(SLURM_SUBMIT),
+    'sbatch --dependency="afterany:${jobid}" --wrap "pt2onnx fleet merge summaries/*.json --summary-json fleet.json '
+    '--junit fleet.xml"': Unrun(SLURM_SUBMIT),
+    "pt2onnx fleet merge summaries/*.json --summary-json fleet.json --junit fleet.xml": Unrun(
+        "needs a fleet's shard summaries: tests/e2e/test_fleet_shards.py runs this line as printed on the summaries of "
+        "the documented SLURM script and Kubernetes Job"),
     # docs/migrating.md's walkthrough: a model zoo without its source
     "pt2onnx inspect zoo/decoder.pt": [Run(0, files={"zoo": "zoo"}, timeout=600)],
     "pt2onnx convert zoo/decoder.pt -o decoder.onnx -i src:1x8:int64 -d src:1=sequence": [Run(
