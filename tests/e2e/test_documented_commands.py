@@ -552,7 +552,7 @@ TABLE = {
                     "command are run above") for usage in (
         "pt2onnx [OPTIONS] SUBCOMMAND", "pt2onnx convert [OPTIONS] [model] [more...]", "pt2onnx report [OPTIONS] [model]",
         "pt2onnx ops [OPTIONS]", "pt2onnx run [OPTIONS] model", "pt2onnx verify [OPTIONS] [model]",
-        "pt2onnx inspect [OPTIONS] model", "pt2onnx diff [OPTIONS] a b")},
+        "pt2onnx inspect [OPTIONS] model", "pt2onnx diff [OPTIONS] a b", "pt2onnx fleet [OPTIONS] SUBCOMMAND")},
     # docs/testing.md
     "bash scripts/test_torch.sh 2.15.0": Unrun(TIER),
     "bash scripts/test_torch.sh --keep 2.9.1 -k archives": Unrun(TIER),
