@@ -30,7 +30,7 @@ from . import fleet_shards, fleet_static
 from ._text import shortened
 
 ARCHIVE_SUFFIXES = (".pt", ".pth", ".ptl", ".torchscript")
-RECORD = ".pt2onnx-fleet.json"  # in OUTDIR: the arguments each output was made with
+RECORD = ".pt2onnx-fleet.json"  # in OUTDIR: the arguments each output was made with (a shard's: .shard-K-of-N)
 TABLE_ERROR_WIDTH = 300  # characters of an error the table shows (the summary JSON and JUnit keep it whole)
 
 
@@ -189,6 +189,15 @@ def _convert_one(cli, path, rel, out, args, source, base_dir, common, timeout, a
     return result
 
 
+def _read_record(path):
+    try:
+        with open(path) as f:
+            record = json.load(f)
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
 def _recorded_digest(entry):
     """A record's entry: the digest, or {"digest", "static_reason"} for a static model --allow-static let through."""
     return entry.get("digest") if isinstance(entry, dict) else entry
@@ -229,12 +238,16 @@ def run_fleet(cli, inputs, outdir, manifest_path=None, defaults=(), convert_flag
         if len(shard) > 2 and shard[2] != "command line":
             progress(f"shard {k}/{n} from {shard[2]}: {len(archives)} of {total} archives")
     os.makedirs(outdir, exist_ok=True)
-    record_path = os.path.join(outdir, RECORD)
-    try:
-        with open(record_path) as f:
-            record = json.load(f)
-    except (OSError, json.JSONDecodeError):
-        record = {}
+    # A shard records what it converted in a file of its own: a job array's tasks share OUTDIR and
+    # finish at once. What is up to date is read from every record there (another shard count's too).
+    record_name = f".pt2onnx-fleet.shard-{shard[0]}-of-{shard[1]}.json" if shard else RECORD
+    record_path = os.path.join(outdir, record_name)
+    known = {}
+    for name in sorted(os.listdir(outdir)):
+        if name.startswith(".pt2onnx-fleet") and name.endswith(".json") and name != record_name:
+            known.update(_read_record(os.path.join(outdir, name)))
+    record = _read_record(record_path)
+    known.update(record)
     # inspect reads the archive too: with the op libraries (--load-library, --import) convert loads
     common = {"convert": list(convert_flags),
               "inspect": [a for a in convert_flags if a.startswith(("--opset", "--load-library", "--import"))]}
@@ -245,12 +258,13 @@ def run_fleet(cli, inputs, outdir, manifest_path=None, defaults=(), convert_flag
         # --allow-static in the digest: a static model it let through is converted (and judged) again without it.
         digest = _digest(path, args, base_dir, list(convert_flags) + (["--allow-static"] if allow_static else []))
         fresh = (not force and os.path.isfile(out) and os.path.getmtime(out) >= os.path.getmtime(path)
-                 and _recorded_digest(record.get(rel)) == digest)
+                 and _recorded_digest(known.get(rel)) == digest)
         if fresh:
             results.append({"archive": path, "name": rel, "output": out, "args": args, "args_from": source,
                             "status": "up to date", "seconds": 0.0})
-            if isinstance(record[rel], dict) and record[rel].get("static_reason"):
-                results[-1]["static_reason"] = record[rel]["static_reason"]
+            if isinstance(known[rel], dict) and known[rel].get("static_reason"):
+                results[-1]["static_reason"] = known[rel]["static_reason"]
+            record[rel] = known[rel]
             progress(f"[{len(results)}/{len(archives)}] {rel}: up to date" +
                      (" (static, allowed by --allow-static)" if "static_reason" in results[-1] else ""))
         else:

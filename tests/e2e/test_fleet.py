@@ -114,17 +114,16 @@ def test_fleet_converts_all_but_the_corrupt_archive(cli, zoo, tmp_path):
 def test_shards_cover_the_fleet_exactly_and_reruns_skip_what_is_up_to_date(cli, zoo, tmp_path):
     d, _ = zoo
     covered = []
-    for k in (1, 2):
-        _, summary = convert(cli, zoo, tmp_path / f"shard{k}", "--shard", f"{k}/2")
+    out = tmp_path / "all"
+    for k in (1, 2):  # both shards into one output directory, as a job array's tasks write
+        _, summary = convert(cli, zoo, out, "--shard", f"{k}/2")
         assert summary["shard"] == f"{k}/2" and summary["archives"] == 7
         covered.append(set(statuses(summary)))
     assert not covered[0] & covered[1]
     assert sorted(covered[0] | covered[1]) == sorted(
         str(p.relative_to(d)) for p in d.rglob("*.pt"))
 
-    out = tmp_path / "all"
-    convert(cli, zoo, out)
-    proc, summary = convert(cli, zoo, out)
+    proc, summary = convert(cli, zoo, out)  # the whole fleet after its shards: nothing left to convert
     assert statuses(summary)["vision/squeezenet1_1.pt"] == "up to date"
     assert statuses(summary)["broken.pt"] == "failed"  # failures are retried
     assert all(s in ("up to date", "failed") for s in statuses(summary).values())

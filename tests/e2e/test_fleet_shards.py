@@ -148,6 +148,13 @@ def test_slurm_shards_cover_the_fleet_exactly_once(slurm_run):
     assert sorted(owned) == NAMES
     written = sorted(p.relative_to(work / "onnx").as_posix() for p in (work / "onnx").rglob("*.onnx"))
     assert written == [n.replace(".pt", ".onnx") for n in NAMES if n != "broken.pt"]
+    # The tasks shared onnx/: each kept its own record, and the whole fleet afterwards is up to date.
+    records = sorted(p.name for p in (work / "onnx").glob(".pt2onnx-fleet*.json"))
+    assert records == [f".pt2onnx-fleet.shard-{k}-of-{len(ids)}.json" for k in range(1, len(ids) + 1)]
+    whole = _bash("pt2onnx convert models -o onnx --summary-json whole.json", work)
+    assert whole.returncode == 1, whole.stderr
+    statuses = {r["name"]: r["status"] for r in json.loads((work / "whole.json").read_text())["results"]}
+    assert statuses == {n: "failed" if n == "broken.pt" else "up to date" for n in NAMES}
 
 
 def test_documented_merge_joins_the_shards(slurm_run):
