@@ -9,8 +9,8 @@ inspect` finds for it. Relative paths in a manifest's arguments are read from th
 directory, those in an ARCHIVE.args file from that file's directory (the archive's convert runs
 there). --shard K/N takes every N-th archive (in sorted order) from the K-th, so N machines or a CI
 matrix split a zoo exactly; --shard auto reads K and N from a batch-array scheduler's environment, and
-`pt2onnx fleet merge` joins the shards' summaries (fleet_shards.py). An archive whose output is newer than it and was made
-with the same arguments is skipped (--force converts it again). Prints a line per archive as it
+`pt2onnx fleet merge` joins the shards' summaries (fleet_shards.py). An archive whose output is newer
+than it and was made with the same arguments is skipped (--force converts it again). Prints a line per archive as it
 finishes and a summary table; --summary-json and --junit write the results for CI. A written model
 that is static where it should vary (fleet_static.py) is "static", a failure unless --allow-static."""
 import concurrent.futures
