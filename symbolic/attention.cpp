@@ -127,6 +127,22 @@ Value* rowsMaskedEntirely(Context& ctx, Value* mask) {
   return ctx.op("Equal", {keptPerRow, ctx.constScalar(0.0, DType::Float)});
 }
 
+// `m` with its last two dims expanded to the scores' (L, S) unless known to be them: ONNX Runtime's
+// Attention and MultiHeadAttention read a mask's last two dims as (L, S) and broadcast neither (a
+// padding mask (B, 1, 1, S) is refused).
+Value* expandedToScores(Context& ctx, Value* m, Value* q, Value* k) {
+  int64_t maskRank = ctx.rank(m), rank = ctx.rank(q);
+  auto sameSize = [&](int64_t maskDim, Value* of) {
+    auto a = staticDim(m, maskDim), b = staticDim(of, rank - 2);
+    return a && b && *a == *b;
+  };
+  if (maskRank >= 2 && sameSize(maskRank - 2, q) && sameSize(maskRank - 1, k)) return m;
+  std::vector<Value*> dims(std::max<int64_t>(maskRank, 2) - 2, ctx.constInt64s({1}));
+  dims.push_back(ctx.unsqueeze(dimSize(ctx, q, rank - 2), {0}));
+  dims.push_back(ctx.unsqueeze(dimSize(ctx, k, rank - 2), {0}));
+  return ctx.op("Expand", {m, ctx.op("Concat", dims, {attr::i("axis", 0)})});
+}
+
 // ExportOptions::fusableAttention: the forms of ONNX Runtime's Attention fusion (fusion_attention.py).
 // With a mask: Softmax(Add(MatMul(Mul(q, Sqrt(s)), Mul(k^T, Sqrt(s))), mask)) @ v, a bool mask as
 // Where(mask, 0, lowest); without one: Softmax(Div(MatMul(q, k^T), 1/scale)) @ v. Nothing stands
@@ -213,17 +229,7 @@ std::optional<Value*> ortMultiHeadAttention(Context& ctx, Value* q, Value* k, Va
     Value* bias = isCausal ? ctx.op("Where", {causalKeep(ctx, q, k, 4), zero, lowest})
                   : ctx.dtypeOf(*mask) == DType::Bool ? ctx.op("Where", {*mask, zero, lowest})
                                                       : ctx.cast(*mask, dtype);
-    bias = toRank4(bias);
-    auto sameSize = [&](int64_t biasDim, Value* of) {
-      auto a = staticDim(bias, biasDim), b = staticDim(of, 2);
-      return a && b && *a == *b;
-    };
-    if (!sameSize(2, q) || !sameSize(3, k)) {
-      Value* lengths = ctx.op("Concat", {ctx.constInt64s({1, 1}), ctx.unsqueeze(dimSize(ctx, q, 2), {0}),
-                                         ctx.unsqueeze(dimSize(ctx, k, 2), {0})},
-                              {attr::i("axis", 0)});
-      bias = ctx.op("Expand", {bias, lengths});
-    }
+    bias = expandedToScores(ctx, toRank4(bias), q, k);
     inputs.insert(inputs.end(), {nullptr, nullptr, bias});
   }
   Value* out = ctx.op("MultiHeadAttention", inputs, attrs, "com.microsoft");  // (B, L, N * Ev)
@@ -329,20 +335,7 @@ Outputs scaledDotProductAttention23(Context& ctx) {
     // Attention sees 3-D inputs as (B, 1 head, L, S): a (B, L, S) mask gets its head axis.
     int64_t maskRank = ctx.requireRank(m, "attn_mask");
     if (rank == 3 && maskRank == 3) m = ctx.unsqueeze(m, {1});
-    // ONNX Runtime reads the mask's last two dims as (L, S) and does not broadcast them (a padding
-    // mask (B, 1, 1, S) is refused: "inconsistent q_sequence_length"): they are expanded.
-    maskRank = ctx.rank(m);
-    auto sameSize = [&](int64_t maskDim, Value* of, int64_t dim) {
-      auto a = staticDim(m, maskDim), b = staticDim(of, dim);
-      return a && b && *a == *b;
-    };
-    if (maskRank < 2 || !sameSize(maskRank - 2, q, rank - 2) || !sameSize(maskRank - 1, k, rank - 2)) {
-      std::vector<Value*> dims(std::max<int64_t>(maskRank, 2) - 2, ctx.constInt64s({1}));
-      dims.push_back(ctx.unsqueeze(dimSize(ctx, q, rank - 2), {0}));
-      dims.push_back(ctx.unsqueeze(dimSize(ctx, k, rank - 2), {0}));
-      m = ctx.op("Expand", {m, ctx.op("Concat", dims, {attr::i("axis", 0)})});
-    }
-    inputs.push_back(m);
+    inputs.push_back(expandedToScores(ctx, m, q, k));  // "inconsistent q_sequence_length" otherwise
   }
   std::vector<ir::Attribute> attrs;
   if (isCausal) attrs.push_back(attr::i("is_causal", 1));

@@ -88,7 +88,7 @@ def test_any_executor_and_a_lost_task(fleet, tmp_path):
 
 
 def test_dask_local_cluster_with_several_workers(fleet, tmp_path):
-    distributed = pytest.importorskip("distributed")  # requirements/common.txt pins it: a skip only elsewhere
+    import distributed  # requirements/common.txt pins it: missing is a failure, not a skip
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         assert len(client.scheduler_info()["workers"]) == 2
