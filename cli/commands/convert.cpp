@@ -52,10 +52,12 @@ struct ConvertOptions {
   bool ortAttention = false;
 };
 
+// A directory, a glob, several archives or a URL (fsspec's s3://, gs://, memory://...: fleet.py reads
+// them) is a fleet.
 bool isFleet(const ConvertOptions& o) {
   const std::string& m = o.source.modelPath;
   return o.source.python.empty() && (!o.moreModels.empty() || std::filesystem::is_directory(m) ||
-                                     m.find_first_of("*?[") != std::string::npos);
+                                     m.find_first_of("*?[") != std::string::npos || m.find("://") != std::string::npos);
 }
 
 // Flags of this command line that every archive of a fleet is converted with.
