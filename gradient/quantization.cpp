@@ -54,6 +54,8 @@ std::optional<std::pair<double, double>> typeBounds(DType t) {
     case DType::Int8: return std::make_pair(-128.0, 127.0);
     case DType::Uint16: return std::make_pair(0.0, 65535.0);
     case DType::Int16: return std::make_pair(-32768.0, 32767.0);
+    case DType::Uint4: return std::make_pair(0.0, 15.0);
+    case DType::Int4: return std::make_pair(-8.0, 7.0);
     default: return std::nullopt;
   }
 }
@@ -97,7 +99,7 @@ void fakeQuantize(GradContext& ctx) {
   std::optional<std::pair<double, double>> range = typeBounds(f->quantize->outputs[0]->type.dtype);
   if (!range)
     ctx.fail(std::string("its QuantizeLinear gives ") + ir::dtypeName(f->quantize->outputs[0]->type.dtype) +
-             " integers; the straight-through gradient covers uint8, int8, uint16 and int16");
+             " integers; the straight-through gradient covers uint8, int8, uint16, int16, uint4 and int4");
   if (f->clip) {  // [quant_min, quant_max] narrower than the type: constants of the symbolic
     for (size_t b = 1; b <= 2; ++b) {
       const ir::Value* bound = optionalInput(f->clip, b);

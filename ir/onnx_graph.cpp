@@ -29,6 +29,8 @@ const char* dtypeName(DType t) {
     case DType::Complex64: return "complex64";
     case DType::Complex128: return "complex128";
     case DType::BFloat16: return "bfloat16";
+    case DType::Uint4: return "uint4";
+    case DType::Int4: return "int4";
   }
   return "?";
 }
@@ -50,6 +52,8 @@ size_t dtypeSize(DType t) {
     case DType::Uint64:
     case DType::Complex64: return 8;
     case DType::Complex128: return 16;
+    case DType::Uint4:
+    case DType::Int4:  // two to a byte
     case DType::String:
     case DType::Undefined: return 0;
   }
@@ -172,6 +176,12 @@ float halfBitsToFloat(uint16_t h) {
 TensorData TensorData::fromDoubles(const std::vector<double>& values, DType dtype,
                                    std::vector<int64_t> dims) {
   std::vector<uint8_t> bytes;
+  if (dtype == DType::Int4 || dtype == DType::Uint4) {
+    bytes.assign((values.size() + 1) / 2, 0);
+    for (size_t k = 0; k < values.size(); ++k)
+      bytes[k / 2] |= static_cast<uint8_t>((static_cast<int64_t>(values[k]) & 0xF) << (4 * (k % 2)));
+    return fromBytes(dtype, std::move(dims), std::move(bytes));
+  }
   bytes.reserve(values.size() * dtypeSize(dtype));
   for (double v : values) {
     switch (dtype) {
@@ -194,6 +204,10 @@ TensorData TensorData::fromDoubles(const std::vector<double>& values, DType dtyp
 
 double TensorData::elementAsDouble(int64_t i) const {
   assert(data && "elementAsDouble: a computed tensor has no stored elements");
+  if (dtype == DType::Int4 || dtype == DType::Uint4) {
+    int nibble = (static_cast<const uint8_t*>(data)[i / 2] >> (4 * (i % 2))) & 0xF;
+    return dtype == DType::Int4 && nibble >= 8 ? nibble - 16 : nibble;
+  }
   const auto* p = static_cast<const uint8_t*>(data) + i * dtypeSize(dtype);
   switch (dtype) {
     case DType::Float: { float v; std::memcpy(&v, p, 4); return v; }

@@ -33,10 +33,14 @@ enum class DType : int32_t {
   Complex64 = 14,
   Complex128 = 15,
   BFloat16 = 16,
+  // 4-bit integers (opset 21): stored packed, two to a byte, the first element in the low nibble
+  // (ONNX's layout; TensorData holds them so too).
+  Uint4 = 21,
+  Int4 = 22,
 };
 
 const char* dtypeName(DType t);
-size_t dtypeSize(DType t);  // bytes per element; 0 for String/Undefined
+size_t dtypeSize(DType t);  // bytes per element; 0 for String/Undefined and the packed 4-bit types
 bool isFloating(DType t);
 
 // One dimension: a static size, a named symbol (dim_param), or unknown.

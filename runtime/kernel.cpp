@@ -186,8 +186,16 @@ std::optional<at::ScalarType> atenType(int32_t t) {
     case 14: return at::kComplexFloat;
     case 15: return at::kComplexDouble;
     case 16: return at::kBFloat16;
+    case 21: return c10::ScalarType::UInt4;  // a byte an element (runtime/tensor_proto.cpp)
+    case 22: return c10::ScalarType::Int4;
     default: return std::nullopt;
   }
+}
+
+at::Tensor fourBitAsBytes(const at::Tensor& t) {
+  if (t.scalar_type() == c10::ScalarType::Int4) return t.view(at::kChar);
+  if (t.scalar_type() == c10::ScalarType::UInt4) return t.view(at::kByte);
+  return t;
 }
 
 int32_t onnxType(at::ScalarType t) {
@@ -205,6 +213,8 @@ int32_t onnxType(at::ScalarType t) {
     case at::kComplexFloat: return 14;
     case at::kComplexDouble: return 15;
     case at::kBFloat16: return 16;
+    case c10::ScalarType::UInt4: return 21;
+    case c10::ScalarType::Int4: return 22;
     default: return 0;
   }
 }

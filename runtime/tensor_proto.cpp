@@ -48,12 +48,43 @@ void copyTyped(const Field& field, at::Tensor& out) {
   for (int i = 0; i < field.size(); ++i) dst[i] = static_cast<T>(field.Get(i));
 }
 
+bool isFourBit(at::ScalarType t) { return t == c10::ScalarType::Int4 || t == c10::ScalarType::UInt4; }
+
+// A 4-bit tensor: ONNX packs two elements to a byte, the first in the low nibble (raw, external or
+// int32_data, an entry a byte); the runtime holds a byte each, sign-extended for int4, typed as
+// ATen's 4-bit shell type over int8 / uint8 storage.
+at::Tensor fourBitFromProto(const onnx::TensorProto& proto, const std::string& baseDir, at::ScalarType type,
+                            const std::vector<int64_t>& dims) {
+  uint64_t numel = checkShape(dims, 1, "tensor '" + proto.name() + "'");
+  size_t packed = (numel + 1) / 2;
+  std::string bytes;
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    bytes = externalBytes(proto, baseDir, packed);
+  } else if (proto.has_raw_data()) {
+    bytes = proto.raw_data();
+  } else {
+    for (int32_t v : proto.int32_data()) bytes.push_back(static_cast<char>(v & 0xFF));
+  }
+  if (bytes.size() != packed)
+    throw ExportError("tensor '" + proto.name() + "' has " + std::to_string(bytes.size()) + " bytes of 4-bit data for " +
+                      std::to_string(numel) + " elements (" + std::to_string(packed) + " bytes)");
+  bool isSigned = type == c10::ScalarType::Int4;
+  at::Tensor out = at::empty(dims, at::TensorOptions().dtype(isSigned ? at::kChar : at::kByte));
+  auto* dst = static_cast<uint8_t*>(out.data_ptr());
+  for (uint64_t k = 0; k < numel; ++k) {
+    int nibble = (static_cast<uint8_t>(bytes[k / 2]) >> (4 * (k % 2))) & 0xF;
+    dst[k] = static_cast<uint8_t>(isSigned && nibble >= 8 ? nibble - 16 : nibble);
+  }
+  return out.view(type);
+}
+
 }  // namespace
 
 at::Tensor tensorFromProto(const onnx::TensorProto& proto, const std::string& baseDir) {
   auto type = atenType(proto.data_type());
   if (!type) throw ExportError("tensor '" + proto.name() + "' has unsupported element type " + std::to_string(proto.data_type()));
   std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
+  if (isFourBit(*type)) return fourBitFromProto(proto, baseDir, *type, dims);
   // The data is checked against the dims before anything is allocated: a tensor that claims more
   // than its data holds is refused, whatever it claims.
   uint64_t numel = checkShape(dims, c10::elementSize(*type), "tensor '" + proto.name() + "'");
@@ -118,7 +149,14 @@ void tensorToProto(const at::Tensor& tensor, onnx::TensorProto& proto) {
   proto.set_data_type(onnxType(t.scalar_type()));
   proto.clear_dims();
   for (int64_t d : t.sizes()) proto.add_dims(d);
-  proto.set_raw_data(t.data_ptr(), t.nbytes());
+  if (!isFourBit(t.scalar_type())) {
+    proto.set_raw_data(t.data_ptr(), t.nbytes());
+    return;
+  }
+  std::string packed((t.numel() + 1) / 2, '\0');
+  const auto* src = static_cast<const uint8_t*>(t.data_ptr());
+  for (int64_t k = 0; k < t.numel(); ++k) packed[k / 2] = static_cast<char>(packed[k / 2] | ((src[k] & 0xF) << (4 * (k % 2))));
+  proto.set_raw_data(std::move(packed));
 }
 
 Value sequenceFromProto(const onnx::SequenceProto& proto, at::ScalarType emptyType, const std::string& baseDir) {

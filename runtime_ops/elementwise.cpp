@@ -18,7 +18,7 @@ using Tensors = std::vector<at::Tensor>;
 bool reducedFloat(at::ScalarType t) { return t == at::kHalf || t == at::kBFloat16; }
 // float16/bfloat16 -> float32; anything else unchanged.
 at::Tensor up(const at::Tensor& t) { return reducedFloat(t.scalar_type()) ? t.to(at::kFloat) : t; }
-at::Tensor as(const at::Tensor& t, at::ScalarType type) { return t.scalar_type() == type ? t : t.to(type); }
+at::Tensor as(const at::Tensor& t, at::ScalarType type) { return t.scalar_type() == type ? t : fourBitAsBytes(t).to(type); }
 std::string typeName(const at::Tensor& t) { return c10::toString(t.scalar_type()); }
 
 void registerAt(KernelRegistry& r, const char* op, std::initializer_list<int> versions, const Kernel& k) {

@@ -3,8 +3,9 @@
 // own pre-21 form with int16/uint16) and DynamicQuantizeLinear (11), computed as ONNX Runtime
 // computes them so QDQ models give the same integers: x / scale divided (not multiplied by the
 // inverse) in float32, rounded half to even, shifted by the zero point and saturated to the output
-// type; dequantization (x - zero_point) * scale in float32, cast to the scale's type. float8 and
-// 4-bit types have no ATen dtype the runtime maps: they fail naming the type.
+// type; dequantization (x - zero_point) * scale in float32, cast to the scale's type. 4-bit tensors
+// (opset 21) are ATen's shell types over a byte an element, computed through int8 / uint8; float8
+// types have no ATen dtype the runtime maps: they fail naming the type.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -21,11 +22,16 @@ using Tensors = std::vector<at::Tensor>;
 std::string typeName(at::ScalarType t) { return c10::toString(t); }
 
 // The integer types a quantized tensor may have here, with their saturation bounds.
+constexpr at::ScalarType kInt4 = c10::ScalarType::Int4, kUInt4 = c10::ScalarType::UInt4;
+
+bool isFourBit(at::ScalarType t) { return t == kInt4 || t == kUInt4; }
 bool quantizedType(at::ScalarType t) {
-  return t == at::kByte || t == at::kChar || t == at::kShort || t == at::kUInt16 || t == at::kInt;
+  return t == at::kByte || t == at::kChar || t == at::kShort || t == at::kUInt16 || t == at::kInt || isFourBit(t);
 }
 double lowest(at::ScalarType t) {
   switch (t) {
+    case kInt4: return -8;
+    case kUInt4: return 0;
     case at::kByte: case at::kUInt16: return 0;
     case at::kChar: return std::numeric_limits<int8_t>::min();
     case at::kShort: return std::numeric_limits<int16_t>::min();
@@ -34,6 +40,8 @@ double lowest(at::ScalarType t) {
 }
 double highest(at::ScalarType t) {
   switch (t) {
+    case kInt4: return 7;
+    case kUInt4: return 15;
     case at::kByte: return std::numeric_limits<uint8_t>::max();
     case at::kUInt16: return std::numeric_limits<uint16_t>::max();
     case at::kChar: return std::numeric_limits<int8_t>::max();
@@ -42,8 +50,9 @@ double highest(at::ScalarType t) {
   }
 }
 
-// int16 and uint16 are opset 21's (and com.microsoft's version 1's).
+// int16 and uint16 are opset 21's (and com.microsoft's version 1's), int4 and uint4 opset 21's.
 bool allowedAt(const NodeContext& ctx, at::ScalarType t) {
+  if (isFourBit(t)) return ctx.opset() >= 21 && ctx.domain().empty();
   if (t == at::kShort || t == at::kUInt16) return ctx.opset() >= 21 || ctx.domain() == "com.microsoft";
   return quantizedType(t);
 }
@@ -51,7 +60,7 @@ bool allowedAt(const NodeContext& ctx, at::ScalarType t) {
 void checkQuantizedType(const NodeContext& ctx, at::ScalarType t, const char* what) {
   if (!quantizedType(t))
     ctx.fail(std::string(what) + " has type " + typeName(t) +
-             "; the builtin runtime quantizes to int8, uint8, int16 and uint16 (float8 and 4-bit types are not supported)");
+             "; the builtin runtime quantizes to int8, uint8, int16, uint16, int4 and uint4 (float8 types are not supported)");
 }
 
 int64_t normalizedAxis(const NodeContext& ctx, int64_t rank) {
@@ -90,8 +99,8 @@ at::Tensor broadcastParameter(const NodeContext& ctx, const at::Tensor& p, const
 
 // The zero point, or zeros of `type` shaped like the scale when it is omitted.
 at::Tensor zeroPoint(KernelContext& ctx, const at::Tensor& scale, at::ScalarType type) {
-  if (ctx.hasInput(2)) return ctx.input(2);
-  return at::zeros(scale.sizes(), scale.options().dtype(type == at::kUInt16 ? at::kInt : type));
+  if (ctx.hasInput(2)) return fourBitAsBytes(ctx.input(2));
+  return at::zeros(scale.sizes(), scale.options().dtype(type == at::kUInt16 ? at::kInt : isFourBit(type) ? at::kChar : type));
 }
 
 void requireSameShape(KernelContext& ctx, const at::Tensor& scale, const at::Tensor& zero) {
@@ -108,7 +117,7 @@ at::ScalarType quantizeOutputType(KernelContext& ctx) {
     declared = atenType(static_cast<int32_t>(code));
     if (!declared)
       ctx.fail("output_dtype " + std::to_string(code) +
-               " is not supported by the builtin runtime (int8, uint8, int16 and uint16 are)");
+               " is not supported by the builtin runtime (int8, uint8, int16, uint16, int4 and uint4 are)");
   }
   if (ctx.hasInput(2)) {
     at::ScalarType zero = ctx.input(2).scalar_type();
@@ -155,7 +164,9 @@ Tensors quantizeLinear(KernelContext& ctx) {
   at::Tensor q = at::round(quotient.to(compute)) + z;  // at::round rounds half to even
   // NaN quantizes to the lowest value, as in ONNX Runtime (MLAS converts it to INT32_MIN, then saturates).
   q = at::where(at::isnan(q), at::full({}, lowest(outType), q.options()), q);
-  return {at::clamp(q, lowest(outType), highest(outType)).to(outType)};
+  q = at::clamp(q, lowest(outType), highest(outType));
+  if (isFourBit(outType)) return {q.to(outType == kInt4 ? at::kChar : at::kByte).view(outType)};
+  return {q.to(outType)};
 }
 
 Tensors dequantizeLinear(KernelContext& ctx) {
@@ -180,7 +191,7 @@ Tensors dequantizeLinear(KernelContext& ctx) {
   // (x - zero_point) exactly in int64, then times the scale in float32 (ONNX Runtime's order).
   at::Tensor s = broadcastParameter(ctx, scale.to(at::kFloat), x, "x_scale");
   at::Tensor z = broadcastParameter(ctx, zero.to(at::kLong), x, "x_zero_point");
-  return {((x.to(at::kLong) - z).to(at::kFloat) * s).to(outType)};
+  return {((fourBitAsBytes(x).to(at::kLong) - z).to(at::kFloat) * s).to(outType)};
 }
 
 // y_scale from the range of x widened to include 0, y_zero_point and y as QuantizeLinear (uint8);

@@ -25,6 +25,14 @@ def fake_quantize_qconfig():
     return tq.QConfig(activation=act, weight=weight)
 
 
+def four_bit_qconfig():
+    """4-bit QAT: uint4 activations (0..15) per tensor, int4 weights (-8..7) per channel."""
+    act = tq.FakeQuantize.with_args(observer=tq.MovingAverageMinMaxObserver, quant_min=0, quant_max=15)
+    weight = tq.FakeQuantize.with_args(observer=tq.MovingAveragePerChannelMinMaxObserver, quant_min=-8,
+                                       quant_max=7, dtype=torch.qint8, qscheme=torch.per_channel_symmetric)
+    return tq.QConfig(activation=act, weight=weight)
+
+
 def qat_mlp(qconfig, sizes=(16, 32, 32, 5), input_scale=2.0):
     """prepare_qat, five SGD steps with the observers on (they see data, the weights move), then the
     observers off and eval(): a model ready to export."""

@@ -4,7 +4,9 @@
 //
 // PyTorch quantizes to any [quant_min, quant_max]; ONNX to a whole integer type. The range picks the
 // narrowest type holding it (uint8, int8; uint16, int16 from opset 21) and a narrower range clips the
-// integers between the pair (exact: the pair's integers are PyTorch's before its clamp). Scales and
+// integers between the pair (exact: the pair's integers are PyTorch's before its clamp). A fake
+// quantization to exactly 4 bits (0..15, -8..7) is a uint4 / int4 pair from opset 21; a narrower 4-bit
+// range stays 8-bit with its Clip, which has no 4-bit types. Scales and
 // zero points known at export time are written as constants of ONNX's types (ORT's QDQ fusions need
 // constants); per-channel quantization needs QuantizeLinear's axis (opset 13).
 #include <cmath>
@@ -26,6 +28,7 @@ using ir::Value;
 constexpr int kQuantizeLinearOpset = 10;
 constexpr int kPerAxisOpset = 13;
 constexpr int kSixteenBitOpset = 21;
+constexpr int kFourBitOpset = 21;
 
 // The ONNX integer type quantized values of [qmin, qmax] are stored in, with its own bounds.
 struct IntegerType {
@@ -33,9 +36,17 @@ struct IntegerType {
   int64_t lowest, highest;
 };
 
-IntegerType integerTypeFor(const Context& ctx, int64_t qmin, int64_t qmax) {
+// The 4-bit types only where the integers live between a Q/DQ pair (fake quantization): the
+// quantized_decomposed ops hand PyTorch's 8-bit integer tensors to other ops.
+enum class FourBit { Allowed, Never };
+
+IntegerType integerTypeFor(const Context& ctx, int64_t qmin, int64_t qmax, FourBit fourBit = FourBit::Never) {
   std::string range = "(quant_min, quant_max) = (" + std::to_string(qmin) + ", " + std::to_string(qmax) + ")";
   if (qmin > qmax) ctx.fail(range + " is empty");
+  if (fourBit == FourBit::Allowed && ctx.opset() >= kFourBitOpset) {
+    if (qmin == 0 && qmax == 15) return {DType::Uint4, 0, 15};
+    if (qmin == -8 && qmax == 7) return {DType::Int4, -8, 7};
+  }
   if (qmin >= 0 && qmax <= 255) return {DType::Uint8, 0, 255};
   if (qmin >= -128 && qmax <= 127) return {DType::Int8, -128, 127};
   bool unsigned16 = qmin >= 0 && qmax <= 65535, signed16 = qmin >= -32768 && qmax <= 32767;
@@ -140,7 +151,7 @@ Value* quantizeDequantize(Context& ctx, Value* x, const QuantParams& q, const In
 // and its .tensor_qparams overload (Tensor scale, Tensor zero_point): a FakeQuantize module's.
 Outputs fakeQuantizePerTensor(Context& ctx) {
   int64_t qmin = ctx.int64(3), qmax = ctx.int64(4);
-  IntegerType type = integerTypeFor(ctx, qmin, qmax);
+  IntegerType type = integerTypeFor(ctx, qmin, qmax, FourBit::Allowed);
   QuantParams q = quantParams(ctx, 1, 2, type, /*perTensor=*/true);
   return {quantizeDequantize(ctx, ctx.tensor(0), q, type, qmin, qmax, std::nullopt)};
 }
@@ -151,7 +162,7 @@ Outputs fakeQuantizePerChannel(Context& ctx) {
   Value* x = ctx.tensor(0);
   int64_t axis = dimIn(ctx, ctx.int64(3), ctx.requireRank(x, "the fake-quantized tensor"));
   int64_t qmin = ctx.int64(4), qmax = ctx.int64(5);
-  IntegerType type = integerTypeFor(ctx, qmin, qmax);
+  IntegerType type = integerTypeFor(ctx, qmin, qmax, FourBit::Allowed);
   QuantParams q = quantParams(ctx, 1, 2, type, /*perTensor=*/false);
   return {quantizeDequantize(ctx, x, q, type, qmin, qmax, axis)};
 }
@@ -178,7 +189,7 @@ Outputs fusedMovingAverageFakeQuantize(Context& ctx) {
              "model.apply(torch.ao.quantization.disable_observer) before exporting");
   if (!switchOn(ctx, 2, "fake_quant_enabled")) return {x};
   int64_t qmin = ctx.int64(8), qmax = ctx.int64(9);
-  IntegerType type = integerTypeFor(ctx, qmin, qmax);
+  IntegerType type = integerTypeFor(ctx, qmin, qmax, FourBit::Allowed);
   bool perChannel = ctx.numArgs() > 11 && ctx.boolean(11);
   QuantParams q = quantParams(ctx, 5, 6, type, !perChannel);
   std::optional<int64_t> axis;

@@ -14,7 +14,7 @@ import torch.ao.quantization as tq
 from torch import nn
 
 import pt2onnx
-from samples.quantized import fake_quantize_qconfig, qat_mlp
+from samples.quantized import fake_quantize_qconfig, four_bit_qconfig, qat_mlp
 from samples import ort
 
 TOLERANCE = 1e-4
@@ -55,7 +55,7 @@ class PerChannelWeight(nn.Module):
 
 
 
-def export(model, path, gradients):
+def export(model, path, gradients, **options):
     """Exported on a batch of 3; the batch axis dynamic, x_grad's too when x gets a gradient."""
     torch.manual_seed(1)
     axes = {name: {0: "batch"} for name in ("x", "output_0", "output_0_grad")}
@@ -64,7 +64,7 @@ def export(model, path, gradients):
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message="gradients:")  # no "gets zeros" warning: every gradient reaches
         return pt2onnx.export(model, (torch.randn(3, 6),), str(path), input_names=["x"], dynamic_axes=axes,
-                              gradients=gradients)
+                              gradients=gradients, **options)
 
 
 def torch_gradients(model, x, with_input):
@@ -180,3 +180,17 @@ def test_qat_mlp(qconfig, gradients, tmp_path):
     counts = op_types(path)
     assert counts.count("QuantizeLinear") == 7 and counts.count("DequantizeLinear") == 7
     check_against_autograd(model, path, with_input=gradients == "all")
+
+
+def test_qat_mlp_four_bits(tmp_path):
+    """uint4 / int4 pairs (opset 21): the gradient passes inside 0..15 and -8..7, nothing beyond."""
+    model = qat_mlp(four_bit_qconfig(), sizes=(6, 16, 16, 3), input_scale=1.0)
+    path = tmp_path / "qat4.onnx"
+    export(model, path, "all", opset_version=21)
+    proto = onnx.load(str(path))
+    four_bit = {i.name for i in proto.graph.initializer if i.data_type in (onnx.TensorProto.INT4, onnx.TensorProto.UINT4)}
+    four_bit |= {n.output[0] for n in proto.graph.node if n.op_type == "Constant"
+                 and n.attribute[0].t.data_type in (onnx.TensorProto.INT4, onnx.TensorProto.UINT4)}
+    assert sum(n.input[2] in four_bit for n in proto.graph.node if n.op_type == "QuantizeLinear") == 7
+    assert "Clip" not in op_types(path)
+    check_against_autograd(model, path, with_input=True)

@@ -1,5 +1,6 @@
 // ir/onnx_graph.cpp: TensorData's half-precision conversions, checked against PyTorch's own
-// (c10::Half, c10::BFloat16: round to nearest even, subnormals kept, NaN kept).
+// (c10::Half, c10::BFloat16: round to nearest even, subnormals kept, NaN kept), and its packed 4-bit
+// integers (ONNX's layout: two to a byte, the first in the low nibble).
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 #include <gtest/gtest.h>
@@ -51,6 +52,23 @@ TEST(TensorDataHalfPrecision, NaNStaysNaN) {
   EXPECT_TRUE(std::isnan(t.elementAsDouble(0)));
   TensorData b = TensorData::fromDoubles({std::numeric_limits<double>::quiet_NaN()}, DType::BFloat16, {1});
   EXPECT_TRUE(std::isnan(b.elementAsDouble(0)));
+}
+
+TEST(TensorDataFourBit, PackedTwoToAByteLowNibbleFirst) {
+  TensorData i4 = TensorData::fromDoubles({-8, 7, -1}, DType::Int4, {3});
+  ASSERT_EQ(i4.nbytes, 2u);  // an odd count: the last byte holds one element
+  const auto* bytes = static_cast<const uint8_t*>(i4.data);
+  EXPECT_EQ(bytes[0], 0x78);
+  EXPECT_EQ(bytes[1], 0x0F);
+  TensorData u4 = TensorData::fromDoubles({0, 15, 9, 1}, DType::Uint4, {2, 2});
+  ASSERT_EQ(u4.nbytes, 2u);
+  EXPECT_EQ(static_cast<const uint8_t*>(u4.data)[0], 0xF0);
+  EXPECT_EQ(static_cast<const uint8_t*>(u4.data)[1], 0x19);
+  std::vector<double> signedBack, unsignedBack;
+  for (int64_t k = 0; k < i4.numel(); ++k) signedBack.push_back(i4.elementAsDouble(k));
+  for (int64_t k = 0; k < u4.numel(); ++k) unsignedBack.push_back(u4.elementAsDouble(k));
+  EXPECT_EQ(signedBack, (std::vector<double>{-8, 7, -1}));
+  EXPECT_EQ(unsignedBack, (std::vector<double>{0, 15, 9, 1}));
 }
 
 }  // namespace

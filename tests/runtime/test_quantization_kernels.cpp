@@ -136,6 +136,41 @@ TEST(QuantizationKernels, SixteenBitsBlocksAndOutputDtypeMatchOnnxRuntimeAtOpset
   expectSameAsOrt(models);
 }
 
+// 4-bit tensors: ATen's Int4 / UInt4 over a byte an element, packed two to a byte in the model.
+at::Tensor fourBit(const std::vector<int>& values, at::ScalarType type) {
+  return at::tensor(values, at::kInt).to(type == c10::ScalarType::Int4 ? at::kChar : at::kByte).view(type);
+}
+
+TEST(QuantizationKernels, FourBitQuantizeSaturatesToItsRangeAtOpset21) {
+  at::Tensor x = f32({0.5f, 1.5f, -2.5f, 7.4f, 100, -100, NAN});
+  at::Tensor i4 = OneNodeModel("QuantizeLinear", 21).input(x).constant(f32({1.0f}).reshape({}))
+                      .constant(fourBit({-1}, c10::ScalarType::Int4).reshape({})).run1();
+  ASSERT_EQ(i4.scalar_type(), c10::ScalarType::Int4);
+  EXPECT_TRUE(at::equal(i4.view(at::kChar), at::tensor({-1, 1, -3, 6, 7, -8, -8}, at::kChar)));  // -2.5 rounds to -2
+  at::Tensor u4 = OneNodeModel("QuantizeLinear", 21).input(x).constant(f32({0.5f}).reshape({}))
+                      .constant(fourBit({9}, c10::ScalarType::UInt4).reshape({})).run1();
+  ASSERT_EQ(u4.scalar_type(), c10::ScalarType::UInt4);
+  EXPECT_TRUE(at::equal(u4.view(at::kByte), at::tensor({10, 12, 4, 15, 15, 0, 0}, at::kByte)));
+  // Opset 19 has no 4-bit types.
+  EXPECT_NE(pt2onnx::testing::runError(OneNodeModel("QuantizeLinear", 19).input(x).constant(f32({1.0f}).reshape({}))
+                                           .constant(fourBit({0}, c10::ScalarType::Int4).reshape({}))).find("opset 19"),
+            std::string::npos);
+}
+
+TEST(QuantizationKernels, FourBitDequantizeMatchesOnnxRuntime) {
+  // Odd element counts: the last byte holds one element.
+  std::vector<int> signedValues, unsignedValues;
+  for (int k = 0; k < 33; ++k) signedValues.push_back(k % 16 - 8), unsignedValues.push_back((k * 7) % 16);
+  std::vector<OneNodeModel> models;
+  models.push_back(std::move(OneNodeModel("DequantizeLinear", 21).constant(fourBit(signedValues, c10::ScalarType::Int4))
+                                 .constant(f32({0.3f}).reshape({})).constant(fourBit({-3}, c10::ScalarType::Int4).reshape({}))
+                                 .output(at::kFloat)));
+  models.push_back(std::move(OneNodeModel("DequantizeLinear", 21).constant(fourBit(unsignedValues, c10::ScalarType::UInt4).reshape({3, 11}))
+                                 .constant(f32({0.5f, 0.01f, 2.0f})).constant(fourBit({0, 15, 8}, c10::ScalarType::UInt4))
+                                 .attr("axis", 0).output(at::kFloat)));
+  expectSameAsOrt(models);
+}
+
 TEST(QuantizationKernels, DequantizeMatchesOnnxRuntimeForEveryTypeAndScale) {
   at::manual_seed(13);
   std::vector<OneNodeModel> models;

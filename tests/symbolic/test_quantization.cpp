@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/util/converter_test.h"
@@ -60,6 +61,20 @@ TEST(QuantizationSymbolics, SixteenBitRangesNeedOpset21) {
   EXPECT_NE(exportError(ir, {wide({2})}, 20).find("opset 21"), std::string::npos);
   EXPECT_NE(exportError(perTensorGraph(0.1, 0, -70000, 70000), {wide({2})}, 21).find("wider than 16 bits"),
             std::string::npos);
+}
+
+TEST(QuantizationSymbolics, FourBitRangesAreFourBitPairsFromOpset21) {
+  // 0..15 and -8..7 are uint4 / int4 pairs from opset 21 (no Clip); before it, and for a narrower
+  // 4-bit range (Clip has no 4-bit types), 8-bit integers clipped to the range.
+  for (auto [lo, hi, zero] : {std::tuple{0, 15, 7}, std::tuple{-8, 7, -1}}) {
+    std::string ir = perTensorGraph(0.4, zero, lo, hi);
+    expectConvertsLikeTorchFromOpset(ir, {wide({6, 5})}, 10, 1e-5);
+    EXPECT_EQ(countOf(exportedOpTypes(ir, {wide({2, 2})}, 21), "Clip"), 0) << lo << ".." << hi;
+    EXPECT_EQ(countOf(exportedOpTypes(ir, {wide({2, 2})}, 20), "Clip"), 1) << lo << ".." << hi;
+  }
+  std::string narrow = perTensorGraph(0.4, 0, -7, 7);
+  expectConvertsLikeTorchFromOpset(narrow, {wide({6, 5})}, 10, 1e-5);
+  EXPECT_EQ(countOf(exportedOpTypes(narrow, {wide({2, 2})}, 21), "Clip"), 1);
 }
 
 // A FakeQuantize module's form: scale and zero point are tensors (its buffers), here graph inputs
