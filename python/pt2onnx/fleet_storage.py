@@ -90,37 +90,37 @@ def _timestamp(value):
 
 
 def modified(location, info=None):
-    """The modification time (seconds since the epoch) of a file at a URL or a local path; None when
-    its filesystem gives none; FileNotFoundError when it does not exist."""
+    """The modification time (seconds since the epoch) of a file at a URL or a local path, from `info`
+    (its listing's) when that has one; None when its filesystem gives none; FileNotFoundError when it
+    does not exist."""
     if not is_url(location):
         return os.path.getmtime(location)
-    fs, path = filesystem(location)
     for key in TIME_KEYS:
-        if info and info.get(key) is not None and (found := _timestamp(info[key])) is not None:
+        if info and (found := _timestamp(info.get(key))) is not None:
             return found
+    fs, path = filesystem(location)
     try:
         return _timestamp(fs.modified(path))
     except (NotImplementedError, AttributeError, KeyError):
-        info = fs.info(path)  # FileNotFoundError when missing
-        return next((t for key in TIME_KEYS if (t := _timestamp(info.get(key))) is not None), None)
-
-
-def is_file(location):
-    if not is_url(location):
-        return os.path.isfile(location)
-    fs, path = filesystem(location)
-    return fs.isfile(path)
+        return None
 
 
 def output_newer(out, archive, archive_info=None):
     """Whether `out` exists and is at least as new as `archive`. Without times (a filesystem that gives
     none) an existing output is taken as up to date: the record's digest of the archive's name, size
     (and ETag) and arguments decides."""
-    try:
-        if not is_file(out):
+    if is_url(out):
+        fs, path = filesystem(out)
+        try:
+            info = fs.info(path)
+        except FileNotFoundError:
             return False
-        out_time = modified(out)
-    except FileNotFoundError:
+        if info.get("type", "file") != "file":
+            return False
+        out_time = modified(out, info)
+    elif os.path.isfile(out):
+        out_time = os.path.getmtime(out)
+    else:
         return False
     archive_time = modified(archive, archive_info)
     return out_time is None or archive_time is None or out_time >= archive_time
