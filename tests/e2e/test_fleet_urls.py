@@ -1,7 +1,7 @@
 """Fleets at URLs (docs/fleet.md, "Archives in object stores"): archives read from and models written
 to memory://, s3:// (moto's S3 server on 127.0.0.1, reached through the AWS_* variables as a real
 bucket would be) and file:// URLs, by `pt2onnx.convert_many` and by the `pt2onnx convert URL -o URL`
-CLI. A small fleet of traced archives (a manifest at a URL, an ARCHIVE.args file beside one archive,
+CLI (docs/fleet.md's line as printed too). A small fleet of traced archives (a manifest at a URL, an ARCHIVE.args file beside one archive,
 a corrupt one): the corrupt archive fails and the others convert and match PyTorch on another batch
 size in onnxruntime; a re-run skips what is up to date, and an archive uploaded again (same bytes,
 later time) is converted again; --shard K/N splits a prefix as it splits a directory. Each archive is
@@ -12,14 +12,17 @@ import concurrent.futures
 import io
 import json
 import os
+import pathlib
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import uuid
 
+import boto3
 import fsspec
 import numpy as np
 import onnxruntime
@@ -224,7 +227,6 @@ def test_file_urls_and_a_failed_rename(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """(an s3fs filesystem for the test's own reads and writes, the environment for the CLI)."""
-    import boto3
     import s3fs
     from moto.server import ThreadedMotoServer
 
@@ -321,6 +323,27 @@ def test_s3_shards_split_a_prefix_as_a_directory(cli, s3, tmp_path, monkeypatch)
 def _write(path, summary):
     path.write_text(json.dumps(summary))
     return path
+
+
+def test_documented_s3_line_runs_as_printed(s3, tmp_path):
+    """docs/fleet.md's `pt2onnx convert s3://acme-models/zoo ...` through bash, on that bucket."""
+    fs, env, files = s3
+    text = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "fleet.md").read_text()
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("pt2onnx convert s3://")]
+    boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name="us-east-1", aws_access_key_id="testing",
+                 aws_secret_access_key="testing").create_bucket(Bucket="acme-models")
+    for name, data in files.items():
+        if name != "broken.pt":
+            fs.pipe_file(f"acme-models/zoo/{name}", data)
+    fs.pipe_file("acme-models/zoo.json", fs.cat_file("fleet/manifest.json"))
+    path = os.pathsep.join([os.path.dirname(sys.executable), env["PATH"]])  # the venv's pt2onnx
+    proc = subprocess.run(["bash", "-O", "failglob", "-c", line], cwd=tmp_path, env=dict(env, PATH=path),
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads((tmp_path / "fleet.json").read_text())
+    assert statuses(summary["results"]) == {"a.pt": "converted", "c.pt": "converted", "sub/b.pt": "converted"}
+    fs.invalidate_cache()
+    check_against_torch(files, {n: fs.cat_file(f"acme-models/onnx/{n[:-3]}.onnx") for n in ("a.pt", "c.pt", "sub/b.pt")})
 
 
 def test_url_usage_errors(cli, s3, tmp_path):
