@@ -12,7 +12,10 @@ matrix split a zoo exactly; --shard auto reads K and N from a batch-array schedu
 `pt2onnx fleet merge` joins the shards' summaries (fleet_shards.py). An archive whose output is newer
 than it and was made with the same arguments is skipped (--force converts it again). Prints a line per archive as it
 finishes and a summary table; --summary-json and --junit write the results for CI. A written model
-that is static where it should vary (fleet_static.py) is "static", a failure unless --allow-static."""
+that is static where it should vary (fleet_static.py) is "static", a failure unless --allow-static.
+Archives, OUTDIR and the manifest may be URLs (s3://, gs://, memory://...) with fsspec installed
+(fleet_storage.py): a prefix is searched as a directory, each archive downloaded by its task and each
+model uploaded whole."""
 import concurrent.futures
 import fnmatch
 import functools
