@@ -1,8 +1,8 @@
 """Fleets at URLs (docs/fleet.md, "Archives in object stores"): archives read from and models written
 to memory://, s3:// (moto's S3 server on 127.0.0.1, reached through the AWS_* variables as a real
 bucket would be) and file:// URLs, by `pt2onnx.convert_many` and by the `pt2onnx convert URL -o URL`
-CLI (docs/fleet.md's line as printed too). A small fleet of traced archives (a manifest at a URL, an ARCHIVE.args file beside one archive,
-a corrupt one): the corrupt archive fails and the others convert and match PyTorch on another batch
+CLI (docs/fleet.md's line as printed too). A small fleet of traced archives (a manifest at a URL, an
+ARCHIVE.args file beside one archive, a corrupt one): the corrupt archive fails and the others convert and match PyTorch on another batch
 size in onnxruntime; a re-run skips what is up to date, and an archive uploaded again (same bytes,
 later time) is converted again; --shard K/N splits a prefix as it splits a directory. Each archive is
 downloaded once, by its task, and its temporary files are deleted; a failed convert or an upload that
@@ -138,6 +138,27 @@ def test_memory_urls_through_convert_many(memory_fleet):
     assert statuses(convert_in_memory(root))["a.pt"] == "converted"
 
 
+def test_a_filesystem_without_times_decides_by_the_record(memory_fleet, monkeypatch):
+    """No modification times: an existing model whose record entry matches is up to date; an archive of
+    another size is converted again."""
+    fs, root, files, opened, _ = memory_fleet
+    info = MemoryFileSystem.info
+
+    def no_times(self, path):
+        raise NotImplementedError
+
+    monkeypatch.setattr(MemoryFileSystem, "info", lambda self, path, **kw: {
+        k: v for k, v in info(self, path, **kw).items() if k != "created"})
+    monkeypatch.setattr(MemoryFileSystem, "modified", no_times)
+    assert statuses(convert_in_memory(root))["a.pt"] == "converted"
+    assert statuses(convert_in_memory(root)) == {"a.pt": "up to date", "broken.pt": "failed", "c.pt": "up to date",
+                                                 "sub/b.pt": "up to date"}
+    fs.pipe_file(f"{root}/models/a.pt", _traced(torch.nn.Linear(4, 64), torch.randn(2, 4)))  # another size
+    fs.rm(f"{root}/onnx/c.onnx")  # a model gone
+    again = statuses(convert_in_memory(root))
+    assert (again["a.pt"], again["c.pt"], again["sub/b.pt"]) == ("converted", "converted", "up to date")
+
+
 def test_an_interrupted_upload_leaves_nothing_at_the_models_name(memory_fleet, monkeypatch):
     fs, root, files, _, scratch = memory_fleet
     original = MemoryFileSystem.put_file
@@ -203,7 +224,8 @@ def test_file_urls_and_a_failed_rename(tmp_path, monkeypatch):
     # A glob names archives by their file names (sub/b.pt is not matched by *.pt).
     assert statuses(results) == {"a.pt": "converted", "broken.pt": "failed", "c.pt": "converted"}
     assert sorted(os.listdir(tmp_path / "out")) == [".pt2onnx-fleet.json", "a.onnx", "c.onnx"]
-    check_against_torch(files, {n: (tmp_path / "out" / n.replace(".pt", ".onnx")).read_bytes() for n in ("a.pt", "c.pt")})
+    check_against_torch(files, {n: (tmp_path / "out" / n.replace(".pt", ".onnx")).read_bytes()
+                                for n in ("a.pt", "c.pt")})
 
     real_replace = os.replace
 
@@ -343,7 +365,8 @@ def test_documented_s3_line_runs_as_printed(s3, tmp_path):
     summary = json.loads((tmp_path / "fleet.json").read_text())
     assert statuses(summary["results"]) == {"a.pt": "converted", "c.pt": "converted", "sub/b.pt": "converted"}
     fs.invalidate_cache()
-    check_against_torch(files, {n: fs.cat_file(f"acme-models/onnx/{n[:-3]}.onnx") for n in ("a.pt", "c.pt", "sub/b.pt")})
+    check_against_torch(files, {n: fs.cat_file(f"acme-models/onnx/{n[:-3]}.onnx")
+                                for n in ("a.pt", "c.pt", "sub/b.pt")})
 
 
 def test_url_usage_errors(cli, s3, tmp_path):
