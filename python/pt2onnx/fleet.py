@@ -12,7 +12,10 @@ matrix split a zoo exactly; --shard auto reads K and N from a batch-array schedu
 `pt2onnx fleet merge` joins the shards' summaries (fleet_shards.py). An archive whose output is newer
 than it and was made with the same arguments is skipped (--force converts it again). Prints a line per archive as it
 finishes and a summary table; --summary-json and --junit write the results for CI. A written model
-that is static where it should vary (fleet_static.py) is "static", a failure unless --allow-static."""
+that is static where it should vary (fleet_static.py) is "static", a failure unless --allow-static.
+Archives, OUTDIR and the manifest may be URLs (s3://, gs://, memory://...) with fsspec installed
+(fleet_storage.py): a prefix is searched as a directory, each archive downloaded by its task and each
+model uploaded whole."""
 import concurrent.futures
 import fnmatch
 import functools
@@ -22,11 +25,14 @@ import json
 import os
 import shlex
 import shutil
+import posixpath
 import subprocess
 import sys
+import tempfile
 import time
 
-from . import fleet_shards, fleet_static
+from . import fleet_shards, fleet_static, fleet_storage
+from .fleet_storage import is_url
 from ._text import shortened
 
 ARCHIVE_SUFFIXES = (".pt", ".pth", ".ptl", ".torchscript")
@@ -45,11 +51,17 @@ def format_duration(seconds):
     return f"{seconds:.0f} s"
 
 
-def _expand(inputs):
-    """[(archive path, name relative to what was given)], sorted, without duplicates."""
+def _expand(inputs, infos=None):
+    """[(archive path or URL, name relative to what was given)], sorted, without duplicates; `infos`
+    gets the store's info of each archive at a URL (its size and time, from the listing)."""
     found = {}
     for given in inputs:
-        if os.path.isdir(given):
+        if is_url(given):
+            for url, rel, info in fleet_storage.expand(given, ARCHIVE_SUFFIXES):
+                found.setdefault(url, rel)
+                if infos is not None:
+                    infos[url] = info
+        elif os.path.isdir(given):
             for root, _, files in os.walk(given):
                 for f in files:
                     if f.endswith(ARCHIVE_SUFFIXES):
@@ -91,7 +103,11 @@ def _arguments(path, rel, manifest, manifest_dir, defaults):
     if args is not None:
         return args, "manifest", manifest_dir
     spec_file = path + ".args"
-    if os.path.isfile(spec_file):
+    if is_url(path):  # relative paths in its arguments: local files, read from this directory
+        text = fleet_storage.read_text_if_exists(spec_file)
+        if text is not None:
+            return shlex.split(text, comments=True), posixpath.basename(spec_file), os.getcwd()
+    elif os.path.isfile(spec_file):
         with open(spec_file) as f:
             return shlex.split(f.read(), comments=True), os.path.basename(spec_file), os.path.dirname(spec_file)
     if defaults:
@@ -101,7 +117,7 @@ def _arguments(path, rel, manifest, manifest_dir, defaults):
 
 def _output_path(outdir, rel):
     stem = os.path.splitext(rel)[0]
-    return os.path.join(outdir, stem + ".onnx")
+    return (posixpath if is_url(outdir) else os.path).join(outdir, stem + ".onnx")
 
 
 @functools.lru_cache(maxsize=None)
@@ -112,12 +128,15 @@ def _toolchain():
     return _pt2onnx.__version__, torch.__version__
 
 
-def _digest(path, args, base_dir, common):
+def _digest(path, args, base_dir, common, info=None):
     """What an output was made from: the archive, its arguments (and where their relative paths point),
     the fleet's flags, and the pt2onnx and torch that converted it (an upgrade converts everything
     again)."""
-    st = os.stat(path)
-    key = json.dumps([os.path.abspath(path), st.st_size, args, base_dir, common, *_toolchain()])
+    if is_url(path):
+        archive = [path, *fleet_storage.identity(path, info)]
+    else:
+        archive = [os.path.abspath(path), os.stat(path).st_size]
+    key = json.dumps([*archive, args, base_dir, common, *_toolchain()])
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
@@ -189,10 +208,42 @@ def _convert_one(cli, path, rel, out, args, source, base_dir, common, timeout, a
     return result
 
 
+def _convert_staged(cli, path, rel, out, args, source, base_dir, common, timeout, allow_static=False):
+    """_convert_one for an archive or an output at a URL: the archive streamed to a local temporary file
+    here, in the task (once: inspect and convert both read it), the model written locally and uploaded
+    whole after its external data; the temporary files deleted."""
+    with tempfile.TemporaryDirectory(prefix="pt2onnx-fleet-") as scratch:
+        local_in = os.path.join(scratch, "archive", posixpath.basename(path)) if is_url(path) else path
+        local_out = os.path.join(scratch, "model", posixpath.basename(out)) if is_url(out) else out
+        if local_in != path:
+            try:
+                fleet_storage.download(path, local_in)
+            except Exception as e:  # noqa: BLE001 - the store's errors are this archive's failure
+                return {"archive": path, "name": rel, "output": out, "args": args, "args_from": source,
+                        "status": "failed", "error": f"cannot download it: {type(e).__name__}: {e}", "seconds": 0.0}
+        r = _convert_one(cli, local_in, rel, local_out, args, source, base_dir, common, timeout, allow_static)
+        r.update(archive=path, output=out)
+        for key in ("error", "static_reason"):  # the URLs, not the temporary files, in messages
+            if key in r:
+                r[key] = r[key].replace(local_in, path).replace(local_out, out)
+        if r["status"] != "failed" and local_out != out:
+            start = time.monotonic()
+            try:
+                fleet_storage.upload_model(local_out, out)
+            except Exception as e:  # noqa: BLE001 - as a download's
+                r.update(status="failed", error=f"cannot upload the model to {out}: {type(e).__name__}: {e}")
+                r.pop("static_reason", None)
+            r["seconds"] = round(r["seconds"] + time.monotonic() - start, 3)
+        return r
+
+
 def _read_record(path):
     try:
-        with open(path) as f:
-            record = json.load(f)
+        if is_url(path):
+            record = json.loads(fleet_storage.read_bytes(path))
+        else:
+            with open(path) as f:
+                record = json.load(f)
     except (OSError, json.JSONDecodeError):
         return {}
     return record if isinstance(record, dict) else {}
@@ -221,15 +272,20 @@ def run_fleet(cli, inputs, outdir, manifest_path=None, defaults=(), convert_flag
     a Ray pool's; by default `workers` threads), which runs `pt2onnx convert` in a process of its own."""
     manifest, manifest_dir = None, None
     if manifest_path:
-        manifest_dir = os.path.dirname(os.path.abspath(manifest_path))
+        # A manifest at a URL: the relative paths in its arguments are local files, read from this directory.
+        manifest_dir = os.getcwd() if is_url(manifest_path) else os.path.dirname(os.path.abspath(manifest_path))
         try:
-            with open(manifest_path) as f:
-                manifest = json.load(f)
+            if is_url(manifest_path):
+                manifest = json.loads(fleet_storage.read_bytes(manifest_path))
+            else:
+                with open(manifest_path) as f:
+                    manifest = json.load(f)
         except (OSError, json.JSONDecodeError) as e:
             raise ValueError(f"cannot read the manifest '{manifest_path}': {e}") from e
         if not isinstance(manifest, dict) or not all(isinstance(v, list) for v in manifest.values()):
             raise ValueError(f"the manifest '{manifest_path}' must map archive names to lists of arguments")
-    archives = _expand(inputs)
+    infos = {}
+    archives = _expand(inputs, infos)
     total = len(archives)
     names = [rel for _, rel in archives]
     if shard:
@@ -237,15 +293,20 @@ def run_fleet(cli, inputs, outdir, manifest_path=None, defaults=(), convert_flag
         archives = [a for i, a in enumerate(archives) if i % n == k - 1]
         if len(shard) > 2 and shard[2] != "command line":
             progress(f"shard {k}/{n} from {shard[2]}: {len(archives)} of {total} archives")
-    os.makedirs(outdir, exist_ok=True)
+    remote_out = is_url(outdir)
+    if remote_out:
+        fleet_storage.makedirs(outdir)
+    else:
+        os.makedirs(outdir, exist_ok=True)
     # A shard records what it converted in a file of its own: a job array's tasks share OUTDIR and
     # finish at once. What is up to date is read from every record there (another shard count's too).
     record_name = f".pt2onnx-fleet.shard-{shard[0]}-of-{shard[1]}.json" if shard else RECORD
-    record_path = os.path.join(outdir, record_name)
+    join = posixpath.join if remote_out else os.path.join
+    record_path = join(outdir, record_name)
     known = {}
-    for name in sorted(os.listdir(outdir)):
+    for name in sorted(fleet_storage.list_names(outdir) if remote_out else os.listdir(outdir)):
         if name.startswith(".pt2onnx-fleet") and name.endswith(".json") and name != record_name:
-            known.update(_read_record(os.path.join(outdir, name)))
+            known.update(_read_record(join(outdir, name)))
     record = _read_record(record_path)
     known.update(record)
     # inspect reads the archive too: with the op libraries (--load-library, --import) convert loads
@@ -256,9 +317,14 @@ def run_fleet(cli, inputs, outdir, manifest_path=None, defaults=(), convert_flag
         out = _output_path(outdir, rel)
         args, source, base_dir = _arguments(path, rel, manifest, manifest_dir, defaults)
         # --allow-static in the digest: a static model it let through is converted (and judged) again without it.
-        digest = _digest(path, args, base_dir, list(convert_flags) + (["--allow-static"] if allow_static else []))
-        fresh = (not force and os.path.isfile(out) and os.path.getmtime(out) >= os.path.getmtime(path)
-                 and _recorded_digest(known.get(rel)) == digest)
+        digest = _digest(path, args, base_dir, list(convert_flags) + (["--allow-static"] if allow_static else []),
+                         infos.get(path))
+        if remote_out or is_url(path):  # the digest first: it needs no request to the store
+            fresh = (not force and _recorded_digest(known.get(rel)) == digest
+                     and fleet_storage.output_newer(out, path, infos.get(path)))
+        else:
+            fresh = (not force and os.path.isfile(out) and os.path.getmtime(out) >= os.path.getmtime(path)
+                     and _recorded_digest(known.get(rel)) == digest)
         if fresh:
             results.append({"archive": path, "name": rel, "output": out, "args": args, "args_from": source,
                             "status": "up to date", "seconds": 0.0})
@@ -272,8 +338,9 @@ def run_fleet(cli, inputs, outdir, manifest_path=None, defaults=(), convert_flag
     own_pool = executor is None
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) if own_pool else executor
     try:
-        futures = {pool.submit(_convert_one, cli, path, rel, out, args, source, base_dir, common, timeout,
-                               allow_static): (path, rel, out, args, source, digest)
+        futures = {pool.submit(_convert_staged if is_url(path) or remote_out else _convert_one, cli, path, rel, out,
+                               args, source, base_dir, common, timeout, allow_static): (path, rel, out, args, source,
+                                                                                       digest)
                    for path, rel, out, args, source, base_dir, digest in pending}
         for future in concurrent.futures.as_completed(futures):
             path, rel, out, args, source, digest = futures[future]
@@ -292,9 +359,13 @@ def run_fleet(cli, inputs, outdir, manifest_path=None, defaults=(), convert_flag
     finally:
         if own_pool:
             pool.shutdown()
-    with open(record_path + ".tmp", "w") as f:
-        json.dump(record, f, indent=1, sort_keys=True)
-    os.replace(record_path + ".tmp", record_path)
+    if remote_out:
+        with tempfile.TemporaryDirectory(prefix="pt2onnx-fleet-") as scratch:
+            fleet_storage.write_bytes(record_path, json.dumps(record, indent=1, sort_keys=True).encode(), scratch)
+    else:
+        with open(record_path + ".tmp", "w") as f:
+            json.dump(record, f, indent=1, sort_keys=True)
+        os.replace(record_path + ".tmp", record_path)
     results.sort(key=lambda r: r["name"])
     summary = {"archives": total, "shard": f"{shard[0]}/{shard[1]}" if shard else None, "in_shard": len(archives),
                # what `pt2onnx fleet merge` checks the shards against
@@ -352,6 +423,9 @@ def junit_cases(summary):
 def cli_fleet(cli, inputs, outdir, manifest, defaults, convert_flags, workers, shard, force, summary_json, quiet,
               allow_static=False):
     """The CLI's fleet mode: returns (table, all converted and none static, JUnit cases)."""
+    if is_url(summary_json):
+        raise ValueError(f"--summary-json {summary_json}: the summary is a local file (the archives and models "
+                         f"may be at URLs; a CI job uploads its reports itself)")
     summary = run_fleet(cli, inputs, outdir, manifest or None, defaults, convert_flags, workers,
                         fleet_shards.parse_shard(shard) if shard else None, force,
                         progress=(lambda line: None) if quiet else (lambda line: print(line, flush=True)),

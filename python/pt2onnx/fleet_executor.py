@@ -41,11 +41,16 @@ def convert_many(archives, out_dir, executor=None, *, manifest=None, input_specs
                  force=False, allow_static=False, timeout=3600, progress=None, **options):
     """Converts `archives` (archive paths, directories searched for *.pt/*.pth/*.ptl/*.torchscript,
     or globs) into `out_dir`, keeping their relative paths (`models/a/b.pt` -> `OUT/a/b.onnx`).
+    Archives, `out_dir` and `manifest` may be fsspec URLs (s3://bucket/models, gs://...; `pip install
+    pt2onnx[fleet]`): a prefix is searched as a directory, each archive is downloaded by the task that
+    converts it and each model uploaded whole (docs/fleet.md, "Archives in object stores"; memory://
+    is this process's: give it a thread pool).
 
     executor: any concurrent.futures.Executor the conversions are submitted to (Dask:
     `distributed.Client(...).get_executor()`; Ray: `ray.util.multiprocessing.Pool`-backed executors);
     None: a local process pool of `workers` processes (default: the CPU count). The workers need
-    pt2onnx installed (each runs its `pt2onnx` CLI) and the paths readable where they run.
+    pt2onnx installed (each runs its `pt2onnx` CLI) and the paths readable where they run (for URLs,
+    fsspec and the store's credentials).
 
     An archive's arguments come from `manifest` (a JSON file mapping relative paths, names or globs to
     argument lists), else an ARCHIVE.args file beside it, else `input_specs` / `dynamic_axes` (the

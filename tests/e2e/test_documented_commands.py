@@ -523,6 +523,13 @@ TABLE = {
     "pt2onnx fleet merge summaries/*.json --summary-json fleet.json --junit fleet.xml": Unrun(
         "needs a fleet's shard summaries: tests/e2e/test_fleet_shards.py runs this line as printed on the summaries of "
         "the documented SLURM script and Kubernetes Job"),
+    # docs/fleet.md: archives in object stores
+    "pip install 'pt2onnx[fleet]'": Unrun(
+        "installs into the venv this suite runs from; requirements/common.txt pins the extra's fsspec and s3fs"),
+    "pt2onnx convert s3://acme-models/zoo -o s3://acme-models/onnx --manifest s3://acme-models/zoo.json --workers 4 "
+    "--summary-json fleet.json": Unrun(
+        "needs an S3 bucket: tests/e2e/test_fleet_urls.py runs this line as printed against moto's S3 server, with "
+        "the bucket and the manifest it names"),
     # docs/migrating.md's walkthrough: a model zoo without its source
     "pt2onnx inspect zoo/decoder.pt": [Run(0, files={"zoo": "zoo"}, timeout=600)],
     "pt2onnx convert zoo/decoder.pt -o decoder.onnx -i src:1x8:int64 -d src:1=sequence": [Run(
