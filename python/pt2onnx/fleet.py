@@ -23,9 +23,9 @@ import glob
 import hashlib
 import json
 import os
+import posixpath
 import shlex
 import shutil
-import posixpath
 import subprocess
 import sys
 import tempfile
