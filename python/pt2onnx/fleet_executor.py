@@ -1,6 +1,7 @@
 """`pt2onnx.convert_many`: a fleet of TorchScript archives converted on the engine the caller already
-runs (docs/fleet.md): any `concurrent.futures.Executor`, such as a Dask client's `get_executor()` or
-a Ray pool's, or a local process pool by default. It is fleet mode of the CLI (`pt2onnx convert DIR
+runs (docs/fleet.md): any `concurrent.futures.Executor`, such as a Dask client's `get_executor()`,
+a multiprocessing.Pool-shaped pool (Ray's `ray.util.multiprocessing.Pool`), or a local process pool
+by default. It is fleet mode of the CLI (`pt2onnx convert DIR
 -o OUT`) with the executor as its pool: each archive is one task, and the task runs `pt2onnx
 convert` in a process of its own, so a corrupt or crashing archive, and a task the engine loses
 (a killed worker), are that archive's failure, never the run's."""
@@ -27,6 +28,32 @@ _FLAGS = {
 }
 
 
+class PoolExecutor(concurrent.futures.Executor):
+    """A pool shaped like multiprocessing.Pool (`apply_async` with `callback` and `error_callback`: the
+    standard library's, Ray's `ray.util.multiprocessing.Pool`) as a concurrent.futures.Executor. The
+    pool stays the caller's: shutdown() leaves it running."""
+
+    def __init__(self, pool):
+        self._pool = pool
+
+    def submit(self, fn, /, *args, **kwargs):
+        future = concurrent.futures.Future()
+        future.set_running_or_notify_cancel()
+        self._pool.apply_async(fn, args, kwargs, callback=future.set_result, error_callback=future.set_exception)
+        return future
+
+
+def as_executor(executor):
+    """`executor` as a concurrent.futures.Executor: an Executor as it is, a multiprocessing.Pool-shaped
+    pool wrapped in PoolExecutor; anything else a TypeError."""
+    if callable(getattr(executor, "submit", None)):
+        return executor
+    if callable(getattr(executor, "apply_async", None)):
+        return PoolExecutor(executor)
+    raise TypeError(f"executor must be a concurrent.futures.Executor (submit) or a multiprocessing.Pool-like pool "
+                    f"(apply_async), got {type(executor).__name__}")
+
+
 def convert_flags(options):
     """The convert flags of `options`; TypeError for one that does not apply to a fleet."""
     unknown = sorted(set(options) - set(_FLAGS))
@@ -47,8 +74,9 @@ def convert_many(archives, out_dir, executor=None, *, manifest=None, input_specs
     is this process's: give it a thread pool).
 
     executor: any concurrent.futures.Executor the conversions are submitted to (Dask:
-    `distributed.Client(...).get_executor()`; Ray: `ray.util.multiprocessing.Pool`-backed executors);
-    None: a local process pool of `workers` processes (default: the CPU count). The workers need
+    `distributed.Client(...).get_executor()`), or a multiprocessing.Pool-shaped pool (the standard
+    library's, Ray's `ray.util.multiprocessing.Pool`); None: a local process pool of `workers`
+    processes (default: the CPU count). The workers need
     pt2onnx installed (each runs its `pt2onnx` CLI) and the paths readable where they run (for URLs,
     fsspec and the store's credentials).
 
@@ -69,7 +97,9 @@ def convert_many(archives, out_dir, executor=None, *, manifest=None, input_specs
         archives = [archives]
     defaults = [a for s in input_specs for a in ("-i", s)] + [a for d in dynamic_axes for a in ("-d", d)]
     own = executor is None
-    if own:
+    if not own:
+        executor = as_executor(executor)
+    else:
         # spawn: the pool's processes do not inherit this process's threads (torch's) in a fork
         executor = concurrent.futures.ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1,
                                                           mp_context=multiprocessing.get_context("spawn"))

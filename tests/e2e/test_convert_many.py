@@ -1,10 +1,12 @@
 """pt2onnx.convert_many (docs/fleet.md): a fleet with a corrupt archive converted on a local process
-pool (the default), on a thread pool, and on a Dask LocalCluster with several worker processes,
-giving the CLI's fleet results on the same fleet (the same statuses, byte-identical models); a task
-the engine loses is that archive's failure; a second run is up to date; options become the CLI's
-flags, and those that cannot apply to every archive are refused."""
+pool (the default), on a thread pool, on a multiprocessing.Pool, and on a Dask LocalCluster with
+several worker processes, and on Ray's local pool, giving the CLI's fleet results on the
+same fleet (the same statuses, byte-identical models); a task the engine loses is that archive's
+failure; a second run is up to date; options become the CLI's flags, and those that cannot apply to
+every archive are refused."""
 import concurrent.futures
 import json
+import multiprocessing
 import os
 import subprocess
 
@@ -94,6 +96,35 @@ def test_dask_local_cluster_with_several_workers(fleet, tmp_path):
         assert len(client.scheduler_info()["workers"]) == 2
         results = pt2onnx.convert_many(fleet[0], tmp_path / "dask", executor=client.get_executor())
     _check_like_the_cli(results, tmp_path / "dask", fleet)
+
+
+def test_a_multiprocessing_pool(fleet, tmp_path):
+    """A multiprocessing.Pool-shaped pool (apply_async, as Ray's ray.util.multiprocessing.Pool) runs
+    the fleet as an executor does; the pool stays the caller's."""
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        results = pt2onnx.convert_many(fleet[0], tmp_path / "pool", executor=pool)
+        assert pool.apply_async(len, ("abc",)).get(timeout=60) == 3  # still running
+    _check_like_the_cli(results, tmp_path / "pool", fleet)
+
+
+def test_ray_local_pool(fleet, tmp_path):
+    """Ray in local mode: its ray.util.multiprocessing.Pool (tasks in Ray's worker processes) as the
+    executor."""
+    import ray  # requirements/common.txt pins it: missing is a failure, not a skip
+    from ray.util.multiprocessing import Pool
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        with Pool(processes=2) as pool:
+            results = pt2onnx.convert_many(fleet[0], tmp_path / "ray", executor=pool)
+    finally:
+        ray.shutdown()
+    _check_like_the_cli(results, tmp_path / "ray", fleet)
+
+
+def test_an_executor_of_another_shape_is_refused(fleet, tmp_path):
+    with pytest.raises(TypeError, match="executor must be a concurrent.futures.Executor.*got list"):
+        pt2onnx.convert_many(fleet[0], tmp_path / "o", executor=[])
+    assert not (tmp_path / "o").exists()
 
 
 def test_options_become_the_clis_flags():
