@@ -5,10 +5,10 @@
 // PyTorch quantizes to any [quant_min, quant_max]; ONNX to a whole integer type. The range picks the
 // narrowest type holding it (uint8, int8; uint16, int16 from opset 21) and a narrower range clips the
 // integers between the pair (exact: the pair's integers are PyTorch's before its clamp). A fake
-// quantization to exactly 4 bits (0..15, -8..7) is a uint4 / int4 pair from opset 21; a narrower 4-bit
-// range stays 8-bit with its Clip, which has no 4-bit types. Scales and
-// zero points known at export time are written as constants of ONNX's types (ORT's QDQ fusions need
-// constants); per-channel quantization needs QuantizeLinear's axis (opset 13).
+// quantization to exactly 4 bits (0..15, -8..7) is a uint4 / int4 pair from opset 21; a narrower
+// 4-bit range stays 8-bit with its Clip, which has no 4-bit types. Scales and zero points known at
+// export time are written as constants of ONNX's types (ORT's QDQ fusions need constants);
+// per-channel quantization needs QuantizeLinear's axis (opset 13).
 #include <cmath>
 #include <optional>
 #include <string>

@@ -67,6 +67,8 @@ void liftRank0Operands(Registry& r) {
   lift("aten::scatter.src", {0, 2, 3});
   lift("aten::scatter.value", {0, 2});
   lift("aten::scatter_add", {0, 2, 3});
+  lift("aten::scatter.reduce", {0, 2, 3});
+  lift("aten::scatter.value_reduce", {0, 2});
   lift("aten::scatter_reduce.two", {0, 2, 3});
   lift("aten::index_reduce", {0, 3});
 }

@@ -1,6 +1,7 @@
 // Elementwise composites: arithmetic with a scale (addcmul, lerp), NaN- and sign-aware math
 // (fmax, copysign, signbit, logaddexp, xlogy), unit conversions and predicates, bucketize and
-// searchsorted (by counting the boundaries below).
+// searchsorted (by counting the boundaries below), isin (by comparing with every test element),
+// _safe_softmax.
 #include "exporter/decompositions/decompositions.h"
 
 namespace pt2onnx::decompositions {
@@ -239,6 +240,29 @@ def searchsorted__Scalar(sorted_sequence: Tensor, self: number, out_int32: bool 
     if sorted_sequence.is_floating_point():
         value = torch.scalar_tensor(self, dtype=sorted_sequence.dtype)
     return searchsorted__Tensor(sorted_sequence, value, out_int32, right, side, sorter)
+# isin: whether each element equals one of test_elements (NaN equals nothing).
+def isin__Tensor_Tensor(elements: Tensor, test_elements: Tensor, assume_unique: bool = False, invert: bool = False):
+    found = torch.any(elements.unsqueeze(-1) == test_elements.reshape([-1]), -1)
+    if invert:
+        return torch.logical_not(found)
+    return found
+
+def isin__Tensor_Scalar(elements: Tensor, test_element: number, assume_unique: bool = False, invert: bool = False):
+    if invert:
+        return elements != test_element
+    return elements == test_element
+
+def isin__Scalar_Tensor(element: number, test_elements: Tensor, assume_unique: bool = False, invert: bool = False):
+    found = torch.any(test_elements.reshape([-1]) == element)
+    if invert:
+        return torch.logical_not(found)
+    return found
+
+# softmax whose rows of -inf only (nothing to attend to) are 0 instead of NaN.
+def _safe_softmax(self: Tensor, dim: int, dtype: Optional[int] = None):
+    out = torch.softmax(self, dim, dtype)
+    masked_rows = torch.all(self == float("-inf"), dim, True)
+    return torch.where(masked_rows, torch.zeros_like(out), out)
 )TS";
 }
 

@@ -1,6 +1,7 @@
 // Indexed writes: index_copy, index_add and index_fill along one dim (scatters and a mask of the
 // indexed slices), masked_scatter (source taken in order at the mask's true positions), the rows
-// embedding_renorm renorms.
+// embedding_renorm renorms; take_along_dim (a gather of broadcast operands); scatter_add and
+// scatter's add / multiply reductions before ScatterElements had them (opset 16).
 #include "exporter/decompositions/decompositions.h"
 
 namespace pt2onnx::decompositions {
@@ -65,6 +66,82 @@ def masked_scatter(self: Tensor, mask: Tensor, source: Tensor):
     values = torch.cat([source.reshape([-1]), torch.zeros([1], dtype=source.dtype)], 0)
     picked = torch.index_select(values, 0, positions).to(self.dtype)
     return torch.where(full_mask, picked.reshape(base.shape), base)
+# self gathered along dim at indices, both broadcast over the other dims (dim None: the flattened
+# self at the flattened indices).
+def take_along_dim(self: Tensor, indices: Tensor, dim: Optional[int] = None):
+    if dim is None:
+        return torch.gather(self.reshape([-1]), 0, indices.reshape([-1]))
+    d = _normalized_dim(dim, self.dim())
+    self_shape: List[int] = []
+    index_shape: List[int] = []
+    for i in range(self.dim()):
+        if i == d:
+            self_shape.append(self.size(i))
+            index_shape.append(indices.size(i))
+        else:
+            n = indices.size(i)
+            if n == 1:
+                n = self.size(i)
+            self_shape.append(n)
+            index_shape.append(n)
+    return torch.gather(self.expand(self_shape), d, indices.expand(index_shape))
+
+# scatter_add before ScatterElements' "add" reduction (opset 16): each target position j along dim
+# gets the sum of the src elements whose index is j (a comparison with every j: memory grows with
+# index.numel() * self.size(dim)), added to self; src is read over index's shape, and positions
+# index does not reach along the other dims are padded with zeros.
+def _scattered_sums(self: Tensor, d: int, index: Tensor, src: Tensor, multiply: bool):
+    values = src
+    for i in range(self.dim()):  # index has self's rank; self's is the one the specialization knows
+        if values.size(i) != index.size(i):
+            values = values.narrow(i, 0, index.size(i))
+    hit = index.unsqueeze(-1) == torch.arange(self.size(d))
+    neutral = 0
+    if multiply:
+        neutral = 1
+    spread = torch.where(hit, values.unsqueeze(-1), torch.full_like(values.unsqueeze(-1), neutral))
+    if multiply:
+        reduced = torch.prod(spread, d)
+    else:
+        reduced = torch.sum(spread, [d])
+    order: List[int] = []
+    for i in range(self.dim() - 1):
+        if i == d:
+            order.append(self.dim() - 1)
+        order.append(i)
+    if d == self.dim() - 1:
+        order.append(self.dim() - 1)
+    placed = reduced.permute(order)
+    pads: List[int] = []
+    for i in range(self.dim()):
+        k = self.dim() - 1 - i
+        pads.append(0)
+        pads.append(self.size(k) - placed.size(k))
+    return torch.constant_pad_nd(placed, pads, neutral)
+
+def _scatter_reduced(self: Tensor, dim: int, index: Tensor, src: Tensor, multiply: bool):
+    if index.numel() == 0:
+        return self.clone()
+    if self.dim() == 0:  # index is 0 or [0]: src's first element reaches self
+        first = src.reshape([-1]).narrow(0, 0, 1).reshape([]).to(self.dtype)
+        if multiply:
+            return self * first
+        return self + first
+    sums = _scattered_sums(self, _normalized_dim(dim, self.dim()), index, src, multiply).to(self.dtype)
+    if multiply:
+        return self * sums
+    return self + sums
+
+def scatter_add(self: Tensor, dim: int, index: Tensor, src: Tensor):
+    return _scatter_reduced(self, dim, index, src, False)
+
+def scatter__reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str):
+    assert reduce == "add" or reduce == "multiply", "reduce argument must be either add or multiply."
+    return _scatter_reduced(self, dim, index, src, reduce == "multiply")
+
+def scatter__value_reduce(self: Tensor, dim: int, index: Tensor, value: number, reduce: str):
+    assert reduce == "add" or reduce == "multiply", "reduce argument must be either add or multiply."
+    return _scatter_reduced(self, dim, index, torch.full_like(index, value, dtype=self.dtype), reduce == "multiply")
 )TS";
 }
 

@@ -1,5 +1,6 @@
 // Products: scaled matrix products (addmv, addr, addbmm), outer/inner/tensor products, cross and
-// dot products, bilinear forms, pairwise and cosine distances.
+// dot products, bilinear forms, pairwise and cosine distances; Vandermonde matrices and integer
+// matrix powers as ATen computes them.
 #include "exporter/decompositions/decompositions.h"
 
 namespace pt2onnx::decompositions {
@@ -172,6 +173,58 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-08):
     a_norm = torch.clamp_min(torch.linalg_vector_norm(a, 2, [dim], True), eps)
     b_norm = torch.clamp_min(torch.linalg_vector_norm(b, 2, [dim], True), eps)
     return torch.sum((a / a_norm) * (b / b_norm), [dim])
+# The powers x^0 .. x^(N-1) of the last axis of x, made by a cumulative product as ATen makes them.
+def linalg_vander(x: Tensor, N: Optional[int] = None):
+    if x.dim() == 0:  # one point
+        x = x.reshape([1])
+    n = x.size(-1)
+    if N is not None:
+        n = N
+    ones = torch.ones_like(x).unsqueeze(-1)
+    if n <= 1:
+        return ones.narrow(-1, 0, n)
+    repeats: List[int] = []
+    for i in range(x.dim()):
+        repeats.append(1)
+    repeats.append(n - 1)
+    powers = torch.cumprod(x.unsqueeze(-1).repeat(repeats), -1)
+    return torch.cat([ones, powers], -1)
+
+# A^n by ATen's binary decomposition of n (the same products in the same order); A^-n from A's
+# inverse; A^0 the identity.
+def linalg_matrix_power(self: Tensor, n: int):
+    if n == 0:
+        return torch.eye(self.size(-1), dtype=self.dtype).expand(self.shape).clone()
+    a = self
+    if n < 0:
+        a = torch.linalg_inv(self)
+        n = -n
+    if n == 1:
+        return a.clone()
+    if n == 2:
+        return torch.matmul(a, a)
+    if n == 3:
+        return torch.matmul(torch.matmul(a, a), a)
+    z = a
+    result = a
+    first_z = True
+    first_result = True
+    remaining = n
+    for _ in range(n):  # a loop of static length the pass unrolls; it stops at n's highest bit
+        if remaining > 0:
+            bit = remaining % 2
+            remaining = remaining // 2
+            if first_z:
+                first_z = False
+            else:
+                z = torch.matmul(z, z)
+            if bit == 1:
+                if first_result:
+                    result = z
+                    first_result = False
+                else:
+                    result = torch.matmul(result, z)
+    return result
 )TS";
 }
 

@@ -3,7 +3,8 @@
 // they multiply), differences and distances, diagonals and traces; order statistics (kthvalue,
 // median, nanmedian, msort) read off a sort, which puts NaN last as PyTorch's does; cummax/cummin
 // over the same prefix mask; histc as ATen bins it; matrix norms (and linalg.norm's choice between
-// a vector and a matrix norm).
+// a vector and a matrix norm); sum_to_size; the trapezoid rule (trapezoid, trapz,
+// cumulative_trapezoid) as ATen sums it; cov and corrcoef (weighted, ATen's corner cases), renorm.
 #include "exporter/decompositions/decompositions.h"
 
 namespace pt2onnx::decompositions {
@@ -346,6 +347,131 @@ def nanmedian(self: Tensor):
     values = torch.sort(torch.cat([flat, torch.full([1], float("nan"), dtype=self.dtype)], 0), 0)[0]
     position = torch.clamp(torch.div(_counted(flat, 0) - 1, 2, rounding_mode="floor"), 0)
     return torch.gather(values, 0, position).reshape([])
+# sum_to_size: the sum over the leading dims size does not have and over those it has as 1 where
+# self's are not, to the shape `size`.
+def sum_to_size(self: Tensor, size: List[int]):
+    lead = self.dim() - len(size)
+    dims: List[int] = []
+    for d in range(lead):
+        dims.append(d)
+    for i in range(len(size)):
+        if size[i] == 1 and self.size(lead + i) != 1:
+            dims.append(lead + i)
+    if len(dims) == 0:
+        return self.clone()
+    return torch.sum(self, dims, True).reshape(size)
+
+# The trapezoid rule along dim: sum((y[i] + y[i + 1]) * dx[i]) / 2, dx from x's differences (x 1-D
+# laid along dim, or of lower rank padded with leading 1s, broadcast after differencing as ATen
+# does) or a number; zero samples integrate to zeros.
+def _trapezoid_x(y: Tensor, x: Tensor, d: int):
+    if x.dim() == 1:
+        shape: List[int] = []
+        for i in range(y.dim()):
+            shape.append(1)
+        shape[d] = x.size(0)
+        return x.reshape(shape)
+    if x.dim() < y.dim():
+        padded: List[int] = []
+        for i in range(y.dim() - x.dim()):
+            padded.append(1)
+        for i in range(x.dim()):
+            padded.append(x.size(i))
+        return x.reshape(padded)
+    return x
+
+def _trapezoid_dx(y: Tensor, x: Tensor, d: int):
+    xv = _trapezoid_x(y, x, d)
+    n = xv.size(d)
+    return xv.narrow(d, 1, n - 1) - xv.narrow(d, 0, n - 1)
+
+def _trapezoid_pairs(y: Tensor, d: int):
+    n = y.size(d)
+    return y.narrow(d, 0, n - 1) + y.narrow(d, 1, n - 1)
+
+def trapezoid__x(y: Tensor, x: Tensor, dim: int = -1):
+    d = _normalized_dim(dim, y.dim())
+    if y.size(d) == 0:
+        return torch.sum(y, [d])
+    return torch.sum(_trapezoid_pairs(y, d) * _trapezoid_dx(y, x, d), [d]) / 2.0
+
+def trapezoid__dx(y: Tensor, dx: number = 1, dim: int = -1):
+    d = _normalized_dim(dim, y.dim())
+    if y.size(d) == 0:
+        return torch.sum(y, [d])
+    return (torch.sum(y, [d]) - (y.select(d, 0) + y.select(d, -1)) * 0.5) * dx
+
+def trapz__x(y: Tensor, x: Tensor, dim: int = -1):
+    return trapezoid__x(y, x, dim)
+
+def trapz__dx(y: Tensor, dx: float = 1.0, dim: int = -1):
+    return trapezoid__dx(y, dx, dim)
+
+def cumulative_trapezoid__x(y: Tensor, x: Tensor, dim: int = -1):
+    d = _normalized_dim(dim, y.dim())
+    return torch.cumsum(_trapezoid_pairs(y, d) * _trapezoid_dx(y, x, d), d) / 2.0
+
+def cumulative_trapezoid__dx(y: Tensor, dx: number = 1, dim: int = -1):
+    d = _normalized_dim(dim, y.dim())
+    return torch.cumsum(_trapezoid_pairs(y, d) * (dx / 2.0), d)
+# cov as ATen computes it: observations along dim 1 (a 1-D input is one variable), weighted by
+# fweights * aweights; a normalization factor <= 0 becomes 0 (an inf / NaN result, as in PyTorch).
+def cov(self: Tensor, correction: int = 1, fweights: Optional[Tensor] = None, aweights: Optional[Tensor] = None):
+    x = self
+    if self.dim() < 2:
+        x = self.reshape([1, -1])
+    n = x.size(1)
+    if fweights is None and aweights is None:
+        centered = x - (torch.sum(x, [1]) / n).unsqueeze(1)
+        factor = n - correction
+        if factor < 0:
+            factor = 0
+        return (torch.mm(centered, centered.t()) / factor).squeeze()
+    w = torch.ones([n], dtype=x.dtype)
+    if fweights is not None:
+        w = fweights
+    if aweights is not None:
+        if fweights is not None:
+            w = w * aweights
+        else:
+            w = aweights
+    w_sum = torch.sum(w)
+    avg = torch.sum(x * w, [1]) / w_sum
+    norm = w_sum
+    if correction != 0:
+        if aweights is None:
+            norm = w_sum - correction
+        elif fweights is None and n == 1 and correction == 1:
+            norm = torch.zeros_like(w_sum)
+        else:
+            norm = w_sum - correction * torch.sum(w * aweights) / w_sum
+    norm = torch.where(norm <= 0, torch.zeros_like(norm), norm)
+    if n == 1 and (fweights is None) != (aweights is None):
+        centered = torch.zeros_like(x * 1.0)
+    else:
+        centered = x - avg.unsqueeze(1)
+    return torch.true_divide(torch.mm(centered, (centered * w).t()), norm).squeeze()
+
+def corrcoef(self: Tensor):
+    c = cov(self)
+    if c.dim() == 0:
+        return c / c
+    stddev = torch.sqrt(torch.diagonal(c))
+    c = c / stddev.reshape([-1, 1])
+    c = c / stddev.reshape([1, -1])
+    return torch.clamp(c, -1, 1)
+
+# renorm: each slice along dim whose p-norm exceeds maxnorm scaled to maxnorm / (norm + 1e-7).
+def renorm(self: Tensor, p: number, dim: int, maxnorm: number):
+    d = _normalized_dim(dim, self.dim())
+    others: List[int] = []
+    for i in range(self.dim()):
+        if i != d:
+            others.append(i)
+    norms = torch.linalg_vector_norm(self, p, others, True)
+    scaled = torch.full_like(norms, maxnorm) / (norms + 1e-7)  # (a number / a tensor would bind as ints)
+    factor = torch.where(norms > maxnorm, scaled, torch.ones_like(norms))
+    return self * factor
 )TS";
 }
 

@@ -1,7 +1,8 @@
 // Shape and view composites: the *_copy ops (functional views), flips and transposes by name,
 // atleast_Nd, ravel, unfold (sliding windows by an index gather), channel_shuffle; the ops taking
 // a list of tensors (hstack, vstack, dstack, column_stack, block_diag, broadcast_tensors,
-// cartesian_prod), whose lists the pass passes item by item.
+// cartesian_prod), whose lists the pass passes item by item; rot90, hsplit / vsplit / dsplit (as
+// tensor_split), fftshift / ifftshift (as roll).
 #include "exporter/decompositions/decompositions.h"
 
 namespace pt2onnx::decompositions {
@@ -164,6 +165,62 @@ def channel_shuffle(self: Tensor, groups: int):
     shape = self.shape
     grouped = self.reshape(shape[:1] + [groups, shape[1] // groups] + shape[2:])
     return grouped.transpose(1, 2).reshape(shape)
+# k quarter turns from dims[0] towards dims[1], as ATen turns them: a flip and a transpose.
+def rot90(self: Tensor, k: int = 1, dims: List[int] = [0, 1]):
+    turns = k % 4
+    if turns == 1:
+        return torch.flip(self, [dims[1]]).transpose(dims[0], dims[1])
+    if turns == 2:
+        return torch.flip(self, dims)
+    if turns == 3:
+        return torch.flip(self, [dims[0]]).transpose(dims[0], dims[1])
+    return self.clone()
+
+# hsplit splits 1-D tensors along 0, others along 1; vsplit along 0, dsplit along 2.
+def _hsplit_dim(self: Tensor) -> int:
+    if self.dim() == 1:
+        return 0
+    return 1
+
+def hsplit__int(self: Tensor, sections: int):
+    return torch.tensor_split(self, sections, _hsplit_dim(self))
+
+def hsplit__array(self: Tensor, indices: List[int]):
+    return torch.tensor_split(self, indices, _hsplit_dim(self))
+
+def vsplit__int(self: Tensor, sections: int):
+    return torch.tensor_split(self, sections, 0)
+
+def vsplit__array(self: Tensor, indices: List[int]):
+    return torch.tensor_split(self, indices, 0)
+
+def dsplit__int(self: Tensor, sections: int):
+    return torch.tensor_split(self, sections, 2)
+
+def dsplit__array(self: Tensor, indices: List[int]):
+    return torch.tensor_split(self, indices, 2)
+
+# fftshift rolls each dim (every dim when None) by half its size, rounded down; ifftshift by half
+# rounded up, undoing it.
+def _fft_shifted(self: Tensor, dim: Optional[List[int]], round_up: int):
+    dims: List[int] = []
+    if dim is None:
+        for d in range(self.dim()):
+            dims.append(d)
+    else:
+        dims = dim
+    if len(dims) == 0:
+        return self.clone()
+    shifts: List[int] = []
+    for d in dims:
+        shifts.append((self.size(d) + round_up) // 2)
+    return torch.roll(self, shifts, dims)
+
+def fft_fftshift(self: Tensor, dim: Optional[List[int]] = None):
+    return _fft_shifted(self, dim, 0)
+
+def fft_ifftshift(self: Tensor, dim: Optional[List[int]] = None):
+    return _fft_shifted(self, dim, 1)
 )TS";
 }
 

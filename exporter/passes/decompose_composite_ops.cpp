@@ -196,8 +196,12 @@ bool decomposeBlock(torch::jit::Block* block, const std::unordered_map<std::stri
 
 void decomposeCompositeOps(torch::jit::Graph& graph, const std::function<bool(const torch::jit::Node*)>& hasSymbolic) {
   const auto& graphs = decompositionGraphs();
-  for (int round = 0; round < kMaxRounds && decomposeBlock(graph.block(), graphs, hasSymbolic); ++round) {
-  }
+  bool decomposed = false;
+  for (int round = 0; round < kMaxRounds && decomposeBlock(graph.block(), graphs, hasSymbolic); ++round)
+    decomposed = true;
+  // A decomposition's list built under a branch or loop it could not fold (a rank unknown here)
+  // is still mutated in place there; the converters read lists as values (symbolic/list.cpp).
+  if (decomposed) functionalizeMutation(graph);
 }
 
 }  // namespace pt2onnx::passes

@@ -47,7 +47,9 @@ void scopeInlinedModuleCalls(torch::jit::Graph& graph, const torch::jit::Module&
 // Composite aten ops replaced by their TorchScript decompositions (exporter/decompositions/),
 // inlined in place with the op's scope and source location. Nodes for which `hasSymbolic` holds (a
 // built-in or user-registered symbolic converts them), nodes whose schema does not bind to their
-// decomposition (another torch) and nodes on complex tensors are left alone.
+// decomposition (another torch) and nodes on complex tensors are left alone. What the inlined
+// functions mutate (a list appended to under a branch) is made functional as functionalize_mutation
+// makes the model's own.
 void decomposeCompositeOps(torch::jit::Graph& graph,
                            const std::function<bool(const torch::jit::Node*)>& hasSymbolic = nullptr);
 

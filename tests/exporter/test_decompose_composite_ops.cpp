@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "exporter/passes/passes.h"
 #include "tests/util/pass_test.h"
 
@@ -335,6 +337,89 @@ graph(%c : ComplexFloat(3, strides=[1], requires_grad=0, device=cpu)):
   return (%y))IR");
   run(*g);
   EXPECT_EQ(countNodes(*g, "aten::conj_physical"), 1);
+}
+
+// scatter_add and scatter's add / multiply reductions, for opsets without ScatterElements'
+// reductions: repeated indices, an index shorter than self along the other dim, a larger src.
+TEST(DecomposeCompositeOps, ScatterReductionsWithRepeatedIndices) {
+  auto g = expectPassPreservesResults(R"IR(
+graph(%x : Float(4, 5, strides=[5, 1], requires_grad=0, device=cpu), %i : Long(3, 2, strides=[2, 1], requires_grad=0, device=cpu),
+      %s : Float(3, 3, strides=[3, 1], requires_grad=0, device=cpu)):
+  %dim : int = prim::Constant[value=0]()
+  %add : str = prim::Constant[value="add"]()
+  %mul : str = prim::Constant[value="multiply"]()
+  %three : float = prim::Constant[value=3.]()
+  %a : Tensor = aten::scatter_add(%x, %dim, %i, %s)
+  %b : Tensor = aten::scatter(%x, %dim, %i, %s, %mul)
+  %c : Tensor = aten::scatter(%x, %dim, %i, %three, %add)
+  return (%a, %b, %c))IR",
+                                      run,
+                                      {{at::randn({4, 5}), at::tensor({0, 3, 0, 0, 2, 3}).reshape({3, 2}), at::randn({3, 3})},
+                                       {at::randn({4, 5}), at::tensor({1, 1, 1, 1, 1, 1}).reshape({3, 2}), at::randn({3, 3})}},
+                                      1e-5);
+  EXPECT_EQ(countNodes(*g, "aten::scatter_add") + countNodes(*g, "aten::scatter"), 0);
+}
+
+TEST(DecomposeCompositeOps, ShapeOpsOfStaticShapesUnroll) {
+  auto g = expectPassPreservesResults(R"IR(
+graph(%x : Float(3, 4, 6, strides=[24, 6, 1], requires_grad=0, device=cpu), %i : Long(3, 1, 6, strides=[6, 6, 1], requires_grad=0, device=cpu)):
+  %k : int = prim::Constant[value=-3]()
+  %d0 : int = prim::Constant[value=2]()
+  %d1 : int = prim::Constant[value=0]()
+  %dims : int[] = prim::ListConstruct(%d0, %d1)
+  %r : Tensor = aten::rot90(%x, %k, %dims)
+  %one : int = prim::Constant[value=1]()
+  %t : Tensor = aten::take_along_dim(%x, %i, %one)
+  %none : NoneType = prim::Constant()
+  %s : Tensor = aten::fft_fftshift(%x, %none)
+  %three : int = prim::Constant[value=3]()
+  %h : Tensor[] = aten::dsplit(%x, %three)
+  %h0 : Tensor, %h1 : Tensor, %h2 : Tensor = prim::ListUnpack(%h)
+  return (%r, %t, %s, %h2))IR",
+                                      run, {{at::randn({3, 4, 6}), at::randint(0, 4, {3, 1, 6})}});
+  for (const char* op : {"aten::rot90", "aten::take_along_dim", "aten::fft_fftshift", "aten::dsplit", "prim::Loop"})
+    EXPECT_EQ(countNodes(*g, op), 0) << op;
+}
+
+TEST(DecomposeCompositeOps, TrapezoidsAndMatrixPowers) {
+  auto g = expectPassPreservesResults(R"IR(
+graph(%y : Float(3, 5, strides=[5, 1], requires_grad=0, device=cpu), %x : Float(5, strides=[1], requires_grad=0, device=cpu),
+      %m : Float(2, 3, 3, strides=[9, 3, 1], requires_grad=0, device=cpu)):
+  %dim : int = prim::Constant[value=-1]()
+  %dx : float = prim::Constant[value=0.25]()
+  %a : Tensor = aten::trapezoid(%y, %x, %dim)
+  %b : Tensor = aten::cumulative_trapezoid(%y, %dx, %dim)
+  %five : int = prim::Constant[value=5]()
+  %p : Tensor = aten::linalg_matrix_power(%m, %five)
+  return (%a, %b, %p))IR",
+                                      run, {{at::randn({3, 5}), at::rand({5}).cumsum(0), at::randn({2, 3, 3}) * 0.5}}, 1e-5);
+  EXPECT_EQ(countNodes(*g, "aten::trapezoid") + countNodes(*g, "aten::linalg_matrix_power"), 0);
+  EXPECT_EQ(countNodes(*g, "prim::Loop"), 0);
+}
+
+// Where the rank is not known here, a decomposition's list stays built in a loop under a branch
+// (sum_to_size's reduced dims); the pass leaves it functional, each append's new list used, as the
+// converters read lists (an in-place append there was lost: a wrong shape, silently).
+TEST(DecomposeCompositeOps, ListsBuiltUnderBranchesOfAnUnknownRankAreFunctional) {
+  auto g = expectPassPreservesResults(R"IR(
+graph(%x : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %four : int = prim::Constant[value=4]()
+  %size : int[] = prim::ListConstruct(%one, %four)
+  %y : Tensor = aten::sum_to_size(%x, %size)
+  return (%y))IR",
+                                      run, {{at::randn({3, 2, 4})}, {at::randn({5, 4})}, {at::randn({1, 4})}}, 1e-5);
+  EXPECT_EQ(countNodes(*g, "aten::sum_to_size"), 0);
+  std::function<int(torch::jit::Block*)> unusedAppends = [&](torch::jit::Block* b) {
+    int n = 0;
+    for (torch::jit::Node* node : b->nodes()) {
+      if (node->kind() == c10::aten::append && !node->output()->hasUses()) ++n;
+      for (torch::jit::Block* inner : node->blocks()) n += unusedAppends(inner);
+    }
+    return n;
+  };
+  EXPECT_GT(countNodes(*g, "aten::append"), 0);  // the rank is unknown: the list is built at run time
+  EXPECT_EQ(unusedAppends(g->block()), 0);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ FAST = [
     "nn.functional.scaled_dot_product_attention", "nn.functional.smooth_l1_loss", "permute", "pow", "prod",
     "remainder", "repeat", "roll", "rsqrt", "scatter", "signbit", "softmax", "sort", "split", "squeeze", "stack",
     "std", "sum", "t", "tensordot", "topk", "trace", "transpose", "tril", "unfold", "var_mean", "where", "xlogy",
+    "sum_to_size", "trapezoid", "take_along_dim", "isin", "cov",
 ]
 
 # Entries called from scripted modules (scripted.py): ops with list, optional and scalar arguments.
