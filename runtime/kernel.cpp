@@ -192,6 +192,8 @@ std::optional<at::ScalarType> atenType(int32_t t) {
   }
 }
 
+bool isFourBit(at::ScalarType t) { return t == c10::ScalarType::Int4 || t == c10::ScalarType::UInt4; }
+
 at::Tensor fourBitAsBytes(const at::Tensor& t) {
   if (t.scalar_type() == c10::ScalarType::Int4) return t.view(at::kChar);
   if (t.scalar_type() == c10::ScalarType::UInt4) return t.view(at::kByte);

@@ -225,8 +225,10 @@ KernelRegistry& defaultKernels();
 // The ATen dtype of an ONNX element type (TensorProto.DataType); nullopt when ATen has none.
 std::optional<at::ScalarType> atenType(int32_t onnxType);
 int32_t onnxType(at::ScalarType t);
-// ONNX's int4 / uint4 are ATen's 4-bit shell types over a byte an element, on which ATen computes
-// nothing: their bytes viewed as int8 / uint8. Other tensors unchanged.
+// ONNX's int4 / uint4 are ATen's 4-bit shell types over a byte an element (runtime/tensor_proto.cpp),
+// on which ATen computes nothing: fourBitAsBytes views their bytes as int8 / uint8 (other tensors
+// unchanged).
+bool isFourBit(at::ScalarType t);
 at::Tensor fourBitAsBytes(const at::Tensor& t);
 
 }  // namespace pt2onnx::runtime

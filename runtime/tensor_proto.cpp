@@ -48,8 +48,6 @@ void copyTyped(const Field& field, at::Tensor& out) {
   for (int i = 0; i < field.size(); ++i) dst[i] = static_cast<T>(field.Get(i));
 }
 
-bool isFourBit(at::ScalarType t) { return t == c10::ScalarType::Int4 || t == c10::ScalarType::UInt4; }
-
 // A 4-bit tensor: ONNX packs two elements to a byte, the first in the low nibble (raw, external or
 // int32_data, an entry a byte); the runtime holds a byte each, sign-extended for int4, typed as
 // ATen's 4-bit shell type over int8 / uint8 storage.

@@ -21,10 +21,9 @@ using Tensors = std::vector<at::Tensor>;
 
 std::string typeName(at::ScalarType t) { return c10::toString(t); }
 
-// The integer types a quantized tensor may have here, with their saturation bounds.
 constexpr at::ScalarType kInt4 = c10::ScalarType::Int4, kUInt4 = c10::ScalarType::UInt4;
 
-bool isFourBit(at::ScalarType t) { return t == kInt4 || t == kUInt4; }
+// The integer types a quantized tensor may have here, with their saturation bounds.
 bool quantizedType(at::ScalarType t) {
   return t == at::kByte || t == at::kChar || t == at::kShort || t == at::kUInt16 || t == at::kInt || isFourBit(t);
 }
