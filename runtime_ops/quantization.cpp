@@ -102,7 +102,10 @@ at::Tensor zeroPoint(KernelContext& ctx, const at::Tensor& scale, at::ScalarType
   return at::zeros(scale.sizes(), scale.options().dtype(type == at::kUInt16 ? at::kInt : isFourBit(type) ? at::kChar : type));
 }
 
+// Per tensor, one element each ([] and [1] alike: ONNX's 4-bit test models mix them, ONNX Runtime
+// takes them); per axis or per block, the same shape.
 void requireSameShape(KernelContext& ctx, const at::Tensor& scale, const at::Tensor& zero) {
+  if (scale.numel() == 1 && zero.numel() == 1 && scale.dim() <= 1 && zero.dim() <= 1) return;
   if (scale.sizes() != zero.sizes())
     ctx.fail("the scale (shape " + c10::str(scale.sizes()) + ") and the zero point (shape " + c10::str(zero.sizes()) +
              ") must have the same shape");

@@ -378,7 +378,14 @@ Outputs indexPutSymbolic(Context& ctx) {
 // gives them (transposed).
 Outputs nonzeroSymbolic(Context& ctx) {
   ir::Value* x = ctx.tensor(0);
-  if (ctx.requireRank(x, "the nonzero input") == 0) ctx.fail("nonzero of a 0-d tensor is not supported");
+  if (ctx.requireRank(x, "the nonzero input") == 0) {
+    // A 0-d tensor has no dims to index: (1, 0) when it is non-zero, (0, 0) when not.
+    ir::Value* found = ctx.op("Transpose", {ctx.op("NonZero", {ctx.op("Reshape", {x, ctx.constInt64s({1})})})},
+                              {ints("perm", {1, 0})});
+    ir::Value* none = ctx.op("Slice", {found, ctx.constInt64s({0}), ctx.constInt64s({0}), ctx.constInt64s({1})});
+    ctx.setType(none, ir::TensorType{ir::DType::Int64, std::vector<ir::Dim>{ir::Dim{}, ir::Dim::fixed(0)}});
+    return {none};
+  }
   ir::Value* indices = ctx.op("Transpose", {ctx.op("NonZero", {x})}, {ints("perm", {1, 0})});
   // How many are non-zero depends on the values: never the example's count.
   ctx.setType(indices, ir::TensorType{ir::DType::Int64, std::vector<ir::Dim>{ir::Dim{}, ir::Dim::fixed(ctx.rank(x))}});
@@ -389,7 +396,10 @@ Outputs nonzeroSymbolic(Context& ctx) {
 Outputs nonzeroAsTupleSymbolic(Context& ctx) {
   ir::Value* x = ctx.tensor(0);
   int64_t rank = ctx.requireRank(x, "the where/nonzero input");
-  if (rank == 0) ctx.fail("where(condition) of a 0-d tensor is not supported");
+  if (rank == 0) {  // as PyTorch reads a 0-d tensor here: one element, one row of indices (0 or none)
+    x = ctx.op("Reshape", {x, ctx.constInt64s({1})});
+    rank = 1;
+  }
   ir::Value* nonzero = ctx.op("NonZero", {x});  // [rank, n]
   std::vector<Arg> rows;
   for (int64_t r = 0; r < rank; ++r) {

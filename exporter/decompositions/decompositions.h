@@ -17,8 +17,11 @@ std::string_view products();
 std::string_view losses();
 std::string_view shapes();
 std::string_view indexing();
+std::string_view creation();
 
 // Every family's source, in a fixed order.
-inline std::vector<std::string_view> all() { return {elementwise(), reductions(), products(), losses(), shapes(), indexing()}; }
+inline std::vector<std::string_view> all() {
+  return {elementwise(), reductions(), products(), losses(), shapes(), indexing(), creation()};
+}
 
 }  // namespace pt2onnx::decompositions

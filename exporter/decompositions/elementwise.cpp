@@ -1,7 +1,7 @@
 // Elementwise composites: arithmetic with a scale (addcmul, lerp), NaN- and sign-aware math
 // (fmax, copysign, signbit, logaddexp, xlogy), unit conversions and predicates, bucketize and
 // searchsorted (by counting the boundaries below), isin (by comparing with every test element),
-// _safe_softmax.
+// _safe_softmax, erfinv (a polynomial approximation).
 #include "exporter/decompositions/decompositions.h"
 
 namespace pt2onnx::decompositions {
@@ -263,6 +263,25 @@ def _safe_softmax(self: Tensor, dim: int, dtype: Optional[int] = None):
     out = torch.softmax(self, dim, dtype)
     masked_rows = torch.all(self == float("-inf"), dim, True)
     return torch.where(masked_rows, torch.zeros_like(out), out)
+# erfinv by M. Giles' single-precision approximation ("Approximating the erfinv function", 2010:
+# relative error below 4e-7 on (-1, 1)), computed in float32; +-1 gives +-inf, beyond it NaN.
+def _polynomial(w: Tensor, coefficients: List[float]):
+    p = torch.full_like(w, coefficients[0])
+    for k in range(1, len(coefficients)):
+        p = p * w + coefficients[k]
+    return p
+
+def erfinv(self: Tensor):
+    x = self
+    if not self.is_floating_point():
+        x = self.to(6)
+    w = -torch.log((1.0 - x) * (1.0 + x))
+    central = _polynomial(w - 2.5, [2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                                    -0.00125372503, -0.00417768164, 0.246640727, 1.50140941])
+    tail = _polynomial(torch.sqrt(w) - 3.0, [-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                                             0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682])
+    y = torch.where(w < 5.0, central, tail) * x
+    return torch.where(torch.abs(x) == 1.0, x * float("inf"), y)
 )TS";
 }
 

@@ -1,7 +1,8 @@
 // Indexed writes: index_copy, index_add and index_fill along one dim (scatters and a mask of the
 // indexed slices), masked_scatter (source taken in order at the mask's true positions), the rows
 // embedding_renorm renorms; take_along_dim (a gather of broadcast operands); scatter_add and
-// scatter's add / multiply reductions before ScatterElements had them (opset 16).
+// scatter's add / multiply reductions before ScatterElements had them (opset 16); masked_select and
+// argwhere (data-dependent lengths, as nonzero's).
 #include "exporter/decompositions/decompositions.h"
 
 namespace pt2onnx::decompositions {
@@ -142,6 +143,13 @@ def scatter__reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
 def scatter__value_reduce(self: Tensor, dim: int, index: Tensor, value: number, reduce: str):
     assert reduce == "add" or reduce == "multiply", "reduce argument must be either add or multiply."
     return _scatter_reduced(self, dim, index, torch.full_like(index, value, dtype=self.dtype), reduce == "multiply")
+# The elements of self (broadcast with mask) where mask is true, in order.
+def masked_select(self: Tensor, mask: Tensor):
+    values, full_mask = torch.broadcast_tensors([self, mask])
+    return values.reshape([-1])[full_mask.reshape([-1])]
+
+def argwhere(self: Tensor):
+    return torch.nonzero(self)
 )TS";
 }
 

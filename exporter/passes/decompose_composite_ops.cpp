@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <torch/csrc/jit/api/compilation_unit.h>
 #include <torch/csrc/jit/api/function_impl.h>
@@ -137,11 +138,21 @@ Specialized specialized(Graph& callee, Node* n) {  // callee: only read (copy() 
 // Replaces `n` by its decomposition; false when it has none that binds.
 using HasSymbolic = std::function<bool(const Node*)>;
 
+// Decompositions that index dims by loops over the rank (narrowing each one): with the first
+// input's rank unknown they could not be converted, so the op stays, and its own error (the opset
+// its symbolic needs) is the one reported.
+bool needsKnownRank(const std::string& function, const Node* n) {
+  static const std::unordered_set<std::string> kRankLoops = {"scatter_add", "scatter__reduce", "scatter__value_reduce"};
+  if (!kRankLoops.count(function)) return false;
+  auto type = n->input(0)->type()->cast<c10::TensorType>();
+  return !type || !type->dim();
+}
+
 bool decompose(Node* n, const std::unordered_map<std::string, std::shared_ptr<Graph>>& graphs,
                const HasSymbolic& hasSymbolic) {
   if (n->kind().ns() != c10::namespaces::aten || !n->maybeSchema()) return false;
   auto it = graphs.find(functionName(n));
-  if (it == graphs.end() || (hasSymbolic && hasSymbolic(n))) return false;
+  if (it == graphs.end() || (hasSymbolic && hasSymbolic(n)) || needsKnownRank(it->first, n)) return false;
   for (const Value* in : n->inputs())  // identities for real tensors (conj_physical, real) are not for complex ones
     if (auto t = in->type()->cast<c10::TensorType>(); t && t->scalarType() && c10::isComplexType(*t->scalarType()))
       return false;

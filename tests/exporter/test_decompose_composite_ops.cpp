@@ -422,5 +422,26 @@ graph(%x : Tensor):
   EXPECT_EQ(unusedAppends(g->block()), 0);
 }
 
+TEST(DecomposeCompositeOps, LinspaceBetweenTensorsErfinvAndMaskedSelect) {
+  auto g = expectPassPreservesResults(R"IR(
+graph(%a : Float(requires_grad=0, device=cpu), %b : Float(requires_grad=0, device=cpu), %x : Float(7, strides=[1], requires_grad=0, device=cpu),
+      %m : Bool(3, 1, strides=[1, 1], requires_grad=0, device=cpu)):
+  %steps : int = prim::Constant[value=9]()
+  %none : NoneType = prim::Constant()
+  %base : float = prim::Constant[value=2.]()
+  %l : Tensor = aten::linspace(%a, %b, %steps, %none, %none, %none, %none)
+  %g : Tensor = aten::logspace(%a, %b, %steps, %base, %none, %none, %none, %none)
+  %e : Tensor = aten::erfinv(%x)
+  %s : Tensor = aten::masked_select(%x, %m)
+  return (%l, %g, %e, %s))IR",
+                                      run,
+                                      {{at::scalar_tensor(-1.5), at::scalar_tensor(3.25), at::rand({7}) * 2 - 1, at::tensor({1, 0, 1}).to(at::kBool).reshape({3, 1})},
+                                       {at::scalar_tensor(4.0), at::scalar_tensor(-2.0), at::tensor({-1.0f, 1.0f, 0.999f, -0.5f, 0.0f, 2.0f, 1e-4f}),
+                                        at::zeros({3, 1}, at::kBool)}},
+                                      1e-5);
+  for (const char* op : {"aten::linspace", "aten::logspace", "aten::erfinv", "aten::masked_select"})
+    EXPECT_EQ(countNodes(*g, op), 0) << op;
+}
+
 }  // namespace
 }  // namespace pt2onnx::passes

@@ -350,6 +350,20 @@ graph(%x : Tensor):
   expectDynamicAxesConvertLikeTorch(ir, {x}, {{0, "n"}}, {{at::randn({7, 5})}, {at::zeros({2, 5})}}, 13);
 }
 
+// A 0-d tensor has no dims to index: nonzero is (1, 0) when it is non-zero, (0, 0) when not; as a
+// tuple, PyTorch reads it as one element: one row of indices, [0] or empty.
+TEST(IndexingSymbolics, NonzeroOfAZeroDimTensor) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %nz : Tensor = aten::nonzero(%x)
+  %rows : Tensor[] = aten::nonzero_numpy(%x)
+  %r0 : Tensor = prim::ListUnpack(%rows)
+  return (%nz, %r0)
+)IR";
+  expectConvertsLikeTorchAllOpsets(ir, {at::tensor(2.5f)});
+  expectConvertsLikeTorchAllOpsets(ir, {at::tensor(0.0f)});
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- writes (functionalized x[i] = v)
