@@ -112,11 +112,11 @@ class Fft(torch.nn.Module):
         return torch.fft.fft2(x).real  # FFT_CALL (fft2: only the 1-D transforms convert)
 
 
-class ScatterReduce(torch.nn.Module):
-    """aten::scatter.reduce: ScatterElements' reduction attribute exists from opset 16."""
+class GridSample(torch.nn.Module):
+    """aten::grid_sampler: ONNX's GridSample exists from opset 16."""
 
-    def forward(self, x, index):
-        return x.scatter(0, index, x, reduce="add")
+    def forward(self, x, grid):
+        return torch.nn.functional.grid_sample(x, grid, align_corners=False)
 
 
 class TupleOut(torch.nn.Module):
@@ -597,12 +597,12 @@ def test_unconvertible_ops_empty_for_convertible_model():
 
 
 def test_unconvertible_ops_depends_on_opset():
-    args = (torch.randn(3, 4), torch.zeros(3, 4, dtype=torch.long))
-    ops = pt2onnx.unconvertible_ops(ScatterReduce(), args, opset_version=15)
-    assert [e["op"] for e in ops] == ["aten::scatter.reduce"]
+    args = (torch.randn(1, 2, 5, 5), torch.rand(1, 3, 3, 2) * 2 - 1)
+    ops = pt2onnx.unconvertible_ops(GridSample(), args, opset_version=15)
+    assert [e["op"] for e in ops] == ["aten::grid_sampler"]
     assert ops[0]["count"] == 1
     assert ops[0]["supported_from_opset"] == 16
-    assert pt2onnx.unconvertible_ops(ScatterReduce(), args, opset_version=16) == []
+    assert pt2onnx.unconvertible_ops(GridSample(), args, opset_version=16) == []
 
 
 def test_unconvertible_ops_restores_training_mode():
